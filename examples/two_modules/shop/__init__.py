@@ -1,0 +1,1 @@
+"""A tiny shop: pricing rules and a shopping cart."""

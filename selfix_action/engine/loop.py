@@ -1,0 +1,537 @@
+"""The healing loop: reproduce → localize → hypothesize → expose → patch → verify → backtrack → minimize.
+
+Read ``HealingLoop.run`` top to bottom: every way the loop can stop is a ``StopReason`` returned there.
+The loop only talks to a ``Sandbox`` (runs tests on a scratch copy) and an ``Engine`` (Detective, QA,
+Patcher); it never touches the user's tree and never runs code itself.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from selfix_action.engine.localize import function_spans, localize
+from selfix_action.engine.models import (
+    CandidatePatch,
+    Evidence,
+    Hypothesis,
+    QATest,
+    TestResult,
+    TestRun,
+    TestStatus,
+    Verification,
+    VerifyStage,
+)
+from selfix_action.engine.patches import changed_line_count, hunks, unified_diff, without_hunk
+from selfix_action.engine.paths import QA_TEST_DIR, protected_reason
+from selfix_action.engine.protocols import Engine, Sandbox
+from selfix_action.engine.report import (
+    STOP_EXPLANATIONS,
+    HealReport,
+    HypothesisRecord,
+    PatchRecord,
+    StopReason,
+)
+
+Trace = Callable[..., None]  # trace(step, message, **data)
+
+# A QA test must fail the way the hypothesis predicts, not because it cannot even be imported.
+BROKEN_TEST_EXCEPTIONS = frozenset(
+    {"ImportError", "ModuleNotFoundError", "SyntaxError", "IndentationError", "CollectionError", "NameError"}
+)
+MAX_RECORDED_REJECTIONS = 5
+
+
+class LoopConfig(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    max_hypotheses: int = 3
+    max_candidates: int = 500
+    max_test_runs: int = 2000
+    time_limit_seconds: float = 900.0
+    protected_paths: tuple[str, ...] = ()
+    user_hint: str = ""
+
+
+@dataclass
+class HealResult:
+    report: HealReport
+    files: dict[str, str] | None  # the verified patch as whole new file texts, None when not healed
+    originals: dict[str, str] = field(default_factory=dict)
+
+
+class _OutOfBudget(Exception):
+    def __init__(self, reason: StopReason) -> None:
+        self.reason = reason
+
+
+def _noop_trace(step: str, message: str = "", **data: Any) -> None:
+    return None
+
+
+class HealingLoop:
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        engine: Engine,
+        config: LoopConfig | None = None,
+        *,
+        trace: Trace = _noop_trace,
+        repo_label: str = ".",
+    ) -> None:
+        self.sandbox = sandbox
+        self.engine = engine
+        self.config = config or LoopConfig()
+        self.trace = trace
+        self.repo_label = repo_label
+        self.test_runs = 0
+        self.candidates_tried = 0
+        self.timings: dict[str, float] = {}
+        self.notes: list[str] = []
+        self._deadline = 0.0
+
+    # -- the loop ------------------------------------------------------------------------------------
+    def run(self, junit_failing: Sequence[str] = (), junit_passing: Sequence[str] = ()) -> HealResult:
+        started = time.monotonic()
+        self._deadline = started + self.config.time_limit_seconds
+        self.trace("start", f"healing with the {self.engine.name} engine")
+
+        # 1. Reproduce: which tests fail here, and do they fail every time?
+        with self._timed("reproduce"):
+            baseline, f2p_tests, p2p_tests, flaky = self._reproduce(junit_failing, junit_passing)
+        tests_before = {n: r.status.value for n, r in baseline.results.items()}
+        if not f2p_tests:
+            reason = StopReason.NOT_REPRODUCIBLE if flaky else StopReason.NO_FAILING_TESTS
+            return self._finish(reason, started, tests_before=tests_before, flaky=flaky)
+
+        # 2. Localize: rank suspicious lines and functions from coverage spectra and tracebacks.
+        with self._timed("localize"):
+            evidence = self._localize(baseline, f2p_tests, p2p_tests)
+        if not evidence.suspicious_lines:
+            return self._finish(
+                StopReason.NO_SUSPECTS, started, evidence, tests_before=tests_before, flaky=flaky
+            )
+
+        # 3. Detective: ranked, distinct root-cause hypotheses.
+        with self._timed("hypothesize"):
+            hypotheses = self.engine.hypotheses(evidence, self.sandbox, self.config.max_hypotheses)
+        self.trace(
+            "hypotheses", f"{len(hypotheses)} hypotheses", hypotheses=[h.model_dump() for h in hypotheses]
+        )
+
+        records: list[HypothesisRecord] = []
+        stop = StopReason.HYPOTHESES_EXHAUSTED
+        winner: tuple[CandidatePatch, dict[str, str], TestRun] | None = None
+        seen_patches: set[frozenset[tuple[str, str]]] = set()
+        for index, hypothesis in enumerate(hypotheses):
+            # 4. QA: the hypothesis must be exposed by a test that fails on the unpatched code.
+            with self._timed("expose"):
+                qa, exposed, exposure = self._expose(hypothesis, evidence)
+            self.trace(
+                "expose",
+                f"hypothesis {hypothesis.rank}: {exposure}",
+                hypothesis=hypothesis.id,
+                exposed=exposed,
+            )
+            if not exposed:
+                records.append(
+                    HypothesisRecord(
+                        hypothesis=hypothesis,
+                        exposed=False,
+                        exposure=exposure,
+                        outcome="dropped: not exposed",
+                    )
+                )
+                continue
+
+            # 5. Patcher + verify, with failed verifications fed back; then backtrack to the next hypothesis.
+            history: list[Verification] = []
+            tried = 0
+            try:
+                for candidate in self.engine.candidates(hypothesis, evidence, self.sandbox, history):
+                    key = frozenset(candidate.files.items())
+                    if key in seen_patches:
+                        continue  # a repeated identical edit teaches nothing
+                    seen_patches.add(key)
+                    self._check_budget()
+                    tried += 1
+                    self.candidates_tried += 1
+                    with self._timed("verify"):
+                        verdict = self._verify(candidate, qa, evidence)
+                    self.trace(
+                        "verify",
+                        f"candidate {self.candidates_tried}: {candidate.description} -> "
+                        f"{'PASS' if verdict.ok else 'fail at ' + verdict.stage.value}",
+                        candidate=candidate.id,
+                        ok=verdict.ok,
+                        stage=verdict.stage.value,
+                        detail=verdict.detail,
+                    )
+                    if not verdict.ok:
+                        history.append(verdict)
+                        continue
+                    # 6. Minimize, then confirm on the whole suite once.
+                    with self._timed("minimize"):
+                        files = self._minimize(candidate, qa, evidence)
+                    with self._timed("confirm"):
+                        confirmed = self._confirm(files, evidence) or (
+                            self._confirm(candidate.files, evidence) if files != candidate.files else None
+                        )
+                    if confirmed is None:
+                        history.append(
+                            Verification(
+                                candidate_id=candidate.id,
+                                ok=False,
+                                stage=VerifyStage.FULL,
+                                detail="broke a test outside the selected ones on the full suite",
+                            )
+                        )
+                        continue
+                    files, after = confirmed
+                    winner = (candidate, files, after)
+                    break
+            except _OutOfBudget as out:
+                stop = out.reason
+            records.append(self._record(hypothesis, qa, exposure, tried, history, winner))
+            if winner is not None:
+                stop = StopReason.HEALED
+                records += [
+                    HypothesisRecord(
+                        hypothesis=h, exposed=False, exposure="not needed", outcome="not reached"
+                    )
+                    for h in hypotheses[index + 1 :]
+                ]
+                break
+            if stop is not StopReason.HYPOTHESES_EXHAUSTED:
+                break
+        return self._finish(stop, started, evidence, records, winner, tests_before, flaky)
+
+    # -- steps ---------------------------------------------------------------------------------------
+    def _reproduce(
+        self, junit_failing: Sequence[str], junit_passing: Sequence[str]
+    ) -> tuple[TestRun, tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+        """Baseline run of the suite with coverage, and re-runs of the failing tests to weed out flakes."""
+        self.trace("reproduce", "running the test suite with per-test coverage")
+        baseline = self._run(None, coverage=True)
+        failing = [n for n in baseline.failing() if not n.startswith(QA_TEST_DIR)]
+        if junit_failing:
+            # The CI report names the failures; tests it names that pass here are re-run below like any other.
+            missing = [n for n in junit_failing if n not in baseline.results]
+            if missing:
+                self.notes.append(f"{len(missing)} failing test(s) from the report were not found here")
+            failing = [n for n in junit_failing if n in baseline.results]
+        passing = [n for n in baseline.passing() if not junit_passing or n in junit_passing]
+        if not failing:
+            return baseline, (), tuple(passing), ()
+        self.trace("reproduce", f"re-running {len(failing)} failing test(s) to check they fail every time")
+        reproducible = set(failing)
+        for _ in range(2 if junit_failing else 1):
+            rerun = self._run(failing)
+            reproducible &= set(rerun.failing())
+        flaky = tuple(n for n in failing if n not in reproducible)
+        if flaky:
+            self.notes.append(f"{len(flaky)} failing test(s) passed on a re-run and were left out as flaky")
+        return baseline, tuple(n for n in failing if n in reproducible), tuple(passing), flaky
+
+    def _localize(self, baseline: TestRun, f2p: tuple[str, ...], p2p: tuple[str, ...]) -> Evidence:
+        sources = {path: self.sandbox.read_file(path) for path in self.sandbox.source_files()}
+        failures = tuple(baseline.results[n] for n in f2p)
+        test_files = {n.split("::")[0] for n in f2p}
+        test_sources = {}
+        for path in test_files:
+            try:
+                test_sources[path] = self.sandbox.read_file(path)
+            except OSError:
+                continue
+        found = localize(failures, p2p, baseline.coverage, sources, test_sources)
+        note = found.note
+        if not found.coverage_used and baseline.coverage_note:
+            note = f"{note} ({baseline.coverage_note})"
+            self.notes.append(f"localization without coverage: {baseline.coverage_note}")
+        covering: dict[str, dict[int, set[str]]] = {}
+        for test in p2p:
+            for path, lines in (baseline.coverage or {}).get(test, {}).items():
+                for line in lines:
+                    covering.setdefault(path, {}).setdefault(line, set()).add(test)
+        top = ", ".join(f"{s.file}:{s.line} ({s.score:.2f})" for s in found.lines[:5])
+        self.trace("localize", f"{note}; top lines: {top}", lines=[s.model_dump() for s in found.lines[:30]])
+        return Evidence(
+            f2p_tests=f2p,
+            p2p_tests=p2p,
+            failures=failures,
+            suspicious_lines=found.lines,
+            suspicious_functions=found.functions,
+            coverage_used=found.coverage_used,
+            localization_note=note,
+            user_hint=self.config.user_hint,
+            covering_tests={
+                p: {ln: tuple(sorted(t)) for ln, t in lines.items()} for p, lines in covering.items()
+            },
+        )
+
+    def _expose(self, hypothesis: Hypothesis, evidence: Evidence) -> tuple[QATest | None, bool, str]:
+        qa = self.engine.qa_test(hypothesis, evidence, self.sandbox)
+        if qa is None:
+            return None, True, f"the {len(evidence.f2p_tests)} failing test(s) reach this code and fail"
+        qa_path = f"{QA_TEST_DIR}/{qa.path}"
+        run = self._run([qa_path], extra_test_files={qa_path: qa.source})
+        results = [r for n, r in run.results.items() if n.startswith(qa_path)]
+        if not results:
+            return qa, False, "the QA test could not be collected"
+        failed = [
+            r for r in results if r.status is TestStatus.FAILED and r.exc_type not in BROKEN_TEST_EXCEPTIONS
+        ]
+        if failed:
+            return qa, True, f"QA test fails on the unpatched code with {failed[0].exc_type}"
+        if any(r.status is not TestStatus.PASSED for r in results):
+            kinds = ", ".join(sorted({f"{r.status.value} {r.exc_type}".strip() for r in results}))
+            return qa, False, f"QA test fails for the wrong reason ({kinds})"
+        return qa, False, "QA test passes on the unpatched code, so it does not expose the bug"
+
+    def _verify(self, candidate: CandidatePatch, qa: QATest | None, evidence: Evidence) -> Verification:
+        """F2P (and the QA test) first, stopping at the first failure; then the P2P tests guarding the edit."""
+
+        def verdict(
+            stage: VerifyStage, failing: Sequence[str] = (), detail: str = "", runs: int = 0
+        ) -> Verification:
+            return Verification(
+                candidate_id=candidate.id,
+                ok=stage is VerifyStage.OK,
+                stage=stage,
+                failing_tests=tuple(failing),
+                detail=detail,
+                test_runs=runs,
+            )
+
+        for path in candidate.files:
+            reason = protected_reason(path, self.config.protected_paths)
+            if reason is not None:
+                return verdict(VerifyStage.PROTECTED, detail=f"edits {path} ({reason})")
+        qa_files = {f"{QA_TEST_DIR}/{qa.path}": qa.source} if qa else {}
+        guards = self._guarding_tests(candidate.files, evidence)  # reads the unpatched originals
+        with self.sandbox.patched(candidate.files):
+            targets = [*evidence.f2p_tests, *qa_files]
+            run = self._run(targets, stop_first=True, extra_test_files=qa_files)
+            broken = _not_passing(run, targets)
+            if broken:
+                stage = (
+                    VerifyStage.QA if any(b.startswith(QA_TEST_DIR) for b in broken[:1]) else VerifyStage.F2P
+                )
+                return verdict(stage, broken, _describe(run, broken[0]), 1)
+            if guards:
+                run = self._run(guards, stop_first=True)
+                broken = _not_passing(run, guards)
+                if broken:
+                    return verdict(VerifyStage.P2P, broken, _describe(run, broken[0]), 2)
+        return verdict(
+            VerifyStage.OK, detail=f"F2P pass, {len(guards)} guarding P2P pass", runs=2 if guards else 1
+        )
+
+    def _guarding_tests(self, files: Mapping[str, str], evidence: Evidence) -> list[str]:
+        """P2P tests that run the functions the patch edits (all P2P when coverage is unavailable)."""
+        if not evidence.coverage_used:
+            return list(evidence.p2p_tests)
+        originals = {path: self.sandbox.read_file(path) for path in files}
+        guards: set[str] = set()
+        for hunk in hunks(originals, files):
+            spans = function_spans(hunk.path, originals[hunk.path])
+            lo, hi = hunk.original_lines
+            touched = [s for s in spans if s.start <= hi and lo <= s.end]
+            lines = set(range(lo, hi + 1))
+            if touched:
+                inner = max(touched, key=lambda s: s.start)
+                lines = set(range(inner.start, inner.end + 1))
+            else:
+                return list(evidence.p2p_tests)  # module-level edit: anything may depend on it
+            for line in lines:
+                guards.update(evidence.covering_tests.get(hunk.path, {}).get(line, ()))
+        return [t for t in evidence.p2p_tests if t in guards]
+
+    def _minimize(self, candidate: CandidatePatch, qa: QATest | None, evidence: Evidence) -> dict[str, str]:
+        """Drop every hunk whose removal keeps all the selected tests green."""
+        files = dict(candidate.files)
+        originals = {path: self.sandbox.read_file(path) for path in files}
+        changed = True
+        while changed and len(hunks(originals, files)) > 1:
+            changed = False
+            for hunk in hunks(originals, files):
+                reduced = without_hunk(originals, files, hunk)
+                if not reduced:
+                    continue
+                trial = candidate.model_copy(update={"files": reduced, "id": candidate.id + "-min"})
+                if self._verify(trial, qa, evidence).ok:
+                    self.trace("minimize", f"dropped a hunk in {hunk.path} at line {hunk.original_lines[0]}")
+                    files = reduced
+                    changed = True
+                    break
+        return files
+
+    def _confirm(self, files: dict[str, str], evidence: Evidence) -> tuple[dict[str, str], TestRun] | None:
+        """The whole suite once on the patched copy: every F2P passes and no P2P regresses."""
+        self.trace("confirm", "running the whole suite on the patched copy")
+        with self.sandbox.patched(files):
+            run = self._run(None)
+        if _not_passing(run, [*evidence.f2p_tests, *evidence.p2p_tests]):
+            return None
+        return files, run
+
+    # -- bookkeeping ---------------------------------------------------------------------------------
+    def _run(
+        self,
+        nodeids: Sequence[str] | None,
+        *,
+        stop_first: bool = False,
+        coverage: bool = False,
+        extra_test_files: Mapping[str, str] | None = None,
+    ) -> TestRun:
+        if self.test_runs >= self.config.max_test_runs:
+            raise _OutOfBudget(StopReason.TEST_RUN_BUDGET)
+        self.test_runs += 1
+        return self.sandbox.run_tests(
+            nodeids, stop_first=stop_first, coverage=coverage, extra_test_files=extra_test_files
+        )
+
+    def _check_budget(self) -> None:
+        if time.monotonic() > self._deadline:
+            raise _OutOfBudget(StopReason.TIME_LIMIT)
+        if self.candidates_tried >= self.config.max_candidates:
+            raise _OutOfBudget(StopReason.CANDIDATE_BUDGET)
+        if self.test_runs >= self.config.max_test_runs:
+            raise _OutOfBudget(StopReason.TEST_RUN_BUDGET)
+
+    def _timed(self, step: str) -> _Timer:
+        return _Timer(self.timings, step)
+
+    def _record(
+        self,
+        hypothesis: Hypothesis,
+        qa: QATest | None,
+        exposure: str,
+        tried: int,
+        history: list[Verification],
+        winner: tuple[CandidatePatch, dict[str, str], TestRun] | None,
+    ) -> HypothesisRecord:
+        by_stage: dict[str, int] = {}
+        for verdict in history:
+            by_stage[verdict.stage.value] = by_stage.get(verdict.stage.value, 0) + 1
+        if winner is not None:
+            outcome = f"healed by {winner[0].description}"
+        elif tried == 0:
+            outcome = "rejected: no candidate patch to try"
+        else:
+            outcome = f"rejected: none of {tried} candidate(s) passed verification"
+        return HypothesisRecord(
+            hypothesis=hypothesis,
+            exposed=True,
+            exposure=exposure,
+            candidates_tried=tried,
+            outcome=outcome,
+            rejections=tuple(history[:MAX_RECORDED_REJECTIONS]),
+            rejections_by_stage=by_stage,
+        )
+
+    def _finish(
+        self,
+        reason: StopReason,
+        started: float,
+        evidence: Evidence | None = None,
+        records: Sequence[HypothesisRecord] = (),
+        winner: tuple[CandidatePatch, dict[str, str], TestRun] | None = None,
+        tests_before: dict[str, str] | None = None,
+        flaky: Sequence[str] = (),
+    ) -> HealResult:
+        self.timings["total"] = time.monotonic() - started
+        patch = None
+        files = None
+        originals: dict[str, str] = {}
+        tests_after: dict[str, str] = {}
+        if winner is not None:
+            candidate, files, after = winner
+            originals = {path: self.sandbox.read_file(path) for path in files}
+            patch = PatchRecord(
+                candidate_id=candidate.id,
+                hypothesis_id=candidate.hypothesis_id,
+                template=candidate.template,
+                description=candidate.description,
+                files=tuple(sorted(files)),
+                diff=unified_diff(originals, files),
+                changed_lines=changed_line_count(originals, files),
+                minimized_from_hunks=len(hunks(originals, candidate.files)),
+                hunks=len(hunks(originals, files)),
+            )
+            tests_after = {n: r.status.value for n, r in after.results.items()}
+        report = HealReport(
+            repo=self.repo_label,
+            engine=self.engine.name,
+            stop_reason=reason,
+            explanation=STOP_EXPLANATIONS[reason],
+            exit_code=int(reason.exit_code),
+            f2p_tests=evidence.f2p_tests if evidence else (),
+            p2p_tests=evidence.p2p_tests if evidence else (),
+            flaky_tests=tuple(flaky),
+            failures=evidence.failures if evidence else (),
+            coverage_used=evidence.coverage_used if evidence else False,
+            localization_note=evidence.localization_note if evidence else "",
+            suspicious_lines=evidence.suspicious_lines[:20] if evidence else (),
+            suspicious_functions=evidence.suspicious_functions[:10] if evidence else (),
+            hypotheses=tuple(records),
+            patch=patch,
+            tests_before=tests_before or {},
+            tests_after=tests_after,
+            test_runs=self.test_runs,
+            candidates_tried=self.candidates_tried,
+            timings={k: round(v, 3) for k, v in self.timings.items()},
+            notes=tuple(self.notes),
+        )
+        self.trace(
+            "stop",
+            f"{reason.value}: {report.explanation}",
+            stop_reason=reason.value,
+            test_runs=self.test_runs,
+            candidates=self.candidates_tried,
+        )
+        return HealResult(report=report, files=files, originals=originals)
+
+
+class _Timer:
+    def __init__(self, timings: dict[str, float], step: str) -> None:
+        self.timings = timings
+        self.step = step
+
+    def __enter__(self) -> None:
+        self.started = time.monotonic()
+
+    def __exit__(self, *exc: object) -> None:
+        self.timings[self.step] = self.timings.get(self.step, 0.0) + time.monotonic() - self.started
+
+
+def _not_passing(run: TestRun, nodeids: Sequence[str]) -> list[str]:
+    """Requested tests that did not pass (a QA file path stands for every test in it)."""
+    broken = []
+    for nodeid in nodeids:
+        if nodeid.startswith(QA_TEST_DIR):
+            matched = [r for n, r in run.results.items() if n.startswith(nodeid)]
+            if not matched or any(r.status is not TestStatus.PASSED for r in matched):
+                broken.append(nodeid)
+        else:
+            result = run.results.get(nodeid)
+            if result is None or result.status is not TestStatus.PASSED:
+                broken.append(nodeid)
+    return broken
+
+
+def _describe(run: TestRun, nodeid: str) -> str:
+    """The pruned failure fed back to the engine: the test, the exception and its message."""
+    result: TestResult | None = run.results.get(nodeid)
+    if result is None:
+        matched = [r for n, r in run.results.items() if n.startswith(nodeid) and not r.ok]
+        result = matched[0] if matched else None
+    if result is None:
+        return f"{nodeid}: did not run" + (" (timed out)" if run.timed_out else "")
+    message = result.message.strip().splitlines()[0][:200] if result.message.strip() else ""
+    return f"{nodeid}: {result.status.value} {result.exc_type} {message}".strip()
+

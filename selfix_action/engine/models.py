@@ -1,0 +1,141 @@
+"""Plain data the healing loop reasons about. No I/O here: the sandbox and engines produce these values."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class TestStatus(StrEnum):
+    __test__ = False  # not a pytest test class
+    PASSED = "passed"
+    FAILED = "failed"
+    ERROR = "error"
+    SKIPPED = "skipped"
+    TIMEOUT = "timeout"
+
+
+class Frame(Frozen):
+    """One traceback frame inside the project's own code."""
+
+    file: str  # repo-relative posix path
+    line: int
+    function: str
+    code: str = ""
+
+
+class TestResult(Frozen):
+    __test__ = False  # not a pytest test class
+    nodeid: str
+    status: TestStatus
+    duration: float = 0.0
+    exc_type: str = ""
+    message: str = ""
+    frames: tuple[Frame, ...] = ()  # pruned to project files, outermost first
+
+    @property
+    def ok(self) -> bool:
+        return self.status in (TestStatus.PASSED, TestStatus.SKIPPED)
+
+
+class TestRun(Frozen):
+    __test__ = False  # not a pytest test class
+    """What one sandboxed test run told us."""
+
+    results: dict[str, TestResult] = Field(default_factory=dict)
+    # nodeid -> repo-relative file -> executed line numbers; None when no coverage was collected
+    coverage: dict[str, dict[str, list[int]]] | None = None
+    coverage_note: str = ""
+    timed_out: bool = False
+    returncode: int | None = None
+    duration: float = 0.0
+    output_tail: str = ""  # last lines of the run's output, for reports when nothing else explains a failure
+
+    def failing(self) -> list[str]:
+        return [n for n, r in self.results.items() if not r.ok]
+
+    def passing(self) -> list[str]:
+        return [n for n, r in self.results.items() if r.status == TestStatus.PASSED]
+
+
+class SuspiciousLine(Frozen):
+    file: str
+    line: int
+    score: float
+    function: str | None = None  # qualified name of the enclosing function, if any
+
+
+class SuspiciousFunction(Frozen):
+    file: str
+    name: str
+    start: int
+    end: int
+    score: float
+
+
+class Evidence(Frozen):
+    """Everything the engines may look at: failing tests, pruned tracebacks, localization."""
+
+    f2p_tests: tuple[str, ...]
+    p2p_tests: tuple[str, ...]
+    failures: tuple[TestResult, ...]
+    suspicious_lines: tuple[SuspiciousLine, ...]
+    suspicious_functions: tuple[SuspiciousFunction, ...]
+    coverage_used: bool
+    localization_note: str = ""
+    user_hint: str = ""  # free text from the user ("/selfix fix <text>")
+    # p2p test -> lines it covers, to pick the passing tests that guard an edited line
+    covering_tests: dict[str, dict[int, tuple[str, ...]]] = Field(default_factory=dict)
+
+
+class Hypothesis(Frozen):
+    id: str
+    rank: int
+    title: str
+    confidence: float
+    file: str
+    symbol: str
+    lines: tuple[int, ...]
+    reasoning: str = ""
+    proposed_fix: str = ""
+
+
+class QATest(Frozen):
+    """A reproduction test written for one hypothesis; it must fail on the unpatched code."""
+
+    path: str  # relative to the sandbox's scratch test folder
+    source: str
+
+
+class CandidatePatch(Frozen):
+    id: str
+    hypothesis_id: str
+    description: str
+    template: str
+    files: dict[str, str]  # repo-relative path -> full new text
+    line: int = 0
+    prior: float = 0.0
+
+
+class VerifyStage(StrEnum):
+    PROTECTED = "protected_path"
+    QA = "qa_test"
+    F2P = "fail_to_pass"
+    P2P = "pass_to_pass"
+    FULL = "full_suite"
+    OK = "verified"
+
+
+class Verification(Frozen):
+    candidate_id: str
+    ok: bool
+    stage: VerifyStage
+    failing_tests: tuple[str, ...] = ()
+    detail: str = ""
+    test_runs: int = 0
+    duration: float = 0.0

@@ -1,0 +1,98 @@
+"""Which repository paths are tests, which are protected, and which are the project's own source.
+
+Tests are the specification: no engine may "fix" a failure by editing them, their fixtures or the test
+configuration. These checks run at the edit layer and again on the final diff.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable
+from pathlib import PurePosixPath
+
+# Scratch folder (inside the sandbox copy only) where QA reproduction tests are written.
+QA_TEST_DIR = "_selfix_qa"
+TEST_DIR_NAMES = frozenset({"test", "tests", "testing"})
+# Folders that are never the project's own source: environments, caches, build output, selfix's own output.
+IGNORED_DIR_NAMES = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        ".venv",
+        "venv",
+        "env",
+        ".env",
+        ".tox",
+        ".nox",
+        "__pycache__",
+        ".pytest_cache",
+        ".mypy_cache",
+        ".ruff_cache",
+        "node_modules",
+        "build",
+        "dist",
+        ".eggs",
+        ".selfix",
+        "site-packages",
+    }
+)
+PROTECTED_FILE_NAMES = frozenset(
+    {
+        "conftest.py",
+        "pytest.ini",
+        "tox.ini",
+        "setup.cfg",
+        "pyproject.toml",
+        "noxfile.py",
+        ".coveragerc",
+        "Makefile",
+        ".gitlab-ci.yml",
+        ".travis.yml",
+        "azure-pipelines.yml",
+        "Jenkinsfile",
+        ".pre-commit-config.yaml",
+        "poetry.lock",
+        "uv.lock",
+        "Pipfile.lock",
+        "requirements.txt",
+    }
+)
+PROTECTED_DIR_NAMES = frozenset({".github", ".circleci", ".buildkite"})
+
+
+def is_test_path(path: str) -> bool:
+    parts = PurePosixPath(path).parts
+    name = parts[-1] if parts else ""
+    if name.startswith("test_") and name.endswith(".py"):
+        return True
+    if name.endswith("_test.py") or name == "conftest.py":
+        return True
+    return any(part in TEST_DIR_NAMES for part in parts[:-1])
+
+
+def is_ignored_path(path: str) -> bool:
+    parts = PurePosixPath(path).parts
+    return any(part in IGNORED_DIR_NAMES or part.endswith(".egg-info") for part in parts[:-1])
+
+
+def protected_reason(path: str, extra_patterns: Iterable[str] = ()) -> str | None:
+    """Why ``path`` must not be edited, or None when it may be."""
+    pure = PurePosixPath(path)
+    if pure.is_absolute() or ".." in pure.parts:
+        return "outside the repository"
+    if is_test_path(path):
+        return "test file"
+    if pure.name in PROTECTED_FILE_NAMES:
+        return "test, build or CI configuration"
+    if any(part in PROTECTED_DIR_NAMES for part in pure.parts):
+        return "CI configuration"
+    for pattern in extra_patterns:
+        if fnmatch.fnmatch(path, pattern):
+            return f"protected by pattern {pattern!r}"
+    return None
+
+
+def is_source_path(path: str) -> bool:
+    """A Python file of the project's own code that engines may edit."""
+    return path.endswith(".py") and not is_ignored_path(path) and protected_reason(path) is None

@@ -1,0 +1,59 @@
+"""The interfaces the healing loop talks to. Implementations live at the edges (sandbox/, offline/, models/)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import Protocol
+
+from selfix_action.engine.models import CandidatePatch, Evidence, Hypothesis, QATest, TestRun, Verification
+
+
+class Sandbox(Protocol):
+    """Runs the project's tests on a scratch copy of the repository; the user's tree is never touched."""
+
+    def run_tests(
+        self,
+        nodeids: Sequence[str] | None = None,
+        *,
+        stop_first: bool = False,
+        coverage: bool = False,
+        extra_test_files: Mapping[str, str] | None = None,
+    ) -> TestRun:
+        """Run the given tests (None: the whole suite). ``extra_test_files`` are scratch QA tests."""
+        ...
+
+    def read_file(self, path: str) -> str: ...
+
+    def source_files(self) -> list[str]:
+        """Repo-relative paths of the project's editable Python source files."""
+        ...
+
+    def patched(self, files: Mapping[str, str]) -> AbstractContextManager[None]:
+        """Temporarily replace whole files in the scratch copy; restored on exit."""
+        ...
+
+
+class Engine(Protocol):
+    """Detective, QA and Patcher roles. The offline engine and the LLM engines implement this."""
+
+    name: str
+
+    def hypotheses(self, evidence: Evidence, sandbox: Sandbox, limit: int) -> list[Hypothesis]:
+        """Detective: up to ``limit`` distinct root-cause hypotheses, most likely first."""
+        ...
+
+    def qa_test(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> QATest | None:
+        """QA: a reproduction test that must fail on the unpatched code. None: the F2P tests serve."""
+        ...
+
+    def candidates(
+        self,
+        hypothesis: Hypothesis,
+        evidence: Evidence,
+        sandbox: Sandbox,
+        history: Sequence[Verification],
+    ) -> Iterator[CandidatePatch]:
+        """Patcher: candidate patches for one hypothesis. ``history`` grows with each failed verification
+        of this hypothesis, so an engine can use the pruned failure as feedback for its next try."""
+        ...

@@ -1,0 +1,191 @@
+"""The run's outcome as a validated value (report.json) and its human rendering (report.md)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from selfix_action.engine.models import (
+    Hypothesis,
+    SuspiciousFunction,
+    SuspiciousLine,
+    TestResult,
+    Verification,
+)
+from selfix_action.errors import ExitCode
+
+REPORT_VERSION = 1
+
+
+class StopReason(StrEnum):
+    HEALED = "healed"
+    NO_FAILING_TESTS = "no_failing_tests"
+    NOT_REPRODUCIBLE = "not_reproducible"
+    NO_SUSPECTS = "no_suspects"
+    HYPOTHESES_EXHAUSTED = "hypotheses_exhausted"
+    CANDIDATE_BUDGET = "candidate_budget_exhausted"
+    TEST_RUN_BUDGET = "test_run_budget_exhausted"
+    TIME_LIMIT = "time_limit"
+
+    @property
+    def exit_code(self) -> ExitCode:
+        if self is StopReason.HEALED:
+            return ExitCode.HEALED
+        if self in (StopReason.NO_FAILING_TESTS, StopReason.NOT_REPRODUCIBLE):
+            return ExitCode.NOTHING_TO_HEAL
+        return ExitCode.NOT_HEALED
+
+
+STOP_EXPLANATIONS = {
+    StopReason.HEALED: "a patch made every failing test pass without breaking a passing one",
+    StopReason.NO_FAILING_TESTS: "no test fails, so there is nothing to heal",
+    StopReason.NOT_REPRODUCIBLE: "the failing tests passed when re-run in the sandbox: probably flaky, no patch",
+    StopReason.NO_SUSPECTS: "localization found no line of the project's source that the failing tests reach",
+    StopReason.HYPOTHESES_EXHAUSTED: "every hypothesis was tried and no candidate patch passed verification",
+    StopReason.CANDIDATE_BUDGET: "the candidate budget ran out before a patch passed verification",
+    StopReason.TEST_RUN_BUDGET: "the test-run budget ran out before a patch passed verification",
+    StopReason.TIME_LIMIT: "the time limit ran out before a patch passed verification",
+}
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class HypothesisRecord(Frozen):
+    hypothesis: Hypothesis
+    exposed: bool
+    exposure: str  # how the hypothesis was exposed, or why it was not
+    candidates_tried: int = 0
+    outcome: str = ""  # "healed", "rejected: ...", "not exposed", "not reached"
+    rejections: tuple[Verification, ...] = ()  # the first few failed verifications, as evidence
+    rejections_by_stage: dict[str, int] = Field(default_factory=dict)
+
+
+class PatchRecord(Frozen):
+    candidate_id: str
+    hypothesis_id: str
+    template: str
+    description: str
+    files: tuple[str, ...]
+    diff: str
+    changed_lines: int
+    minimized_from_hunks: int
+    hunks: int
+
+
+class HealReport(Frozen):
+    version: int = REPORT_VERSION
+    repo: str
+    engine: str
+    stop_reason: StopReason
+    explanation: str
+    exit_code: int
+    f2p_tests: tuple[str, ...] = ()
+    p2p_tests: tuple[str, ...] = ()
+    flaky_tests: tuple[str, ...] = ()
+    failures: tuple[TestResult, ...] = ()
+    coverage_used: bool = False
+    localization_note: str = ""
+    suspicious_lines: tuple[SuspiciousLine, ...] = ()
+    suspicious_functions: tuple[SuspiciousFunction, ...] = ()
+    hypotheses: tuple[HypothesisRecord, ...] = ()
+    patch: PatchRecord | None = None
+    tests_before: dict[str, str] = Field(default_factory=dict)
+    tests_after: dict[str, str] = Field(default_factory=dict)
+    test_runs: int = 0
+    candidates_tried: int = 0
+    timings: dict[str, float] = Field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+
+def _status_counts(statuses: dict[str, str]) -> str:
+    counts: dict[str, int] = {}
+    for status in statuses.values():
+        counts[status] = counts.get(status, 0) + 1
+    return ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "none"
+
+
+def render_markdown(report: HealReport) -> str:
+    """report.md: what failed, what was tried in order and why each was dropped, the patch, tests, timings."""
+    out = [f"# selfix: {report.stop_reason.value.replace('_', ' ')}", ""]
+    out.append(f"**{report.explanation}.**")
+    out += ["", f"- Repository: `{report.repo}`", f"- Engine: `{report.engine}`"]
+    out.append(f"- Test runs: {report.test_runs}; candidate patches tried: {report.candidates_tried}")
+    total = report.timings.get("total", 0.0)
+    out.append(
+        f"- Time: {total:.1f}s ("
+        + ", ".join(f"{k} {v:.1f}s" for k, v in report.timings.items() if k != "total")
+        + ")"
+    )
+    for note in report.notes:
+        out.append(f"- Note: {note}")
+
+    out += ["", "## What failed", ""]
+    if report.failures:
+        for failure in report.failures:
+            out.append(f"- `{failure.nodeid}`: {failure.status.value} {failure.exc_type}")
+            if failure.message:
+                first = failure.message.strip().splitlines()[:6]
+                out += ["", "  ```", *[f"  {line}" for line in first], "  ```", ""]
+            for frame in failure.frames:
+                out.append(f"  - `{frame.file}:{frame.line}` in `{frame.function}`: `{frame.code.strip()}`")
+    else:
+        out.append("No test failed.")
+    if report.flaky_tests:
+        out += ["", "Failed in CI but passed when re-run (flaky, not used): "]
+        out += [f"- `{t}`" for t in report.flaky_tests]
+
+    out += ["", "## Where the bug probably is", "", f"Localization: {report.localization_note}.", ""]
+    if report.suspicious_functions:
+        out += ["| rank | function | file | score |", "|---|---|---|---|"]
+        for rank, func in enumerate(report.suspicious_functions[:8], 1):
+            out.append(
+                f"| {rank} | `{func.name}` | `{func.file}:{func.start}-{func.end}` | {func.score:.3f} |"
+            )
+
+    out += ["", "## Hypotheses, in the order tried", ""]
+    if not report.hypotheses:
+        out.append("None.")
+    for record in report.hypotheses:
+        hyp = record.hypothesis
+        out.append(f"### {hyp.rank}. {hyp.title}")
+        out.append("")
+        out.append(f"- Location: `{hyp.file}` `{hyp.symbol}` lines {', '.join(map(str, hyp.lines[:12]))}")
+        out.append(f"- Confidence: {hyp.confidence:.2f}")
+        if hyp.reasoning:
+            out.append(f"- Reasoning: {hyp.reasoning}")
+        out.append(f"- Exposed: {'yes' if record.exposed else 'no'}: {record.exposure}")
+        out.append(f"- Candidates tried: {record.candidates_tried}")
+        if record.rejections_by_stage:
+            stages = ", ".join(f"{n} at {s}" for s, n in sorted(record.rejections_by_stage.items()))
+            out.append(f"- Rejected candidates by stage: {stages}")
+        out.append(f"- Outcome: **{record.outcome}**")
+        for rejection in record.rejections[:3]:
+            out.append(
+                f"  - `{rejection.candidate_id}` rejected at {rejection.stage.value}: {rejection.detail}"
+            )
+        out.append("")
+
+    out += ["## The patch", ""]
+    if report.patch is None:
+        out.append("No patch passed verification, so none is proposed.")
+    else:
+        patch = report.patch
+        out.append(f"{patch.description} (template `{patch.template}`, hypothesis {patch.hypothesis_id}).")
+        out.append(
+            f"{patch.changed_lines} changed line(s) in {', '.join(f'`{f}`' for f in patch.files)}; "
+            f"minimized from {patch.minimized_from_hunks} to {patch.hunks} hunk(s)."
+        )
+        out += ["", "```diff", patch.diff.rstrip("\n"), "```"]
+
+    out += ["", "## Tests before and after", ""]
+    out.append(f"- Before: {_status_counts(report.tests_before)}")
+    if report.tests_after:
+        out.append(f"- After (whole suite on the patched scratch copy): {_status_counts(report.tests_after)}")
+        fixed = [t for t in report.f2p_tests if report.tests_after.get(t) == "passed"]
+        out.append(f"- Fail-to-pass tests now passing: {len(fixed)} of {len(report.f2p_tests)}")
+        broken = [t for t in report.p2p_tests if report.tests_after.get(t) not in ("passed", None)]
+        out.append(f"- Pass-to-pass tests broken: {len(broken)} of {len(report.p2p_tests)}")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,250 @@
+"""The project's pytest suite, run on a scratch copy of the repository inside the sandbox.
+
+Each run is one subprocess (see ``process.run_process``) of the project's own test command, with selfix's
+collector plugin loaded to record per-test outcomes, exceptions and (optionally) per-test coverage.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from selfix_action.engine.models import Frame, TestResult, TestRun, TestStatus
+from selfix_action.engine.paths import IGNORED_DIR_NAMES, QA_TEST_DIR, is_ignored_path, is_source_path
+from selfix_action.errors import InputError, SandboxError
+from selfix_action.sandbox.process import Limits, ProcessResult, run_process, sandbox_env
+
+PLUGIN_DIR = Path(__file__).parent / "plugin"
+_MAX_HANG_RETRIES = 3
+
+
+def _copy_ignore(directory: str, names: list[str]) -> set[str]:
+    return {n for n in names if n in IGNORED_DIR_NAMES or n.endswith(".egg-info") or n.endswith(".pyc")}
+
+
+class PytestSandbox:
+    """A scratch copy of ``repo`` and the means to run its tests there."""
+
+    def __init__(
+        self,
+        repo: Path,
+        test_cmd: Sequence[str],
+        *,
+        limits: Limits | None = None,
+        env_source: Mapping[str, str] | None = None,
+        scratch_parent: Path | None = None,
+    ) -> None:
+        self.repo = repo.resolve()
+        if not self.repo.is_dir():
+            raise InputError(f"not a directory: {repo}")
+        self.test_cmd = list(test_cmd)
+        if not self.test_cmd:
+            raise InputError("the test command is empty")
+        self.limits = limits or Limits()
+        self._env_source = dict(os.environ if env_source is None else env_source)
+        self._tmp = Path(tempfile.mkdtemp(prefix="selfix-", dir=scratch_parent))
+        self.root = self._tmp / "repo"
+        shutil.copytree(self.repo, self.root, ignore=_copy_ignore, symlinks=True)
+        self.runs = 0
+        self.test_seconds = 0.0
+
+    # -- files ---------------------------------------------------------------------------------------
+    def close(self) -> None:
+        shutil.rmtree(self._tmp, ignore_errors=True)
+
+    def __enter__(self) -> PytestSandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _path(self, rel: str) -> Path:
+        path = (self.root / rel).resolve()
+        if not path.is_relative_to(self.root.resolve()):
+            raise SandboxError(f"path escapes the scratch copy: {rel}")
+        return path
+
+    def read_file(self, path: str) -> str:
+        with open(self._path(path), encoding="utf-8", newline="") as handle:
+            return handle.read()
+
+    def source_files(self) -> list[str]:
+        found = []
+        for dirpath, dirnames, filenames in os.walk(self.root):
+            dirnames[:] = sorted(d for d in dirnames if d not in IGNORED_DIR_NAMES and d != QA_TEST_DIR)
+            for name in sorted(filenames):
+                rel = (Path(dirpath) / name).relative_to(self.root).as_posix()
+                if is_source_path(rel):
+                    found.append(rel)
+        return found
+
+    @contextmanager
+    def patched(self, files: Mapping[str, str]) -> Iterator[None]:
+        originals: dict[Path, str | None] = {}
+        try:
+            for rel, text in files.items():
+                path = self._path(rel)
+                originals[path] = path.read_text(encoding="utf-8") if path.exists() else None
+                path.parent.mkdir(parents=True, exist_ok=True)
+                with open(path, "w", encoding="utf-8", newline="") as handle:
+                    handle.write(text)
+            yield
+        finally:
+            for path, text in originals.items():
+                if text is None:
+                    path.unlink(missing_ok=True)
+                else:
+                    with open(path, "w", encoding="utf-8", newline="") as handle:
+                        handle.write(text)
+
+    # -- test runs -----------------------------------------------------------------------------------
+    def _env(self, results_file: Path, coverage: bool) -> dict[str, str]:
+        pythonpath = [str(PLUGIN_DIR), str(self.root)]
+        if (self.root / "src").is_dir():
+            pythonpath.append(str(self.root / "src"))
+        return sandbox_env(
+            self._env_source,
+            extra={
+                "PYTHONPATH": os.pathsep.join(pythonpath),
+                "SELFIX_RESULTS": str(results_file),
+                "SELFIX_COVERAGE": "1" if coverage else "0",
+                "SELFIX_ROOT": str(self.root),
+            },
+        )
+
+    def run_tests(
+        self,
+        nodeids: Sequence[str] | None = None,
+        *,
+        stop_first: bool = False,
+        coverage: bool = False,
+        extra_test_files: Mapping[str, str] | None = None,
+    ) -> TestRun:
+        qa_files = dict(extra_test_files or {})
+        for path in qa_files:
+            if not path.startswith(QA_TEST_DIR + "/") or ".." in path.split("/"):
+                raise SandboxError(f"scratch tests must live under {QA_TEST_DIR}/: {path}")
+        with self.patched(qa_files):
+            return self._run_until_done(list(nodeids) if nodeids is not None else None, stop_first, coverage)
+
+    def _run_until_done(self, nodeids: list[str] | None, stop_first: bool, coverage: bool) -> TestRun:
+        """Run; if a test hangs, record it as timed out and run the rest without it (bounded)."""
+        results: dict[str, TestResult] = {}
+        coverage_data: dict[str, dict[str, list[int]]] | None = None
+        note = ""
+        started = time.monotonic()
+        proc: ProcessResult | None = None
+        timed_out = False
+        for _attempt in range(_MAX_HANG_RETRIES + 1):
+            pending = None if nodeids is None else [n for n in nodeids if n not in results]
+            if pending == []:
+                break
+            proc, records = self._run_once(pending, list(results), stop_first, coverage)
+            hung = self._merge(records, results)
+            for record in records:
+                if record["event"] == "coverage":
+                    coverage_data = self._relative_coverage(record["data"], coverage_data)
+                elif record["event"] == "coverage_unavailable":
+                    note = record["reason"]
+            if not proc.timed_out:
+                break
+            timed_out = True
+            if hung is None or stop_first:
+                break  # nothing to deselect, or the caller only wanted the first failure anyway
+            results[hung] = TestResult(
+                nodeid=hung,
+                status=TestStatus.TIMEOUT,
+                exc_type="Timeout",
+                message=f"killed after {self.limits.wall_seconds:g}s wall-clock limit",
+            )
+        if coverage and coverage_data is None and not note:
+            note = "no coverage data was produced"
+        assert proc is not None
+        tail = "\n".join((proc.stdout + "\n" + proc.stderr).strip().splitlines()[-40:])
+        return TestRun(
+            results=results,
+            coverage=coverage_data,
+            coverage_note=note,
+            timed_out=timed_out,
+            returncode=proc.returncode,
+            duration=time.monotonic() - started,
+            output_tail=tail,
+        )
+
+    def _run_once(
+        self, nodeids: list[str] | None, deselect: list[str], stop_first: bool, coverage: bool
+    ) -> tuple[ProcessResult, list[dict]]:
+        results_file = self._tmp / f"results-{self.runs}.jsonl"
+        argv = [*self.test_cmd, "-p", "selfix_collector", "-p", "no:cacheprovider", "-q", "--tb=short"]
+        argv.append("--color=no")
+        if stop_first:
+            argv.append("-x")
+        for nodeid in deselect:
+            argv += ["--deselect", nodeid]
+        if nodeids:
+            argv.append("--")
+            argv += nodeids
+        self.runs += 1
+        proc = run_process(argv, cwd=self.root, env=self._env(results_file, coverage), limits=self.limits)
+        self.test_seconds += proc.duration
+        records = []
+        if results_file.exists():
+            for line in results_file.read_text(encoding="utf-8", errors="replace").splitlines():
+                try:
+                    records.append(json.loads(line))
+                except json.JSONDecodeError:
+                    continue  # a line cut short by a kill
+            results_file.unlink()
+        if not records and proc.returncode not in (0, 5) and not proc.timed_out:
+            tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
+            raise SandboxError(f"the test command failed before running any test (exit {proc.returncode}):\n{tail}")
+        return proc, records
+
+    def _merge(self, records: list[dict], results: dict[str, TestResult]) -> str | None:
+        """Add finished tests to ``results``; return the test that started but never finished, if any."""
+        unfinished = None
+        for record in records:
+            if record["event"] == "start":
+                unfinished = record["nodeid"]
+            elif record["event"] == "result":
+                results[record["nodeid"]] = TestResult(
+                    nodeid=record["nodeid"],
+                    status=TestStatus(record["status"]),
+                    duration=record.get("duration", 0.0),
+                    exc_type=record.get("exc_type", ""),
+                    message=record.get("message", ""),
+                    frames=tuple(self._project_frames(record.get("frames", []))),
+                )
+                if record["nodeid"] == unfinished:
+                    unfinished = None
+        return unfinished
+
+    def _relative(self, filename: str) -> str | None:
+        try:
+            rel = Path(os.path.realpath(filename)).relative_to(self.root.resolve()).as_posix()
+        except ValueError:
+            return None
+        return None if is_ignored_path(rel) else rel
+
+    def _project_frames(self, frames: list[dict]) -> Iterator[Frame]:
+        for frame in frames:
+            rel = self._relative(frame["file"])
+            if rel is not None:
+                yield Frame(file=rel, line=frame["line"], function=frame["function"], code=frame.get("code", ""))
+
+    def _relative_coverage(
+        self, data: dict[str, dict[str, list[int]]], into: dict[str, dict[str, list[int]]] | None
+    ) -> dict[str, dict[str, list[int]]]:
+        merged = into or {}
+        for nodeid, files in data.items():
+            for filename, lines in files.items():
+                rel = self._relative(filename)
+                if rel is not None and not rel.startswith(QA_TEST_DIR + "/"):
+                    merged.setdefault(nodeid, {})[rel] = sorted(lines)
+        return merged

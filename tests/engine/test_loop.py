@@ -1,0 +1,190 @@
+"""The healing loop over a scripted engine and the real sandbox running real pytest on small projects."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+
+from selfix_action.engine.loop import HealingLoop, LoopConfig
+from selfix_action.engine.models import CandidatePatch, Evidence, Hypothesis, QATest, Verification, VerifyStage
+from selfix_action.engine.protocols import Sandbox
+from selfix_action.engine.report import StopReason, render_markdown
+from selfix_action.sandbox.pytest_sandbox import PytestSandbox
+
+CALC = {
+    "calc.py": '''
+        def add(a, b):
+            return a - b
+
+
+        def double(x):
+            return x * 2
+        ''',
+    "tests/test_calc.py": '''
+        from calc import add, double
+
+
+        def test_add():
+            assert add(2, 3) == 5
+
+
+        def test_add_zero():
+            assert add(4, 0) == 4
+
+
+        def test_double():
+            assert double(4) == 8
+        ''',
+}
+FIXED = "def add(a, b):\n    return a + b\n\n\ndef double(x):\n    return x * 2\n"
+
+
+class ScriptedEngine:
+    """Plays back hypotheses, QA tests and candidates; records the feedback it was given."""
+
+    name = "scripted"
+
+    def __init__(
+        self,
+        hypotheses: list[Hypothesis],
+        qa: dict[str, QATest | None],
+        candidates: dict[str, list[dict[str, str]]],
+    ) -> None:
+        self._hypotheses = hypotheses
+        self._qa = qa
+        self._candidates = candidates
+        self.feedback: list[Verification] = []
+
+    def hypotheses(self, evidence: Evidence, sandbox: Sandbox, limit: int) -> list[Hypothesis]:
+        return self._hypotheses[:limit]
+
+    def qa_test(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> QATest | None:
+        return self._qa.get(hypothesis.id)
+
+    def candidates(
+        self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, history: Sequence[Verification]
+    ) -> Iterator[CandidatePatch]:
+        for number, files in enumerate(self._candidates.get(hypothesis.id, []), 1):
+            if history:
+                self.feedback.append(history[-1])
+            yield CandidatePatch(
+                id=f"{hypothesis.id}-{number}", hypothesis_id=hypothesis.id, description=f"candidate {number}",
+                template="scripted", files=files,
+            )
+
+
+def hyp(ident: str, rank: int) -> Hypothesis:
+    return Hypothesis(id=ident, rank=rank, title=f"hypothesis {ident}", confidence=0.5, file="calc.py",
+                      symbol="add", lines=(2,))
+
+
+def test_heals_with_feedback_after_rejected_candidates(make_sandbox: Callable[..., PytestSandbox]) -> None:
+    sandbox = make_sandbox(CALC)
+    breaks_double = FIXED.replace("x * 2", "x * 3")
+    engine = ScriptedEngine(
+        [hyp("H1", 1)],
+        {},
+        {"H1": [
+            {"tests/test_calc.py": "def test_add():\n    pass\n"},  # editing a test is refused
+            {"calc.py": FIXED.replace("a + b", "a * b")},  # still fails F2P
+            {"calc.py": breaks_double},  # fixes F2P, breaks a P2P test
+            {"calc.py": FIXED},
+        ]},
+    )
+    result = HealingLoop(sandbox, engine).run()
+    report = result.report
+    assert report.stop_reason is StopReason.HEALED
+    assert report.exit_code == 0
+    assert report.f2p_tests == ("tests/test_calc.py::test_add",)
+    assert report.p2p_tests == ("tests/test_calc.py::test_add_zero", "tests/test_calc.py::test_double")
+    assert result.files == {"calc.py": FIXED}
+    assert report.patch is not None and "-    return a - b\n+    return a + b\n" in report.patch.diff
+    stages = [v.stage for v in engine.feedback]
+    assert stages == [VerifyStage.PROTECTED, VerifyStage.F2P, VerifyStage.P2P]
+    assert "test_double" in engine.feedback[-1].detail
+    assert report.tests_after == {t: "passed" for t in report.tests_before}
+    assert report.hypotheses[0].rejections_by_stage == {"protected_path": 1, "fail_to_pass": 1, "pass_to_pass": 1}
+    # The user's copy is untouched: only the scratch copy was ever patched.
+    assert "a - b" in (sandbox.repo / "calc.py").read_text()
+    assert "a - b" in sandbox.read_file("calc.py")
+    assert "healed" in render_markdown(report)
+
+
+def test_qa_test_that_passes_drops_the_hypothesis(make_sandbox: Callable[..., PytestSandbox]) -> None:
+    sandbox = make_sandbox(CALC)
+    passing_qa = QATest(path="test_qa_h1.py", source="from calc import double\n\ndef test_it():\n"
+                        "    assert double(2) == 4\n")
+    broken_qa = QATest(path="test_qa_h2.py", source="import no_such_module\n\ndef test_it():\n    pass\n")
+    good_qa = QATest(path="test_qa_h3.py", source="from calc import add\n\ndef test_it():\n"
+                     "    assert add(1, 1) == 2\n")
+    engine = ScriptedEngine(
+        [hyp("H1", 1), hyp("H2", 2), hyp("H3", 3)],
+        {"H1": passing_qa, "H2": broken_qa, "H3": good_qa},
+        {"H1": [{"calc.py": FIXED}], "H2": [{"calc.py": FIXED}], "H3": [{"calc.py": FIXED}]},
+    )
+    report = HealingLoop(sandbox, engine).run().report
+    assert report.stop_reason is StopReason.HEALED
+    h1, h2, h3 = report.hypotheses
+    assert not h1.exposed and "passes on the unpatched code" in h1.exposure
+    assert not h2.exposed and "wrong reason" in h2.exposure
+    assert h3.exposed and h3.outcome.startswith("healed")
+    assert report.patch is not None and report.patch.hypothesis_id == "H3"
+
+
+def test_minimizes_away_hunks_that_are_not_needed(make_sandbox: Callable[..., PytestSandbox]) -> None:
+    sandbox = make_sandbox(CALC)
+    noisy = FIXED.replace("return x * 2", "return x + x")  # equivalent, so a removable hunk
+    engine = ScriptedEngine([hyp("H1", 1)], {}, {"H1": [{"calc.py": noisy}]})
+    report = HealingLoop(sandbox, engine).run().report
+    assert report.patch is not None
+    assert report.patch.minimized_from_hunks == 2
+    assert report.patch.hunks == 1
+    assert "x + x" not in report.patch.diff
+
+
+def test_candidate_that_hangs_costs_only_the_timeout(make_sandbox: Callable[..., PytestSandbox]) -> None:
+    sandbox = make_sandbox(CALC, wall_seconds=3)
+    hangs = FIXED.replace("    return a + b", "    while True:\n        pass")
+    engine = ScriptedEngine([hyp("H1", 1)], {}, {"H1": [{"calc.py": hangs}, {"calc.py": FIXED}]})
+    report = HealingLoop(sandbox, engine).run().report
+    assert report.stop_reason is StopReason.HEALED
+    rejected = report.hypotheses[0].rejections[0]
+    assert rejected.stage is VerifyStage.F2P and "timed out" in rejected.detail or "Timeout" in rejected.detail
+
+
+def test_stops_on_candidate_budget(make_sandbox: Callable[..., PytestSandbox]) -> None:
+    sandbox = make_sandbox(CALC)
+    wrong = {"calc.py": FIXED.replace("a + b", "a * b")}
+    engine = ScriptedEngine([hyp("H1", 1)], {}, {"H1": [wrong, {"calc.py": FIXED}]})
+    report = HealingLoop(sandbox, engine, LoopConfig(max_candidates=1)).run().report
+    assert report.stop_reason is StopReason.CANDIDATE_BUDGET
+    assert report.exit_code == 1
+    assert report.patch is None
+
+
+def test_no_failing_tests_is_nothing_to_heal(make_sandbox: Callable[..., PytestSandbox]) -> None:
+    sandbox = make_sandbox({**CALC, "calc.py": FIXED})
+    report = HealingLoop(sandbox, ScriptedEngine([], {}, {})).run().report
+    assert report.stop_reason is StopReason.NO_FAILING_TESTS
+    assert report.exit_code == 3
+
+
+def test_flaky_failure_is_not_reproducible(make_sandbox: Callable[..., PytestSandbox]) -> None:
+    flaky = {
+        "tests/test_flaky.py": '''
+            from pathlib import Path
+
+            MARK = Path(__file__).with_name("ran_once")
+
+
+            def test_first_run_fails():
+                first = not MARK.exists()
+                MARK.write_text("x")
+                assert not first
+            ''',
+        "mod.py": "X = 1\n",
+    }
+    sandbox = make_sandbox(flaky)
+    report = HealingLoop(sandbox, ScriptedEngine([], {}, {})).run().report
+    assert report.stop_reason is StopReason.NOT_REPRODUCIBLE
+    assert report.flaky_tests == ("tests/test_flaky.py::test_first_run_fails",)
+    assert report.exit_code == 3
