@@ -5,21 +5,28 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 
 from selfix_action.engine.loop import HealingLoop, LoopConfig
-from selfix_action.engine.models import CandidatePatch, Evidence, Hypothesis, QATest, Verification, VerifyStage
+from selfix_action.engine.models import (
+    CandidatePatch,
+    Evidence,
+    Hypothesis,
+    QATest,
+    Verification,
+    VerifyStage,
+)
 from selfix_action.engine.protocols import Sandbox
 from selfix_action.engine.report import StopReason, render_markdown
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
 
 CALC = {
-    "calc.py": '''
+    "calc.py": """
         def add(a, b):
             return a - b
 
 
         def double(x):
             return x * 2
-        ''',
-    "tests/test_calc.py": '''
+        """,
+    "tests/test_calc.py": """
         from calc import add, double
 
 
@@ -33,7 +40,7 @@ CALC = {
 
         def test_double():
             assert double(4) == 8
-        ''',
+        """,
 }
 FIXED = "def add(a, b):\n    return a + b\n\n\ndef double(x):\n    return x * 2\n"
 
@@ -67,14 +74,24 @@ class ScriptedEngine:
             if history:
                 self.feedback.append(history[-1])
             yield CandidatePatch(
-                id=f"{hypothesis.id}-{number}", hypothesis_id=hypothesis.id, description=f"candidate {number}",
-                template="scripted", files=files,
+                id=f"{hypothesis.id}-{number}",
+                hypothesis_id=hypothesis.id,
+                description=f"candidate {number}",
+                template="scripted",
+                files=files,
             )
 
 
 def hyp(ident: str, rank: int) -> Hypothesis:
-    return Hypothesis(id=ident, rank=rank, title=f"hypothesis {ident}", confidence=0.5, file="calc.py",
-                      symbol="add", lines=(2,))
+    return Hypothesis(
+        id=ident,
+        rank=rank,
+        title=f"hypothesis {ident}",
+        confidence=0.5,
+        file="calc.py",
+        symbol="add",
+        lines=(2,),
+    )
 
 
 def test_heals_with_feedback_after_rejected_candidates(make_sandbox: Callable[..., PytestSandbox]) -> None:
@@ -83,12 +100,14 @@ def test_heals_with_feedback_after_rejected_candidates(make_sandbox: Callable[..
     engine = ScriptedEngine(
         [hyp("H1", 1)],
         {},
-        {"H1": [
-            {"tests/test_calc.py": "def test_add():\n    pass\n"},  # editing a test is refused
-            {"calc.py": FIXED.replace("a + b", "a * b")},  # still fails F2P
-            {"calc.py": breaks_double},  # fixes F2P, breaks a P2P test
-            {"calc.py": FIXED},
-        ]},
+        {
+            "H1": [
+                {"tests/test_calc.py": "def test_add():\n    pass\n"},  # editing a test is refused
+                {"calc.py": FIXED.replace("a + b", "a * b")},  # still fails F2P
+                {"calc.py": breaks_double},  # fixes F2P, breaks a P2P test
+                {"calc.py": FIXED},
+            ]
+        },
     )
     result = HealingLoop(sandbox, engine).run()
     report = result.report
@@ -102,7 +121,11 @@ def test_heals_with_feedback_after_rejected_candidates(make_sandbox: Callable[..
     assert stages == [VerifyStage.PROTECTED, VerifyStage.F2P, VerifyStage.P2P]
     assert "test_double" in engine.feedback[-1].detail
     assert report.tests_after == {t: "passed" for t in report.tests_before}
-    assert report.hypotheses[0].rejections_by_stage == {"protected_path": 1, "fail_to_pass": 1, "pass_to_pass": 1}
+    assert report.hypotheses[0].rejections_by_stage == {
+        "protected_path": 1,
+        "fail_to_pass": 1,
+        "pass_to_pass": 1,
+    }
     # The user's copy is untouched: only the scratch copy was ever patched.
     assert "a - b" in (sandbox.repo / "calc.py").read_text()
     assert "a - b" in sandbox.read_file("calc.py")
@@ -111,11 +134,13 @@ def test_heals_with_feedback_after_rejected_candidates(make_sandbox: Callable[..
 
 def test_qa_test_that_passes_drops_the_hypothesis(make_sandbox: Callable[..., PytestSandbox]) -> None:
     sandbox = make_sandbox(CALC)
-    passing_qa = QATest(path="test_qa_h1.py", source="from calc import double\n\ndef test_it():\n"
-                        "    assert double(2) == 4\n")
+    passing_qa = QATest(
+        path="test_qa_h1.py", source="from calc import double\n\ndef test_it():\n    assert double(2) == 4\n"
+    )
     broken_qa = QATest(path="test_qa_h2.py", source="import no_such_module\n\ndef test_it():\n    pass\n")
-    good_qa = QATest(path="test_qa_h3.py", source="from calc import add\n\ndef test_it():\n"
-                     "    assert add(1, 1) == 2\n")
+    good_qa = QATest(
+        path="test_qa_h3.py", source="from calc import add\n\ndef test_it():\n    assert add(1, 1) == 2\n"
+    )
     engine = ScriptedEngine(
         [hyp("H1", 1), hyp("H2", 2), hyp("H3", 3)],
         {"H1": passing_qa, "H2": broken_qa, "H3": good_qa},
@@ -148,7 +173,9 @@ def test_candidate_that_hangs_costs_only_the_timeout(make_sandbox: Callable[...,
     report = HealingLoop(sandbox, engine).run().report
     assert report.stop_reason is StopReason.HEALED
     rejected = report.hypotheses[0].rejections[0]
-    assert rejected.stage is VerifyStage.F2P and "timed out" in rejected.detail or "Timeout" in rejected.detail
+    assert (
+        rejected.stage is VerifyStage.F2P and "timed out" in rejected.detail or "Timeout" in rejected.detail
+    )
 
 
 def test_stops_on_candidate_budget(make_sandbox: Callable[..., PytestSandbox]) -> None:
@@ -170,7 +197,7 @@ def test_no_failing_tests_is_nothing_to_heal(make_sandbox: Callable[..., PytestS
 
 def test_flaky_failure_is_not_reproducible(make_sandbox: Callable[..., PytestSandbox]) -> None:
     flaky = {
-        "tests/test_flaky.py": '''
+        "tests/test_flaky.py": """
             from pathlib import Path
 
             MARK = Path(__file__).with_name("ran_once")
@@ -180,7 +207,7 @@ def test_flaky_failure_is_not_reproducible(make_sandbox: Callable[..., PytestSan
                 first = not MARK.exists()
                 MARK.write_text("x")
                 assert not first
-            ''',
+            """,
         "mod.py": "X = 1\n",
     }
     sandbox = make_sandbox(flaky)

@@ -1,0 +1,447 @@
+"""Run project code: the only place in selfix that does.
+
+Every command runs as a subprocess in its own session (so its own process group), with an allowlisted
+environment, resource limits set in the child before ``exec``, a wall-clock timeout that SIGKILLs the whole
+group, and output capped per stream. The group is killed after a normal exit too, so that background
+processes a test suite leaves behind die with it instead of holding our pipes open.
+
+Known limit of v1: a descendant that calls ``setsid()``/``setpgid()`` leaves the group and survives the kill;
+we stop reading its output after a short grace period instead of hanging on it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import re
+import resource
+import selectors
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from selfix_action.errors import SandboxError
+
+__all__ = [
+    "SAFE_ENV_NAMES",
+    "Limits",
+    "ProcessResult",
+    "is_secret_name",
+    "run_process",
+    "sandbox_env",
+]
+
+_READ_CHUNK = 64 * 1024  # a Linux pipe holds 64 KiB by default, so one read empties it
+_POLL_SECONDS = 0.05  # exit-check interval, only used when pidfd_open() is unavailable
+_DRAIN_GRACE_SECONDS = 2.0  # keep reading this long after the kill, for pipes held by escaped processes
+_REAP_TIMEOUT_SECONDS = 5.0  # a SIGKILLed process stuck in uninterruptible sleep is left to the OS
+_CPU_HARD_GRACE_SECONDS = 2  # SIGXCPU at the soft limit, SIGKILL this much CPU time later
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits for one run. ``None`` leaves that rlimit as inherited from selfix."""
+
+    wall_seconds: float = 120.0
+    cpu_seconds: int | None = 300
+    memory_bytes: int | None = 4 * 1024**3  # RLIMIT_AS
+    file_size_bytes: int | None = 512 * 1024**2  # RLIMIT_FSIZE
+    open_files: int | None = 1024  # RLIMIT_NOFILE
+    max_output_bytes: int = 1_000_000  # per stream kept in memory
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.wall_seconds) and self.wall_seconds > 0):
+            raise ValueError(f"wall_seconds must be a positive number, got {self.wall_seconds!r}")
+        for name in ("cpu_seconds", "memory_bytes", "file_size_bytes", "open_files"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise ValueError(f"{name} must be positive or None, got {value!r}")
+        if self.max_output_bytes < 0:
+            raise ValueError(f"max_output_bytes must be >= 0, got {self.max_output_bytes!r}")
+
+
+@dataclass(frozen=True)
+class ProcessResult:
+    argv: tuple[str, ...]
+    returncode: int | None  # None when killed for the timeout; -N when killed by signal N
+    stdout: str  # decoded utf-8 with errors="replace", truncated with a marker line
+    stderr: str
+    timed_out: bool
+    duration: float
+    stdout_truncated: bool
+    stderr_truncated: bool
+
+
+# --- environment -------------------------------------------------------------------------------------------
+
+# Deliberately small: what a test run needs to find tools, pick a locale and a temp dir. PYTHONPATH,
+# PYTHONHOME, PYTHONSTARTUP and LD_* are left out because they change what code runs; selfix sets
+# PYTHONPATH itself through ``extra`` when it needs to.
+SAFE_ENV_NAMES: frozenset[str] = frozenset(
+    {
+        "PATH",
+        "HOME",
+        "USER",
+        "LOGNAME",
+        "SHELL",
+        "LANG",
+        "LANGUAGE",
+        "LC_ALL",
+        "LC_COLLATE",
+        "LC_CTYPE",
+        "LC_MESSAGES",
+        "LC_MONETARY",
+        "LC_NUMERIC",
+        "LC_TIME",
+        "TZ",
+        "TERM",
+        "NO_COLOR",
+        "TMPDIR",
+        "TEMP",
+        "TMP",
+        "PYTHONHASHSEED",
+        "PYTHONIOENCODING",
+        "PYTHONUTF8",
+        "VIRTUAL_ENV",
+        "CI",
+    }
+)
+
+_SECRET_EXACT: frozenset[str] = frozenset(
+    {
+        "GITHUB_TOKEN",
+        "GH_TOKEN",
+        "ACTIONS_RUNTIME_TOKEN",
+        "ACTIONS_RUNTIME_URL",
+        "ACTIONS_ID_TOKEN_REQUEST_URL",
+        "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+        "ACTIONS_CACHE_URL",
+        "ACTIONS_RESULTS_URL",
+        "ANTHROPIC_API_KEY",
+        "OPENAI_API_KEY",
+        "NETRC",  # points at a credentials file
+        # Package index URLs routinely embed a user:token pair.
+        "PIP_INDEX_URL",
+        "PIP_EXTRA_INDEX_URL",
+        "UV_INDEX_URL",
+        "UV_EXTRA_INDEX_URL",
+    }
+)
+# ACTIONS_*: runner plumbing (cache/OIDC/results URLs and tokens). INPUT_*: this action's own inputs, which
+# is where a workflow hands us API keys (``with: api-key: ${{ secrets.X }}`` becomes INPUT_API-KEY).
+_SECRET_PREFIXES: tuple[str, ...] = ("ACTIONS_", "INPUT_")
+# Substrings; AUTHOR(S) and TOKENIZER are excluded so GIT_AUTHOR_NAME and TOKENIZERS_PARALLELISM survive.
+_SECRET_PATTERN = re.compile(
+    r"TOKEN(?!IZER)|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|COOKIE|SESSION"
+    r"|AUTH(?!ORS?(?:[^A-Z]|$))|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY"
+)
+# Whole words (split on anything but letters and digits): FOO_KEY, KEY_FOO, DB_PASS, MYSQL_PWD, GH_PAT...
+_SECRET_WORDS: frozenset[str] = frozenset({"KEY", "KEYS", "PASS", "PWD", "PAT", "DSN"})
+_NOT_SECRET_EXACT: frozenset[str] = frozenset({"PWD", "OLDPWD"})  # the shell's working directory
+
+
+def is_secret_name(name: str) -> bool:
+    """True if an environment variable with this name may hold a credential. Errs on the side of yes."""
+    upper = name.upper()
+    if upper in _SECRET_EXACT or upper.startswith(_SECRET_PREFIXES):
+        return True
+    if _SECRET_PATTERN.search(upper):
+        return True
+    if upper in _NOT_SECRET_EXACT:
+        return False
+    return any(word in _SECRET_WORDS for word in re.split(r"[^A-Z0-9]+", upper))
+
+
+def sandbox_env(
+    source: Mapping[str, str],
+    *,
+    extra: Mapping[str, str] | None = None,
+    allow: Iterable[str] = (),
+) -> dict[str, str]:
+    """The environment for project code: allowlisted names from ``source``, never a secret-looking one.
+
+    ``allow`` adds names the project declared; ``extra`` is set by selfix itself, applied last and not
+    filtered (selfix decides what it passes).
+    """
+    wanted = SAFE_ENV_NAMES | frozenset(allow)
+    env = {name: value for name, value in source.items() if name in wanted and not is_secret_name(name)}
+    # Tools that cache under ~ (pip, matplotlib...) break without HOME; a temp dir is harmless.
+    env.setdefault("HOME", tempfile.gettempdir())
+    # No .pyc files written into the project tree; output not held in buffers when we kill on timeout.
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["PYTHONUNBUFFERED"] = "1"
+    if extra:
+        env.update(extra)
+    return env
+
+
+# --- running -----------------------------------------------------------------------------------------------
+
+_RlimitPlan = tuple[tuple[int, tuple[int, int]], ...]
+
+
+def _rlimit_plan(limits: Limits) -> _RlimitPlan:
+    """(resource, (soft, hard)) pairs, computed in the parent so the child only has to apply them."""
+    wanted: list[tuple[int, int, int]] = [(resource.RLIMIT_CORE, 0, 0)]  # SIGXCPU/SIGXFSZ would dump core
+    if limits.cpu_seconds is not None:
+        # Soft limit sends SIGXCPU (a recognisable exit); the hard one SIGKILLs a child that ignores it.
+        cpu = limits.cpu_seconds
+        wanted.append((resource.RLIMIT_CPU, cpu, cpu + _CPU_HARD_GRACE_SECONDS))
+    if limits.memory_bytes is not None:
+        wanted.append((resource.RLIMIT_AS, limits.memory_bytes, limits.memory_bytes))
+    if limits.file_size_bytes is not None:
+        wanted.append((resource.RLIMIT_FSIZE, limits.file_size_bytes, limits.file_size_bytes))
+    if limits.open_files is not None:
+        wanted.append((resource.RLIMIT_NOFILE, limits.open_files, limits.open_files))
+    plan: list[tuple[int, tuple[int, int]]] = []
+    for which, soft, hard in wanted:
+        # Without privileges a hard limit can only go down: never ask for more than we have.
+        current_hard = resource.getrlimit(which)[1]
+        if current_hard != resource.RLIM_INFINITY:
+            hard = min(hard, current_hard)
+            soft = min(soft, hard)
+        plan.append((which, (soft, hard)))
+    return tuple(plan)
+
+
+def _make_preexec(plan: _RlimitPlan) -> Callable[[], None]:
+    """The child-side hook that applies the rlimits between fork and exec.
+
+    preexec_fn is unsafe when other threads may hold locks at fork time. Here the hook does nothing but
+    call setrlimit with values prepared in the parent (no imports, no I/O), run_process starts no threads
+    of its own, and selfix is single-threaded when it runs tests. Python has no rlimit option for Popen,
+    and a ``prlimit`` wrapper binary is not guaranteed to exist.
+    """
+
+    def apply() -> None:
+        for which, pair in plan:
+            resource.setrlimit(which, pair)
+
+    return apply
+
+
+class _Capture:
+    """Keeps the first ``limit`` bytes of a stream and counts the rest, which is read and dropped."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.kept = bytearray()
+        self.dropped = 0
+
+    def feed(self, chunk: bytes) -> None:
+        room = self.limit - len(self.kept)
+        if room >= len(chunk):
+            self.kept += chunk
+        else:
+            if room > 0:
+                self.kept += chunk[:room]
+            self.dropped += len(chunk) - max(room, 0)
+
+    @property
+    def truncated(self) -> bool:
+        return self.dropped > 0
+
+    def text(self) -> str:
+        text = self.kept.decode("utf-8", errors="replace")
+        if self.dropped:
+            if text and not text.endswith("\n"):
+                text += "\n"
+            text += f"[selfix: output truncated, {self.dropped} bytes dropped]\n"
+        return text
+
+
+def _kill_group(pgid: int) -> None:
+    # Only called while the leader is unreaped (running or a zombie), so pgid cannot have been reused.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _has_exited(pid: int) -> bool:
+    """True once the process has exited; WNOWAIT leaves it unreaped, so its pid (= our pgid) stays ours."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:  # reaped behind our back (SIGCHLD set to SIG_IGN)
+        return True
+
+
+def _open_pidfd(pid: int) -> int | None:
+    """A descriptor that turns readable when ``pid`` exits, so we can wait on it with the pipes."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):  # Linux < 5.3, or not Linux
+        return None
+
+
+_PIDFD = object()  # selector tag for the pidfd
+_STDIN = object()  # selector tag for the stdin pipe
+
+
+def _communicate(
+    proc: subprocess.Popen[bytes], stdin_data: bytes, limits: Limits, deadline: float
+) -> tuple[_Capture, _Capture, bool]:
+    """Feed stdin and drain stdout/stderr until the process exits (or times out) and the pipes close.
+
+    One selector loop instead of reader threads: nothing can be left blocked on a pipe that an escaped
+    process holds open, and no thread exists when the next run forks.
+    """
+    assert proc.stdout is not None and proc.stderr is not None
+    out, err = _Capture(limits.max_output_bytes), _Capture(limits.max_output_bytes)
+    sel = selectors.DefaultSelector()
+    pidfd = _open_pidfd(proc.pid)
+    stdin_view = memoryview(stdin_data)
+    stdin_offset = 0
+    try:
+        for stream, capture in ((proc.stdout, out), (proc.stderr, err)):
+            os.set_blocking(stream.fileno(), False)
+            sel.register(stream.fileno(), selectors.EVENT_READ, capture)
+        if proc.stdin is not None:
+            if stdin_data:
+                os.set_blocking(proc.stdin.fileno(), False)
+                sel.register(proc.stdin.fileno(), selectors.EVENT_WRITE, _STDIN)
+            else:
+                proc.stdin.close()
+        if pidfd is not None:
+            sel.register(pidfd, selectors.EVENT_READ, _PIDFD)
+
+        exited = timed_out = False
+        drain_until = math.inf
+        while True:
+            now = time.monotonic()
+            if not exited:
+                if _has_exited(proc.pid):
+                    exited = True
+                elif now >= deadline:
+                    exited = timed_out = True
+                if exited:
+                    # Normal exit or not, take the whole group down: leftover background processes would
+                    # keep running in CI and keep our pipes open.
+                    _kill_group(proc.pid)
+                    drain_until = now + _DRAIN_GRACE_SECONDS
+                    for key in list(sel.get_map().values()):
+                        if key.data is _PIDFD or key.data is _STDIN:
+                            sel.unregister(key.fd)
+                    if proc.stdin is not None:
+                        with contextlib.suppress(OSError):
+                            proc.stdin.close()
+            if exited and (not sel.get_map() or now >= drain_until):
+                break
+            if exited:
+                timeout = drain_until - now
+            else:
+                timeout = deadline - now if pidfd is not None else min(deadline - now, _POLL_SECONDS)
+            for key, _events in sel.select(max(timeout, 0.0)):
+                if key.data is _PIDFD:
+                    continue  # the exit is picked up by _has_exited at the top of the loop
+                if key.data is _STDIN:
+                    assert proc.stdin is not None
+                    try:
+                        stdin_offset += os.write(
+                            key.fd, stdin_view[stdin_offset : stdin_offset + _READ_CHUNK]
+                        )
+                    except BlockingIOError:
+                        continue
+                    except BrokenPipeError:  # the child stopped reading; not our problem
+                        stdin_offset = len(stdin_view)
+                    if stdin_offset >= len(stdin_view):
+                        sel.unregister(key.fd)
+                        proc.stdin.close()
+                    continue
+                try:
+                    chunk = os.read(key.fd, _READ_CHUNK)
+                except BlockingIOError:
+                    continue
+                if chunk:
+                    key.data.feed(chunk)
+                else:
+                    sel.unregister(key.fd)
+        return out, err, timed_out
+    finally:
+        sel.close()
+        if pidfd is not None:
+            os.close(pidfd)
+
+
+def _check_argv(argv: Sequence[str]) -> tuple[str, ...]:
+    if isinstance(argv, (str, bytes)) or not isinstance(argv, Sequence):
+        raise SandboxError(f"test command must be a list of arguments, got {argv!r}")
+    args = tuple(argv)
+    if not args:
+        raise SandboxError("test command is empty")
+    if not all(isinstance(arg, str) for arg in args):
+        raise SandboxError(f"test command arguments must all be strings, got {args!r}")
+    if not args[0]:
+        raise SandboxError("test command starts with an empty program name")
+    return args
+
+
+def run_process(
+    argv: Sequence[str],
+    *,
+    cwd: str | Path,
+    env: Mapping[str, str],
+    limits: Limits = Limits(),
+    stdin_data: str | None = None,
+) -> ProcessResult:
+    """Run ``argv`` (no shell) in ``cwd`` with exactly ``env``, under ``limits``.
+
+    A failing or timed-out command is a normal result; SandboxError means it could not be started at all.
+    Use ``sandbox_env`` to build ``env``.
+    """
+    args = _check_argv(argv)
+    workdir = Path(cwd)
+    if not workdir.is_dir():
+        raise SandboxError(f"working directory not found: {workdir}")
+    preexec = _make_preexec(_rlimit_plan(limits))
+    start = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            list(args),
+            cwd=workdir,
+            env=dict(env),
+            stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,  # own session and process group: killpg reaches every descendant
+            preexec_fn=preexec,
+            close_fds=True,
+            bufsize=0,  # we read the raw fds; no buffered layer to confuse
+            restore_signals=True,  # undo Python's SIG_IGN of SIGPIPE/SIGXFSZ so the limits bite
+        )
+    except FileNotFoundError as exc:
+        if "/" in args[0] and (workdir / args[0]).exists():
+            raise SandboxError(f"cannot run {args[0]}: its #! interpreter was not found") from exc
+        raise SandboxError(f"test command not found: {args[0]}") from exc
+    except PermissionError as exc:
+        raise SandboxError(f"test command is not executable: {args[0]}") from exc
+    except (OSError, ValueError, TypeError, subprocess.SubprocessError) as exc:
+        raise SandboxError(f"could not start {args[0]}: {exc}") from exc
+
+    timed_out = False
+    try:
+        out, err, timed_out = _communicate(
+            proc, (stdin_data or "").encode("utf-8"), limits, start + limits.wall_seconds
+        )
+    finally:
+        # Also on KeyboardInterrupt or a bug above: never leave project processes running.
+        _kill_group(proc.pid)
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=_REAP_TIMEOUT_SECONDS)
+    return ProcessResult(
+        argv=args,
+        returncode=None if timed_out else proc.returncode,
+        stdout=out.text(),
+        stderr=err.text(),
+        timed_out=timed_out,
+        duration=time.monotonic() - start,
+        stdout_truncated=out.truncated,
+        stderr_truncated=err.truncated,
+    )
