@@ -28,7 +28,7 @@ from selfix_action.engine.models import (
 )
 from selfix_action.engine.patches import changed_line_count, hunks, unified_diff, without_hunk
 from selfix_action.engine.paths import QA_TEST_DIR, protected_reason
-from selfix_action.engine.protocols import Engine, Sandbox
+from selfix_action.engine.protocols import Engine, EngineStopped, Sandbox
 from selfix_action.engine.report import (
     STOP_EXPLANATIONS,
     HealReport,
@@ -36,6 +36,7 @@ from selfix_action.engine.report import (
     PatchRecord,
     StopReason,
 )
+from selfix_action.errors import SandboxError
 
 Trace = Callable[..., None]  # trace(step, message, **data)
 
@@ -55,6 +56,8 @@ class LoopConfig(BaseModel):
     time_limit_seconds: float = 900.0
     protected_paths: tuple[str, ...] = ()
     user_hint: str = ""
+    # The naive verification path (whole suite, no early stop, for every candidate); benchmarks compare it.
+    full_suite_per_candidate: bool = False
 
 
 @dataclass
@@ -117,8 +120,12 @@ class HealingLoop:
             )
 
         # 3. Detective: ranked, distinct root-cause hypotheses.
-        with self._timed("hypothesize"):
-            hypotheses = self.engine.hypotheses(evidence, self.sandbox, self.config.max_hypotheses)
+        try:
+            with self._timed("hypothesize"):
+                hypotheses = self.engine.hypotheses(evidence, self.sandbox, self.config.max_hypotheses)
+        except EngineStopped as stopped:
+            self.notes.append(stopped.detail)
+            return self._finish(stopped.reason, started, evidence, tests_before=tests_before, flaky=flaky)
         self.trace(
             "hypotheses", f"{len(hypotheses)} hypotheses", hypotheses=[h.model_dump() for h in hypotheses]
         )
@@ -129,8 +136,13 @@ class HealingLoop:
         seen_patches: set[frozenset[tuple[str, str]]] = set()
         for index, hypothesis in enumerate(hypotheses):
             # 4. QA: the hypothesis must be exposed by a test that fails on the unpatched code.
-            with self._timed("expose"):
-                qa, exposed, exposure = self._expose(hypothesis, evidence)
+            try:
+                with self._timed("expose"):
+                    qa, exposed, exposure = self._expose(hypothesis, evidence)
+            except EngineStopped as stopped:
+                self.notes.append(stopped.detail)
+                stop = stopped.reason
+                break
             self.trace(
                 "expose",
                 f"hypothesis {hypothesis.rank}: {exposure}",
@@ -196,6 +208,9 @@ class HealingLoop:
                     break
             except _OutOfBudget as out:
                 stop = out.reason
+            except EngineStopped as stopped:
+                self.notes.append(stopped.detail)
+                stop = stopped.reason
             records.append(self._record(hypothesis, qa, exposure, tried, history, winner))
             if winner is not None:
                 stop = StopReason.HEALED
@@ -312,6 +327,15 @@ class HealingLoop:
             if reason is not None:
                 return verdict(VerifyStage.PROTECTED, detail=f"edits {path} ({reason})")
         qa_files = {f"{QA_TEST_DIR}/{qa.path}": qa.source} if qa else {}
+        if self.config.full_suite_per_candidate:
+            with self.sandbox.patched(candidate.files):
+                targets = [*evidence.f2p_tests, *qa_files, *evidence.p2p_tests]
+                run = self._run(None, extra_test_files=qa_files)
+            broken = _not_passing(run, targets)
+            if broken:
+                stage = VerifyStage.P2P if broken[0] in evidence.p2p_tests else VerifyStage.F2P
+                return verdict(stage, broken, _describe(run, broken[0]), 1)
+            return verdict(VerifyStage.OK, detail="whole suite passes", runs=1)
         guards = self._guarding_tests(candidate.files, evidence)  # reads the unpatched originals
         with self.sandbox.patched(candidate.files):
             targets = [*evidence.f2p_tests, *qa_files]
@@ -391,9 +415,15 @@ class HealingLoop:
         if self.test_runs >= self.config.max_test_runs:
             raise _OutOfBudget(StopReason.TEST_RUN_BUDGET)
         self.test_runs += 1
-        return self.sandbox.run_tests(
-            nodeids, stop_first=stop_first, coverage=coverage, extra_test_files=extra_test_files
-        )
+        try:
+            return self.sandbox.run_tests(
+                nodeids, stop_first=stop_first, coverage=coverage, extra_test_files=extra_test_files
+            )
+        except SandboxError as exc:
+            if self.test_runs == 1:
+                raise  # the unpatched suite cannot run at all: bad input, not a failed candidate
+            # A patch that crashes pytest itself is a failed candidate; the loop goes on.
+            return TestRun(output_tail=str(exc))
 
     def _check_budget(self) -> None:
         if time.monotonic() > self._deadline:
@@ -486,6 +516,7 @@ class HealingLoop:
             candidates_tried=self.candidates_tried,
             timings={k: round(v, 3) for k, v in self.timings.items()},
             notes=tuple(self.notes),
+            usage=self.engine.usage(),
         )
         self.trace(
             "stop",
@@ -534,4 +565,3 @@ def _describe(run: TestRun, nodeid: str) -> str:
         return f"{nodeid}: did not run" + (" (timed out)" if run.timed_out else "")
     message = result.message.strip().splitlines()[0][:200] if result.message.strip() else ""
     return f"{nodeid}: {result.status.value} {result.exc_type} {message}".strip()
-

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import Protocol
+from typing import Any, Protocol
 
+from selfix_action.engine.report import StopReason
 from selfix_action.engine.models import CandidatePatch, Evidence, Hypothesis, QATest, TestRun, Verification
 
 
@@ -34,10 +35,23 @@ class Sandbox(Protocol):
         ...
 
 
+class EngineStopped(Exception):
+    """Raised by an engine that cannot go on (budget spent, model unusable); the loop stops with ``reason``."""
+
+    def __init__(self, reason: StopReason, detail: str) -> None:
+        super().__init__(detail)
+        self.reason = reason
+        self.detail = detail
+
+
 class Engine(Protocol):
     """Detective, QA and Patcher roles. The offline engine and the LLM engines implement this."""
 
     name: str
+
+    def usage(self) -> dict[str, Any]:
+        """What the engine spent so far (calls, tokens, cost per role); {} for the offline engine."""
+        ...
 
     def hypotheses(self, evidence: Evidence, sandbox: Sandbox, limit: int) -> list[Hypothesis]:
         """Detective: up to ``limit`` distinct root-cause hypotheses, most likely first."""

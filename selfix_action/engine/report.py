@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -27,6 +28,9 @@ class StopReason(StrEnum):
     CANDIDATE_BUDGET = "candidate_budget_exhausted"
     TEST_RUN_BUDGET = "test_run_budget_exhausted"
     TIME_LIMIT = "time_limit"
+    BUDGET_EXHAUSTED = "budget_exhausted"  # the engine's own budget: model calls, tokens, dollars
+    MODEL_ERROR = "model_error"
+    REPEATED_EDIT = "repeated_identical_edit"
 
     @property
     def exit_code(self) -> ExitCode:
@@ -46,6 +50,9 @@ STOP_EXPLANATIONS = {
     StopReason.CANDIDATE_BUDGET: "the candidate budget ran out before a patch passed verification",
     StopReason.TEST_RUN_BUDGET: "the test-run budget ran out before a patch passed verification",
     StopReason.TIME_LIMIT: "the time limit ran out before a patch passed verification",
+    StopReason.BUDGET_EXHAUSTED: "the engine's budget (calls, tokens or cost) ran out before a patch was verified",
+    StopReason.MODEL_ERROR: "the model could not be used (see the notes)",
+    StopReason.REPEATED_EDIT: "the engine kept proposing the same edit, so the loop stopped",
 }
 
 
@@ -98,6 +105,7 @@ class HealReport(Frozen):
     candidates_tried: int = 0
     timings: dict[str, float] = Field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    usage: dict[str, Any] = Field(default_factory=dict)  # engine usage: calls, tokens, cost per role
 
 
 def _status_counts(statuses: dict[str, str]) -> str:

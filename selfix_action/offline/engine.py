@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 from selfix_action.engine.models import CandidatePatch, Evidence, Hypothesis, QATest, Verification
 from selfix_action.engine.protocols import Sandbox
@@ -18,6 +19,9 @@ class OfflineEngine:
 
     def __init__(self) -> None:
         self._seen: set[str] = set()  # normalized candidate sources, across hypotheses
+
+    def usage(self) -> dict[str, Any]:
+        return {}
 
     def hypotheses(self, evidence: Evidence, sandbox: Sandbox, limit: int) -> list[Hypothesis]:
         groups: dict[tuple[str, str], list[tuple[int, float]]] = defaultdict(list)
@@ -59,9 +63,7 @@ class OfflineEngine:
         history: Sequence[Verification],
     ) -> Iterator[CandidatePatch]:
         source = sandbox.read_file(hypothesis.file)
-        score_of = {
-            s.line: s.score for s in evidence.suspicious_lines if s.file == hypothesis.file
-        }
+        score_of = {s.line: s.score for s in evidence.suspicious_lines if s.file == hypothesis.file}
         scored = []
         for order, line in enumerate(hypothesis.lines):
             for edit in candidate_edits(source, hypothesis.file, [line]):

@@ -61,6 +61,9 @@ class ScriptedEngine:
         self._candidates = candidates
         self.feedback: list[Verification] = []
 
+    def usage(self) -> dict[str, int]:
+        return {"calls": len(self.feedback)}
+
     def hypotheses(self, evidence: Evidence, sandbox: Sandbox, limit: int) -> list[Hypothesis]:
         return self._hypotheses[:limit]
 
