@@ -136,7 +136,9 @@ def apply_to_tree(repo: Path, result: HealResult) -> None:
         os.replace(tmp, target)
 
 
-def run_fix(options: FixOptions, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+def run_fix(options: FixOptions, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    out = out or sys.stdout  # looked up per call: tests and embedders swap sys.stdout
+    err = err or sys.stderr
     repo = options.repo.resolve()
     if not repo.is_dir():
         raise InputError(f"not a directory: {options.repo}")

@@ -114,6 +114,7 @@ def localize(
                         ep[(file, line)] += 1
         for key, count in ef.items():
             scores[key] = ochiai(count, ep.get(key, 0), len(covered_failing))
+        _score_definitions(coverage, covered_failing, passing, sources, scores)
         note = f"per-test coverage of {len(covered_failing)} failing and {len(list(passing))} passing tests"
     else:
         _static_scores(failures, spans, test_sources or {}, scores)
@@ -200,3 +201,60 @@ def _names_in_test(source: str, test_name: str) -> set[str]:
                 elif isinstance(inner, ast.Attribute):
                     names.add(inner.attr)
     return names
+
+
+def definition_uses(source: str) -> dict[int, set[int]]:
+    """Module constants and class attributes (``LIMIT = 4``): definition line -> lines that read them.
+
+    Such lines run once at import, outside any test, so coverage never blames them; their uses do.
+    """
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return {}
+    module_defs: dict[str, int] = {}
+    class_defs: dict[str, int] = {}
+    scopes = [(tree.body, module_defs)] + [
+        (node.body, class_defs) for node in ast.walk(tree) if isinstance(node, ast.ClassDef)
+    ]
+    for body, defs in scopes:
+        for stmt in body:
+            targets = (
+                stmt.targets
+                if isinstance(stmt, ast.Assign)
+                else [stmt.target]
+                if isinstance(stmt, ast.AnnAssign)
+                else []
+            )
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    defs.setdefault(target.id, stmt.lineno)
+    uses: dict[int, set[int]] = defaultdict(set)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in module_defs:
+            uses[module_defs[node.id]].add(node.lineno)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and node.attr in class_defs:
+            uses[class_defs[node.attr]].add(node.lineno)
+    return uses
+
+
+def _score_definitions(
+    coverage: Mapping[str, Mapping[str, Sequence[int]]],
+    failing: Sequence[str],
+    passing: Iterable[str],
+    sources: Mapping[str, str],
+    scores: dict[tuple[str, int], float],
+) -> None:
+    """A definition is "executed" by every test that runs a line reading it: score it like any line."""
+    passing = list(passing)
+    for file, source in sources.items():
+        for def_line, use_lines in definition_uses(source).items():
+
+            def reads(test: str, file: str = file, use_lines: set[int] = use_lines) -> bool:
+                return not use_lines.isdisjoint(coverage.get(test, {}).get(file, ()))
+
+            ef = sum(1 for test in failing if reads(test))
+            ep = sum(1 for test in passing if reads(test))
+            score = ochiai(ef, ep, len(failing))
+            if score > scores.get((file, def_line), 0.0):
+                scores[(file, def_line)] = score

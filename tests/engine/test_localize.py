@@ -70,3 +70,13 @@ def test_without_coverage_the_called_functions_are_suspects() -> None:
     assert "no per-test coverage" in found.note
     assert {s.line for s in found.lines} == {2, 3, 4, 5, 6, 7}
     assert {s.function for s in found.lines} == {"pick"}
+
+
+def test_module_constants_are_blamed_through_the_lines_that_read_them() -> None:
+    source = "LIMIT = 4\n\n\ndef over(x):\n    return x > LIMIT\n\n\ndef half(x):\n    return x / 2\n"
+    coverage = {"t::fail": {"m.py": [5]}, "t::pass": {"m.py": [9]}}
+    found = localize([failure("t::fail")], ["t::pass"], coverage, {"m.py": source})
+    scores = {s.line: s.score for s in found.lines}
+    assert scores[1] == 1.0  # read only by the failing test, like line 5
+    assert scores[5] == 1.0
+    assert 9 not in scores

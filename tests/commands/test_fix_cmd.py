@@ -1,0 +1,186 @@
+"""``selfix fix`` end to end: every bundled example healed by the offline engine, verified independently."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from selfix_action.cli import main
+from tests.conftest import EXAMPLES, write_project
+
+EXPECTED = json.loads((EXAMPLES / "expected_fixes.json").read_text(encoding="utf-8"))
+EXAMPLE_NAMES = sorted(p.name for p in EXAMPLES.iterdir() if p.is_dir())
+
+
+def copy_example(name: str, dest: Path, *, git: bool = False) -> Path:
+    repo = dest / name
+    shutil.copytree(
+        EXAMPLES / name, repo, ignore=shutil.ignore_patterns("__pycache__", ".selfix", ".pytest_cache")
+    )
+    if git:
+        for argv in (
+            ["init", "-q"],
+            ["add", "-A"],
+            ["-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "x"],
+        ):
+            subprocess.run(["git", *argv], cwd=repo, check=True, timeout=60)
+    return repo
+
+
+def run_pytest(repo: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def changed_lines(diff: str) -> tuple[list[str], list[str]]:
+    removed = [ln[1:].strip() for ln in diff.splitlines() if ln.startswith("-") and not ln.startswith("---")]
+    added = [ln[1:].strip() for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
+    return removed, added
+
+
+def test_example_expectations_cover_every_example() -> None:
+    assert EXAMPLE_NAMES == sorted(EXPECTED)
+    assert len(EXAMPLE_NAMES) >= 8
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", EXAMPLE_NAMES)
+def test_heals_every_example(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = copy_example(name, tmp_path, git=True)
+    assert run_pytest(repo).returncode == 1, "the example must start red"
+    before = {p: p.read_bytes() for p in repo.rglob("*.py")}
+
+    code = main(["fix", str(repo), "--quiet", "--test-timeout", "20"])
+
+    captured = capsys.readouterr()
+    assert code == 0, captured.out + captured.err
+    assert captured.err == ""  # --quiet
+    assert {p: p.read_bytes() for p in repo.rglob("*.py")} == before, "without --apply the tree is untouched"
+    out = repo / ".selfix"
+    diff = (out / "patch.diff").read_text(encoding="utf-8")
+    expected = EXPECTED[name]
+    removed, added = changed_lines(diff)
+    # A minimal edit at the bug: the buggy line goes, the fix (or an equivalent) comes.
+    assert removed == [expected["buggy"]], diff
+    assert added[0] in [expected["fixed"], *expected.get("also_acceptable", [])], diff
+    if name == "mutable_default":
+        assert added[1:] == ["if tags is None:", "tags = []"], diff
+    else:
+        assert len(added) == 1, diff
+    assert f"b/{expected['file']}" in diff
+
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert report["stop_reason"] == "healed" and report["exit_code"] == 0
+    assert report["coverage_used"] is True
+    assert all(report["tests_after"][t] == "passed" for t in report["f2p_tests"] + report["p2p_tests"])
+    assert (out / "report.md").read_text(encoding="utf-8").startswith("# selfix: healed")
+    steps = [json.loads(line)["step"] for line in (out / "trace.jsonl").read_text().splitlines()]
+    assert steps[0] == "start" and steps[-1] == "stop" and "verify" in steps
+    # selfix's output folder is kept out of git status.
+    status = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True, timeout=60
+    )
+    assert status.stdout == ""
+
+    # Independently: the patch applies with git apply and the whole suite passes after it.
+    check = subprocess.run(
+        ["git", "apply", "--check", str(out / "patch.diff")],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert check.returncode == 0, check.stderr
+    subprocess.run(["git", "apply", str(out / "patch.diff")], cwd=repo, check=True, timeout=60)
+    after = run_pytest(repo)
+    assert after.returncode == 0, after.stdout
+
+
+@pytest.mark.slow
+def test_apply_writes_the_patch_into_a_plain_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = copy_example("average", tmp_path)
+    assert main(["fix", str(repo), "--apply", "--out", str(tmp_path / "out")]) == 0
+    progress = capsys.readouterr().err
+    assert "reproduce:" in progress and "verify:" in progress  # progress is visible without --quiet
+    assert "return sum(values) / len(values)" in (repo / "averages.py").read_text()
+    assert run_pytest(repo).returncode == 0
+    assert not (repo / ".selfix").exists()  # --out was elsewhere
+    # Healed now: a second run has nothing to heal.
+    assert main(["fix", str(repo), "--quiet", "--out", str(tmp_path / "out2")]) == 3
+
+
+@pytest.mark.slow
+def test_heals_from_a_junit_report_of_the_failed_run(tmp_path: Path) -> None:
+    repo = copy_example("age_check", tmp_path)
+    report = tmp_path / "junit.xml"
+    subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}"],
+        cwd=repo,
+        capture_output=True,
+        timeout=120,
+    )
+    code = main(["fix", str(repo), "--junit", str(report), "--quiet"])
+    assert code == 0
+    data = json.loads((repo / ".selfix" / "report.json").read_text())
+    assert len(data["f2p_tests"]) == 2 and len(data["p2p_tests"]) == 7
+
+
+def test_exit_codes_for_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["fix", str(tmp_path / "missing")]) == 2
+    assert "not a directory" in capsys.readouterr().err
+    repo = write_project(tmp_path / "p", {"m.py": "X = 1\n", "tests/test_m.py": "def test_x():\n    pass\n"})
+    assert main(["fix", str(repo), "--test-cmd", "no-such-program-xyz -m pytest"]) == 2
+    assert "test command not found: no-such-program-xyz" in capsys.readouterr().err
+    bad = tmp_path / "bad.xml"
+    bad.write_text("<testsuite><testcase", encoding="utf-8")
+    assert main(["fix", str(repo), "--junit", str(bad)]) == 2
+    assert "bad.xml" in capsys.readouterr().err
+    assert main(["fix", str(repo), "--test-timeout", "0"]) == 2
+    with pytest.raises(SystemExit) as exited:
+        main(["fix", "--no-such-flag"])
+    assert exited.value.code == 2
+
+
+def test_green_junit_report_is_nothing_to_heal(tmp_path: Path) -> None:
+    repo = write_project(tmp_path / "p", {"m.py": "X = 1\n", "tests/test_m.py": "def test_x():\n    pass\n"})
+    report = tmp_path / "junit.xml"
+    subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}"],
+        cwd=repo,
+        capture_output=True,
+        timeout=120,
+    )
+    assert main(["fix", str(repo), "--junit", str(report), "--quiet"]) == 3
+
+
+def test_project_whose_tests_cannot_run_is_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = write_project(tmp_path / "p", {"m.py": "X = 1\n"})
+    code = main(["fix", str(repo), "--quiet", "--test-cmd", f"{sys.executable} -c 'raise SystemExit(3)'"])
+    assert code == 2
+    assert "failed before running any test" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_readme_main_command_heals_the_bundled_example(tmp_path: Path) -> None:
+    """The console script itself, as the README's first command runs it."""
+    repo = copy_example("range_sum", tmp_path)
+    selfix = Path(sys.executable).with_name("selfix")
+    if not selfix.exists():
+        pytest.skip("the selfix console script is not installed beside this interpreter")
+    proc = subprocess.run([str(selfix), "fix", str(repo)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "+    for i in range(1, n + 1):" in proc.stdout or "range(n + 1)" in proc.stdout

@@ -1,0 +1,163 @@
+"""PytestSandbox: real pytest runs on a scratch copy, with the collector plugin recording results."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from selfix_action.engine.models import TestStatus
+from selfix_action.errors import SandboxError
+from selfix_action.sandbox.process import Limits
+from selfix_action.sandbox.pytest_sandbox import PytestSandbox
+from tests.conftest import write_project
+
+PROJECT = {
+    "pkg/__init__.py": "",
+    "pkg/core.py": '''
+        def area(w, h):
+            return w * h
+
+
+        def explode():
+            raise ValueError("bad value 42")
+        ''',
+    "tests/test_core.py": '''
+        import os
+
+        import pytest
+
+        from pkg.core import area, explode
+
+
+        def test_area():
+            assert area(2, 3) == 6
+
+
+        def test_explode():
+            explode()
+
+
+        @pytest.mark.parametrize("w", [1, 2])
+        def test_param(w):
+            assert area(w, 1) == 1
+
+
+        @pytest.mark.skip(reason="not today")
+        def test_skipped():
+            pass
+
+
+        @pytest.fixture
+        def broken():
+            raise RuntimeError("fixture down")
+
+
+        def test_fixture_error(broken):
+            pass
+
+
+        def test_no_secrets_visible():
+            assert "GITHUB_TOKEN" not in os.environ
+            assert "ANTHROPIC_API_KEY" not in os.environ
+        ''',
+}
+
+
+def test_results_frames_and_coverage(make_sandbox: Callable[..., PytestSandbox]) -> None:
+    sandbox = make_sandbox(PROJECT)
+    run = sandbox.run_tests(coverage=True)
+    status = {n: r.status for n, r in run.results.items()}
+    assert status == {
+        "tests/test_core.py::test_area": TestStatus.PASSED,
+        "tests/test_core.py::test_explode": TestStatus.FAILED,
+        "tests/test_core.py::test_param[1]": TestStatus.PASSED,
+        "tests/test_core.py::test_param[2]": TestStatus.FAILED,
+        "tests/test_core.py::test_skipped": TestStatus.SKIPPED,
+        "tests/test_core.py::test_fixture_error": TestStatus.ERROR,
+        "tests/test_core.py::test_no_secrets_visible": TestStatus.PASSED,
+    }
+    explode = run.results["tests/test_core.py::test_explode"]
+    assert (explode.exc_type, explode.message) == ("ValueError", "bad value 42")
+    # Frames are pruned to the project's own files, with repo-relative paths, outermost first.
+    assert [(f.file, f.function) for f in explode.frames] == [
+        ("tests/test_core.py", "test_explode"),
+        ("pkg/core.py", "explode"),
+    ]
+    assert run.results["tests/test_core.py::test_fixture_error"].exc_type == "RuntimeError"
+    assert run.coverage is not None
+    assert run.coverage["tests/test_core.py::test_area"]["pkg/core.py"] == [2]
+    assert run.coverage["tests/test_core.py::test_explode"]["pkg/core.py"] == [6]
+
+
+def test_secrets_in_the_parent_environment_do_not_reach_tests(tmp_path: Path) -> None:
+    repo = write_project(tmp_path / "p", PROJECT)
+    env = {"PATH": "/usr/bin:/bin", "GITHUB_TOKEN": "ghp_secret", "ANTHROPIC_API_KEY": "sk-ant-secret"}
+    with PytestSandbox(repo, [sys.executable, "-m", "pytest"], env_source=env, scratch_parent=tmp_path) as sandbox:
+        run = sandbox.run_tests(["tests/test_core.py::test_no_secrets_visible"])
+    assert run.results["tests/test_core.py::test_no_secrets_visible"].status is TestStatus.PASSED
+
+
+def test_a_hanging_test_is_cut_and_the_rest_still_run(make_sandbox: Callable[..., PytestSandbox]) -> None:
+    sandbox = make_sandbox(
+        {
+            "m.py": "def spin():\n    while True:\n        pass\n",
+            "tests/test_m.py": "from m import spin\n\ndef test_a():\n    pass\n\n"
+            "def test_hangs():\n    spin()\n\ndef test_z():\n    assert 1 == 2\n",
+        },
+        wall_seconds=3,
+    )
+    run = sandbox.run_tests()
+    assert run.timed_out
+    assert run.results["tests/test_m.py::test_hangs"].status is TestStatus.TIMEOUT
+    assert run.results["tests/test_m.py::test_a"].status is TestStatus.PASSED
+    assert run.results["tests/test_m.py::test_z"].status is TestStatus.FAILED
+    assert run.duration < 60
+
+
+def test_without_coverage_py_the_run_says_so(tmp_path: Path) -> None:
+    repo = write_project(tmp_path / "p", PROJECT)
+    # An interpreter where `import coverage` fails, as in a project environment without coverage.py.
+    no_coverage = [
+        sys.executable, "-c",
+        "import sys; sys.modules['coverage'] = None; import pytest; sys.exit(pytest.main(sys.argv[1:]))",
+    ]
+    with PytestSandbox(repo, no_coverage, scratch_parent=tmp_path) as sandbox:
+        run = sandbox.run_tests(coverage=True)
+    assert run.coverage is None
+    assert "coverage.py is not installed" in run.coverage_note
+    assert run.results["tests/test_core.py::test_area"].status is TestStatus.PASSED
+
+
+def test_patched_files_are_restored_and_the_user_tree_is_untouched(
+    make_sandbox: Callable[..., PytestSandbox],
+) -> None:
+    sandbox = make_sandbox(PROJECT)
+    original = sandbox.read_file("pkg/core.py")
+    with sandbox.patched({"pkg/core.py": original.replace("w * h", "w + h"), "pkg/new.py": "X = 1\n"}):
+        run = sandbox.run_tests(["tests/test_core.py::test_area"])
+        assert run.results["tests/test_core.py::test_area"].status is TestStatus.FAILED
+    assert sandbox.read_file("pkg/core.py") == original
+    assert not (sandbox.root / "pkg/new.py").exists()
+    assert (sandbox.repo / "pkg/core.py").read_text() == original
+    assert sandbox.source_files() == ["pkg/__init__.py", "pkg/core.py"]
+
+
+def test_scratch_tests_must_stay_in_the_qa_folder(make_sandbox: Callable[..., PytestSandbox]) -> None:
+    sandbox = make_sandbox(PROJECT)
+    with pytest.raises(SandboxError):
+        sandbox.run_tests(extra_test_files={"tests/test_core.py": "def test_x():\n    pass\n"})
+    with pytest.raises(SandboxError):
+        sandbox.run_tests(extra_test_files={"_selfix_qa/../pkg/core.py": "X = 1\n"})
+    with pytest.raises(SandboxError):
+        sandbox.read_file("../outside.py")
+
+
+def test_a_test_command_that_cannot_run_is_an_error(tmp_path: Path) -> None:
+    repo = write_project(tmp_path / "p", PROJECT)
+    argv = [sys.executable, "-c", "import sys; print('boom', file=sys.stderr); sys.exit(4)"]
+    with PytestSandbox(repo, argv, limits=Limits(wall_seconds=30), scratch_parent=tmp_path) as sandbox:
+        with pytest.raises(SandboxError, match="boom"):
+            sandbox.run_tests()
