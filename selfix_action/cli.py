@@ -57,8 +57,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             repo = Path(args.repo)
             if not repo.is_dir():
                 raise SelfixError(f"not a directory: {args.repo}")
-            if args.test_timeout <= 0 or args.max_candidates < 1 or args.hypotheses < 1 or args.time_limit <= 0:
-                raise SelfixError("--test-timeout, --time-limit, --max-candidates and --hypotheses must be positive")
+            if (
+                args.test_timeout <= 0
+                or args.max_candidates < 1
+                or args.hypotheses < 1
+                or args.time_limit <= 0
+            ):
+                raise SelfixError(
+                    "--test-timeout, --time-limit, --max-candidates and --hypotheses must be positive"
+                )
             options = FixOptions(
                 repo=repo,
                 junit=tuple(Path(p) for p in args.junit),

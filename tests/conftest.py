@@ -31,7 +31,9 @@ def make_sandbox(tmp_path: Path) -> Iterator[Callable[..., PytestSandbox]]:
     def make(files: dict[str, str], wall_seconds: float = 60.0) -> PytestSandbox:
         repo = write_project(tmp_path / f"proj{len(made)}", files)
         sandbox = PytestSandbox(
-            repo, [sys.executable, "-m", "pytest"], limits=Limits(wall_seconds=wall_seconds),
+            repo,
+            [sys.executable, "-m", "pytest"],
+            limits=Limits(wall_seconds=wall_seconds),
             scratch_parent=tmp_path,
         )
         made.append(sandbox)

@@ -72,7 +72,7 @@ class RunOutput:
     """trace.jsonl (one event per step) and the progress lines a person sees on the terminal."""
 
     def __init__(self, trace_path: Path, stream: TextIO, quiet: bool) -> None:
-        self._handle = open(trace_path, "w", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        self._handle = open(trace_path, "w", encoding="utf-8")
         self._stream = stream
         self._quiet = quiet
         self._started = time.monotonic()

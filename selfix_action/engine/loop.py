@@ -339,7 +339,7 @@ class HealingLoop:
         guards = self._guarding_tests(candidate.files, evidence)  # reads the unpatched originals
         with self.sandbox.patched(candidate.files):
             targets = [*evidence.f2p_tests, *qa_files]
-            run = self._run(targets, stop_first=True, extra_test_files=qa_files)
+            run = self._run(targets, stop_first=True, extra_test_files=qa_files, warm=True)
             broken = _not_passing(run, targets)
             if broken:
                 stage = (
@@ -347,7 +347,7 @@ class HealingLoop:
                 )
                 return verdict(stage, broken, _describe(run, broken[0]), 1)
             if guards:
-                run = self._run(guards, stop_first=True)
+                run = self._run(guards, stop_first=True, warm=True)
                 broken = _not_passing(run, guards)
                 if broken:
                     return verdict(VerifyStage.P2P, broken, _describe(run, broken[0]), 2)
@@ -411,13 +411,18 @@ class HealingLoop:
         stop_first: bool = False,
         coverage: bool = False,
         extra_test_files: Mapping[str, str] | None = None,
+        warm: bool = False,
     ) -> TestRun:
         if self.test_runs >= self.config.max_test_runs:
             raise _OutOfBudget(StopReason.TEST_RUN_BUDGET)
         self.test_runs += 1
         try:
             return self.sandbox.run_tests(
-                nodeids, stop_first=stop_first, coverage=coverage, extra_test_files=extra_test_files
+                nodeids,
+                stop_first=stop_first,
+                coverage=coverage,
+                extra_test_files=extra_test_files,
+                warm=warm,
             )
         except SandboxError as exc:
             if self.test_runs == 1:

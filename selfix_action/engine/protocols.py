@@ -6,8 +6,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
-from selfix_action.engine.report import StopReason
 from selfix_action.engine.models import CandidatePatch, Evidence, Hypothesis, QATest, TestRun, Verification
+from selfix_action.engine.report import StopReason
 
 
 class Sandbox(Protocol):
@@ -20,8 +20,10 @@ class Sandbox(Protocol):
         stop_first: bool = False,
         coverage: bool = False,
         extra_test_files: Mapping[str, str] | None = None,
+        warm: bool = False,
     ) -> TestRun:
-        """Run the given tests (None: the whole suite). ``extra_test_files`` are scratch QA tests."""
+        """Run the given tests (None: the whole suite). ``extra_test_files`` are scratch QA tests (paths under
+        ``QA_TEST_DIR``). ``warm`` allows a faster, already-started worker for repeated candidate checks."""
         ...
 
     def read_file(self, path: str) -> str: ...

@@ -5,8 +5,13 @@ environment, resource limits set in the child before ``exec``, a wall-clock time
 group, and output capped per stream. The group is killed after a normal exit too, so that background
 processes a test suite leaves behind die with it instead of holding our pipes open.
 
-Known limit of v1: a descendant that calls ``setsid()``/``setpgid()`` leaves the group and survives the kill;
-we stop reading its output after a short grace period instead of hanging on it.
+With an ``isolation`` (see ``isolation.py``) the command is wrapped in bubblewrap or unshare: no network,
+a read-only filesystem except the scratch dirs named ``writable``, hidden home/repository, a non-root uid and
+a process-count limit. Without one, behaviour is exactly that of a plain subprocess under the limits.
+
+Known limit without a pid namespace: a descendant that calls ``setsid()``/``setpgid()`` leaves the group and
+survives the kill; we stop reading its output after a short grace period instead of hanging on it. Inside
+bwrap (and unshare with ``--pid``) it dies with the namespace.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from selfix_action.errors import SandboxError
+from selfix_action.sandbox.isolation import Isolation
 
 __all__ = [
     "SAFE_ENV_NAMES",
@@ -53,11 +59,14 @@ class Limits:
     file_size_bytes: int | None = 512 * 1024**2  # RLIMIT_FSIZE
     open_files: int | None = 1024  # RLIMIT_NOFILE
     max_output_bytes: int = 1_000_000  # per stream kept in memory
+    # RLIMIT_NPROC, applied only with an isolation that can enforce it (never for uid 0): see
+    # ``Isolation.process_limit``.
+    max_processes: int | None = 512
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.wall_seconds) and self.wall_seconds > 0):
             raise ValueError(f"wall_seconds must be a positive number, got {self.wall_seconds!r}")
-        for name in ("cpu_seconds", "memory_bytes", "file_size_bytes", "open_files"):
+        for name in ("cpu_seconds", "memory_bytes", "file_size_bytes", "open_files", "max_processes"):
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise ValueError(f"{name} must be positive or None, got {value!r}")
@@ -75,6 +84,7 @@ class ProcessResult:
     duration: float
     stdout_truncated: bool
     stderr_truncated: bool
+    isolation: str = "none"  # the IsolationLevel value the command ran under
 
 
 # --- environment -------------------------------------------------------------------------------------------
@@ -185,9 +195,11 @@ def sandbox_env(
 _RlimitPlan = tuple[tuple[int, tuple[int, int]], ...]
 
 
-def _rlimit_plan(limits: Limits) -> _RlimitPlan:
+def _rlimit_plan(limits: Limits, max_processes: int | None = None) -> _RlimitPlan:
     """(resource, (soft, hard)) pairs, computed in the parent so the child only has to apply them."""
     wanted: list[tuple[int, int, int]] = [(resource.RLIMIT_CORE, 0, 0)]  # SIGXCPU/SIGXFSZ would dump core
+    if max_processes is not None:
+        wanted.append((resource.RLIMIT_NPROC, max_processes, max_processes))
     if limits.cpu_seconds is not None:
         # Soft limit sends SIGXCPU (a recognisable exit); the hard one SIGKILLs a child that ignores it.
         cpu = limits.cpu_seconds
@@ -386,21 +398,32 @@ def run_process(
     env: Mapping[str, str],
     limits: Limits = Limits(),
     stdin_data: str | None = None,
+    isolation: Isolation | None = None,
+    writable: Sequence[str | Path] = (),
+    hidden: Sequence[str | Path] = (),
 ) -> ProcessResult:
     """Run ``argv`` (no shell) in ``cwd`` with exactly ``env``, under ``limits``.
 
     A failing or timed-out command is a normal result; SandboxError means it could not be started at all.
-    Use ``sandbox_env`` to build ``env``.
+    Use ``sandbox_env`` to build ``env``. With ``isolation`` (from ``detect_isolation``) the command runs
+    inside it: ``writable`` are the only paths it may write (the scratch copy; handed to the sandbox uid
+    when selfix is root), ``hidden`` are extra paths it must not see (the original repository).
     """
     args = _check_argv(argv)
     workdir = Path(cwd)
     if not workdir.is_dir():
         raise SandboxError(f"working directory not found: {workdir}")
-    preexec = _make_preexec(_rlimit_plan(limits))
+    popen_args = list(args)
+    max_processes = None
+    if isolation is not None:
+        popen_args = isolation.wrap(args, cwd=workdir, env=env, writable=writable, hidden=hidden)
+        isolation.prepare(writable)
+        max_processes = isolation.process_limit(limits.max_processes)
+    preexec = _make_preexec(_rlimit_plan(limits, max_processes))
     start = time.monotonic()
     try:
         proc = subprocess.Popen(
-            list(args),
+            popen_args,
             cwd=workdir,
             env=dict(env),
             stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
@@ -435,13 +458,15 @@ def run_process(
                     stream.close()
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=_REAP_TIMEOUT_SECONDS)
+    returncode = proc.returncode if isolation is None else isolation.exit_status(proc.returncode)
     return ProcessResult(
         argv=args,
-        returncode=None if timed_out else proc.returncode,
+        returncode=None if timed_out else returncode,
         stdout=out.text(),
         stderr=err.text(),
         timed_out=timed_out,
         duration=time.monotonic() - start,
         stdout_truncated=out.truncated,
         stderr_truncated=err.truncated,
+        isolation="none" if isolation is None else isolation.level.value,
     )

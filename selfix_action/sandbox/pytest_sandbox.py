@@ -18,6 +18,8 @@ from pathlib import Path
 from selfix_action.engine.models import Frame, TestResult, TestRun, TestStatus
 from selfix_action.engine.paths import IGNORED_DIR_NAMES, QA_TEST_DIR, is_ignored_path, is_source_path
 from selfix_action.errors import InputError, SandboxError
+from selfix_action.sandbox.forkserver import ForkServer, ForkServerUnavailable
+from selfix_action.sandbox.isolation import Isolation
 from selfix_action.sandbox.process import Limits, ProcessResult, run_process, sandbox_env
 
 PLUGIN_DIR = Path(__file__).parent / "plugin"
@@ -39,6 +41,7 @@ class PytestSandbox:
         limits: Limits | None = None,
         env_source: Mapping[str, str] | None = None,
         scratch_parent: Path | None = None,
+        isolation: Isolation | None = None,
     ) -> None:
         self.repo = repo.resolve()
         if not self.repo.is_dir():
@@ -47,15 +50,24 @@ class PytestSandbox:
         if not self.test_cmd:
             raise InputError("the test command is empty")
         self.limits = limits or Limits()
+        # None: a plain subprocess (the old behaviour). Else every run is wrapped in it, with only the
+        # scratch dir writable and the original repository hidden.
+        self.isolation = isolation
         self._env_source = dict(os.environ if env_source is None else env_source)
         self._tmp = Path(tempfile.mkdtemp(prefix="selfix-", dir=scratch_parent))
         self.root = self._tmp / "repo"
         shutil.copytree(self.repo, self.root, ignore=_copy_ignore, symlinks=True)
         self.runs = 0
+        self.warm_runs = 0
+        self._fork_server: ForkServer | None = None
+        self._fork_disabled = ""  # why the warm worker is not used, once known
         self.test_seconds = 0.0
 
     # -- files ---------------------------------------------------------------------------------------
     def close(self) -> None:
+        if self._fork_server is not None:
+            self._fork_server.close()
+            self._fork_server = None
         shutil.rmtree(self._tmp, ignore_errors=True)
 
     def __enter__(self) -> PytestSandbox:
@@ -125,15 +137,19 @@ class PytestSandbox:
         stop_first: bool = False,
         coverage: bool = False,
         extra_test_files: Mapping[str, str] | None = None,
+        warm: bool = False,
     ) -> TestRun:
         qa_files = dict(extra_test_files or {})
         for path in qa_files:
             if not path.startswith(QA_TEST_DIR + "/") or ".." in path.split("/"):
                 raise SandboxError(f"scratch tests must live under {QA_TEST_DIR}/: {path}")
         with self.patched(qa_files):
-            return self._run_until_done(list(nodeids) if nodeids is not None else None, stop_first, coverage)
+            selected = list(nodeids) if nodeids is not None else None
+            return self._run_until_done(selected, stop_first, coverage, warm and not coverage)
 
-    def _run_until_done(self, nodeids: list[str] | None, stop_first: bool, coverage: bool) -> TestRun:
+    def _run_until_done(
+        self, nodeids: list[str] | None, stop_first: bool, coverage: bool, warm: bool
+    ) -> TestRun:
         """Run; if a test hangs, record it as timed out and run the rest without it (bounded)."""
         results: dict[str, TestResult] = {}
         coverage_data: dict[str, dict[str, list[int]]] | None = None
@@ -145,7 +161,7 @@ class PytestSandbox:
             pending = None if nodeids is None else [n for n in nodeids if n not in results]
             if pending == []:
                 break
-            proc, records = self._run_once(pending, list(results), stop_first, coverage)
+            proc, records = self._run_once(pending, list(results), stop_first, coverage, warm)
             hung = self._merge(records, results)
             for record in records:
                 if record["event"] == "coverage":
@@ -177,21 +193,78 @@ class PytestSandbox:
             output_tail=tail,
         )
 
+    def _warm_server(self) -> ForkServer | None:
+        """The warm worker, started on first use; None when the test command is not ``PY -m pytest``."""
+        if self._fork_server is None and not self._fork_disabled:
+            if len(self.test_cmd) < 3 or self.test_cmd[1:3] != ["-m", "pytest"]:
+                self._fork_disabled = "the test command is not `<python> -m pytest ...`"
+                return None
+            env = self._env(self._tmp / "unused.jsonl", False)
+            try:
+                self._fork_server = ForkServer(
+                    self.test_cmd[0],
+                    self.root,
+                    env,
+                    self.limits,
+                    isolation=self.isolation,
+                    writable=(self._tmp,),
+                    hidden=(self.repo,),
+                )
+            except ForkServerUnavailable as exc:
+                self._fork_disabled = str(exc)
+        return self._fork_server
+
+    def _run_warm(self, args: list[str], results_file: Path, coverage: bool) -> ProcessResult | None:
+        server = self._warm_server()
+        if server is None:
+            return None
+        log = self._tmp / "warm.log"
+        env = {"SELFIX_RESULTS": str(results_file), "SELFIX_COVERAGE": "1" if coverage else "0"}
+        started = time.monotonic()
+        try:
+            code, timed_out = server.run([*self.test_cmd[3:], *args], env, log, self.limits.wall_seconds)
+        except ForkServerUnavailable as exc:
+            self._fork_server = None
+            self._fork_disabled = str(exc)
+            return None
+        output = log.read_text(encoding="utf-8", errors="replace")[-20000:] if log.exists() else ""
+        return ProcessResult(
+            argv=("<warm worker>", *args),
+            returncode=code,
+            stdout=output,
+            stderr="",
+            timed_out=timed_out,
+            duration=time.monotonic() - started,
+            stdout_truncated=False,
+            stderr_truncated=False,
+        )
+
     def _run_once(
-        self, nodeids: list[str] | None, deselect: list[str], stop_first: bool, coverage: bool
+        self, nodeids: list[str] | None, deselect: list[str], stop_first: bool, coverage: bool, warm: bool
     ) -> tuple[ProcessResult, list[dict]]:
         results_file = self._tmp / f"results-{self.runs}.jsonl"
-        argv = [*self.test_cmd, "-p", "selfix_collector", "-p", "no:cacheprovider", "-q", "--tb=short"]
-        argv.append("--color=no")
+        args = ["-p", "selfix_collector", "-p", "no:cacheprovider", "-q", "--tb=short", "--color=no"]
         if stop_first:
-            argv.append("-x")
+            args.append("-x")
         for nodeid in deselect:
-            argv += ["--deselect", nodeid]
+            args += ["--deselect", nodeid]
         if nodeids:
-            argv.append("--")
-            argv += nodeids
+            args.append("--")
+            args += nodeids
         self.runs += 1
-        proc = run_process(argv, cwd=self.root, env=self._env(results_file, coverage), limits=self.limits)
+        proc = self._run_warm(args, results_file, coverage) if warm else None
+        if proc is not None:
+            self.warm_runs += 1
+        else:
+            proc = run_process(
+                [*self.test_cmd, *args],
+                cwd=self.root,
+                env=self._env(results_file, coverage),
+                limits=self.limits,
+                isolation=self.isolation,
+                writable=(self._tmp,),
+                hidden=(self.repo,),
+            )
         self.test_seconds += proc.duration
         records = []
         if results_file.exists():
@@ -203,7 +276,9 @@ class PytestSandbox:
             results_file.unlink()
         if not records and proc.returncode not in (0, 5) and not proc.timed_out:
             tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
-            raise SandboxError(f"the test command failed before running any test (exit {proc.returncode}):\n{tail}")
+            raise SandboxError(
+                f"the test command failed before running any test (exit {proc.returncode}):\n{tail}"
+            )
         return proc, records
 
     def _merge(self, records: list[dict], results: dict[str, TestResult]) -> str | None:
@@ -236,7 +311,9 @@ class PytestSandbox:
         for frame in frames:
             rel = self._relative(frame["file"])
             if rel is not None:
-                yield Frame(file=rel, line=frame["line"], function=frame["function"], code=frame.get("code", ""))
+                yield Frame(
+                    file=rel, line=frame["line"], function=frame["function"], code=frame.get("code", "")
+                )
 
     def _relative_coverage(
         self, data: dict[str, dict[str, list[int]]], into: dict[str, dict[str, list[int]]] | None

@@ -13,7 +13,7 @@ from selfix_action.engine.models import (
     Verification,
     VerifyStage,
 )
-from selfix_action.engine.protocols import Sandbox
+from selfix_action.engine.protocols import EngineStopped, Sandbox
 from selfix_action.engine.report import StopReason, render_markdown
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
 
@@ -177,7 +177,7 @@ def test_candidate_that_hangs_costs_only_the_timeout(make_sandbox: Callable[...,
     assert report.stop_reason is StopReason.HEALED
     rejected = report.hypotheses[0].rejections[0]
     assert (
-        rejected.stage is VerifyStage.F2P and "timed out" in rejected.detail or "Timeout" in rejected.detail
+        (rejected.stage is VerifyStage.F2P and "timed out" in rejected.detail) or "Timeout" in rejected.detail
     )
 
 
@@ -218,3 +218,22 @@ def test_flaky_failure_is_not_reproducible(make_sandbox: Callable[..., PytestSan
     assert report.stop_reason is StopReason.NOT_REPRODUCIBLE
     assert report.flaky_tests == ("tests/test_flaky.py::test_first_run_fails",)
     assert report.exit_code == 3
+
+
+class StoppingEngine(ScriptedEngine):
+    def candidates(
+        self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, history: Sequence[Verification]
+    ) -> Iterator[CandidatePatch]:
+        yield from super().candidates(hypothesis, evidence, sandbox, history)
+        raise EngineStopped(StopReason.BUDGET_EXHAUSTED, "spent $0.50 of $0.50")
+
+
+def test_engine_budget_stop_is_a_named_stop_reason(make_sandbox: Callable[..., PytestSandbox]) -> None:
+    sandbox = make_sandbox(CALC)
+    engine = StoppingEngine([hyp("H1", 1), hyp("H2", 2)], {}, {"H1": [{"calc.py": FIXED.replace("a + b", "a * b")}]})
+    report = HealingLoop(sandbox, engine).run().report
+    assert report.stop_reason is StopReason.BUDGET_EXHAUSTED
+    assert report.exit_code == 1
+    assert "spent $0.50 of $0.50" in report.notes
+    assert report.usage == engine.usage()  # whatever the engine reports is carried into the report
+    assert len(report.hypotheses) == 1  # H2 was never reached

@@ -161,3 +161,43 @@ def test_a_test_command_that_cannot_run_is_an_error(tmp_path: Path) -> None:
     with PytestSandbox(repo, argv, limits=Limits(wall_seconds=30), scratch_parent=tmp_path) as sandbox:
         with pytest.raises(SandboxError, match="boom"):
             sandbox.run_tests()
+
+
+def test_warm_worker_reaches_the_same_verdicts_as_a_cold_run(make_sandbox: Callable[..., PytestSandbox]) -> None:
+    sandbox = make_sandbox(PROJECT)
+    ids = ["tests/test_core.py::test_area", "tests/test_core.py::test_explode", "tests/test_core.py::test_param"]
+    cold = sandbox.run_tests(ids)
+    warm = sandbox.run_tests(ids, warm=True)
+    assert sandbox.warm_runs == 1
+    assert {n: r.status for n, r in warm.results.items()} == {n: r.status for n, r in cold.results.items()}
+    assert warm.results["tests/test_core.py::test_explode"].message == "bad value 42"
+    # The worker imports the project afresh per run: a patched module is seen at once.
+    original = sandbox.read_file("pkg/core.py")
+    with sandbox.patched({"pkg/core.py": original.replace("w * h", "w + h")}):
+        patched = sandbox.run_tests(["tests/test_core.py::test_area"], warm=True)
+    assert patched.results["tests/test_core.py::test_area"].status is TestStatus.FAILED
+    again = sandbox.run_tests(["tests/test_core.py::test_area"], warm=True)
+    assert again.results["tests/test_core.py::test_area"].status is TestStatus.PASSED
+    assert sandbox.warm_runs == 3
+
+
+def test_warm_worker_run_that_hangs_is_cut(make_sandbox: Callable[..., PytestSandbox]) -> None:
+    sandbox = make_sandbox(
+        {"m.py": "X = 1\n", "tests/test_m.py": "def test_hangs():\n    while True:\n        pass\n"},
+        wall_seconds=2,
+    )
+    run = sandbox.run_tests(["tests/test_m.py::test_hangs"], stop_first=True, warm=True)
+    assert run.timed_out
+    assert "tests/test_m.py::test_hangs" not in run.results or not run.results["tests/test_m.py::test_hangs"].ok
+    # The worker survives its child's timeout and serves the next run.
+    run = sandbox.run_tests(["tests/test_m.py::test_hangs"], stop_first=True, warm=True)
+    assert run.timed_out and sandbox.warm_runs == 2
+
+
+def test_other_test_commands_run_cold(tmp_path: Path) -> None:
+    repo = write_project(tmp_path / "p", PROJECT)
+    argv = [sys.executable, "-c", "import sys, pytest; sys.exit(pytest.main(sys.argv[1:]))"]
+    with PytestSandbox(repo, argv, scratch_parent=tmp_path) as sandbox:
+        run = sandbox.run_tests(["tests/test_core.py::test_area"], warm=True)
+        assert run.results["tests/test_core.py::test_area"].status is TestStatus.PASSED
+        assert sandbox.warm_runs == 0

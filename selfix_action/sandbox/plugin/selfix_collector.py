@@ -30,7 +30,12 @@ def pytest_configure(config):
     try:
         import coverage
     except ImportError:
-        _emit({"event": "coverage_unavailable", "reason": "coverage.py is not installed in the test environment"})
+        _emit(
+            {
+                "event": "coverage_unavailable",
+                "reason": "coverage.py is not installed in the test environment",
+            }
+        )
         return
     cov = coverage.Coverage(data_file=None, source=[_ROOT], config_file=False)
     cov.start()

@@ -1,0 +1,612 @@
+"""Isolation of project code from the machine that runs selfix: chosen at run time, probed once, reported.
+
+Levels, best first (``detect_isolation`` picks the best one whose probe succeeds):
+
+``bwrap``
+    bubblewrap. Fresh network, pid, ipc and uts namespaces (no network at all, not even the host's loopback),
+    ``--die-with-parent``, ``--new-session``, a fresh ``/proc`` (other processes, and their ``environ``, are
+    invisible), a minimal ``/dev``, the whole filesystem read-only, a private ``/tmp``, ``/var/tmp``,
+    ``/dev/shm`` and ``$HOME``, the user's homes, ``/run`` (the Docker socket, ``/run/secrets``), the runner's
+    temp dir and workspace and the original repository (its ``.git/config`` holds the checkout token) hidden
+    under empty read-only tmpfs, and only the scratch copy writable.
+
+    As root, bwrap itself runs as root (it needs to, to see the interpreter under ``/root`` or wherever it
+    lives) with *no* user namespace, and ``setpriv`` drops the command to ``sandbox_uid`` (65534, nobody) with
+    no groups and no capabilities before ``exec``: a real host uid that owns no file, so RLIMIT_NPROC is
+    enforced (the kernel never enforces it for uid 0, and a user namespace would map the sandbox uid back
+    to host root). The scratch copy is chowned to that uid before each run. As a normal user, bwrap runs
+    unprivileged in a user namespace (``--unshare-all``) as that user.
+
+``unshare``
+    util-linux ``unshare``: a network namespace and, where possible, a pid namespace with a fresh ``/proc``.
+    No filesystem isolation: the environment allowlist and file permissions are all that protect files.
+
+``none``
+    Only the environment allowlist and the resource limits. A loud warning goes into the report;
+    ``require_isolation`` refuses to run at this level.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import logging
+import os
+import pwd
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+
+from selfix_action.errors import SandboxError
+
+__all__ = [
+    "Isolation",
+    "IsolationConfig",
+    "IsolationLevel",
+    "detect_isolation",
+    "no_isolation",
+]
+
+log = logging.getLogger(__name__)
+
+_PROBE_TIMEOUT_SECONDS = 20.0
+# Never hidden or made private, and never below a hidden path: the system the command needs to run.
+_SYSTEM_DIRS = tuple(Path(p) for p in ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc"))
+# Fresh, writable, empty tmpfs in every bwrap run (plus the command's $HOME and $TMPDIR).
+_PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
+# Hidden under an empty read-only tmpfs in every bwrap run (plus the selfix user's home and the runner's
+# temp dir and workspace). /run holds the Docker socket and Docker/Kubernetes secrets; /github is where a
+# Docker container action sees the runner's home, workspace and command files.
+_HIDDEN_DIRS = ("/root", "/home", "/run", "/github")
+_RUNNER_DIR_VARIABLES = ("RUNNER_TEMP", "GITHUB_WORKSPACE", "RUNNER_WORKSPACE")
+_TMP_VARIABLES = ("TMPDIR", "TEMP", "TMP")
+# Wrappers that wait for the command (rather than exec it) and exit 128+N when it dies of signal N.
+_REPORTS_SIGNALS_AS_128 = frozenset({"bwrap-root", "bwrap-user", "unshare-root", "unshare-user"})
+
+
+class IsolationLevel(StrEnum):
+    BWRAP = "bwrap"
+    UNSHARE = "unshare"
+    NONE = "none"
+
+
+_MODES = frozenset({"auto", "bwrap", "unshare", "none"})
+
+
+@dataclass(frozen=True)
+class IsolationConfig:
+    """What the user asked for. ``mode`` "auto" takes the best level that works; a named level is required."""
+
+    mode: str = "auto"
+    require_isolation: bool = False
+    sandbox_uid: int = 65534  # used when selfix runs as root
+    sandbox_gid: int = 65534
+    hide_paths: tuple[str, ...] = ()  # more files/dirs to hide (bwrap)
+    readable_paths: tuple[str, ...] = ()  # re-exposed read-only when under a hidden dir (e.g. a tool dir)
+
+    def __post_init__(self) -> None:
+        if self.mode not in _MODES:
+            raise ValueError(f"isolation mode must be one of {sorted(_MODES)}, got {self.mode!r}")
+        if self.sandbox_uid <= 0 or self.sandbox_gid <= 0:
+            raise ValueError("sandbox_uid and sandbox_gid must be non-root ids")
+        if self.require_isolation and self.mode == "none":
+            raise ValueError("require_isolation contradicts isolation mode 'none'")
+
+
+@dataclass(frozen=True)
+class Isolation:
+    """A working isolation level and the means to wrap a command in it. Build with ``detect_isolation``."""
+
+    level: IsolationLevel
+    mechanism: str  # one line for humans: what exactly runs the command
+    kind: str = "none"  # bwrap-root | bwrap-user | unshare-root | unshare-user | unshare-root-net | ...
+    tool: str = ""  # absolute path of bwrap/unshare
+    setpriv: str = ""  # absolute path of setpriv (bwrap-root)
+    uid: int | None = None  # host uid the command runs as, when selfix drops privileges
+    gid: int | None = None
+    nproc_enforced: bool = False
+    warnings: tuple[str, ...] = ()
+    fallbacks: tuple[str, ...] = ()  # why better levels were not used
+    config: IsolationConfig = field(default_factory=IsolationConfig)
+
+    # -- reporting ---------------------------------------------------------------------------------------
+    @property
+    def isolated(self) -> bool:
+        return self.level is not IsolationLevel.NONE
+
+    def report(self) -> dict[str, object]:
+        return {
+            "level": self.level.value,
+            "mechanism": self.mechanism,
+            "uid": self.uid if self.uid is not None else os.geteuid(),
+            "process_limit_enforced": self.nproc_enforced,
+            "warnings": list(self.warnings),
+            "fallbacks": list(self.fallbacks),
+        }
+
+    def summary(self) -> str:
+        """One line for a log or a job summary; loud when the code under test is not isolated."""
+        if self.level is IsolationLevel.NONE:
+            return "WARNING: NO ISOLATION: " + " ".join(self.warnings)
+        text = f"isolation: {self.level.value} ({self.mechanism})"
+        return text + ("; " + " ".join(self.warnings) if self.warnings else "")
+
+    # -- running -----------------------------------------------------------------------------------------
+    def process_limit(self, budget: int | None) -> int | None:
+        """The RLIMIT_NPROC to set for a run allowed ``budget`` processes, or None when not enforceable.
+
+        The kernel counts every process of the real uid and never limits uid 0. A dedicated sandbox uid gets
+        the budget itself; a normal user's own processes (selfix, the runner...) are added to the budget.
+        """
+        if budget is None or not self.nproc_enforced:
+            return None
+        if self.uid is not None:
+            return budget
+        return _count_processes(os.getuid()) + budget
+
+    def exit_status(self, returncode: int | None) -> int | None:
+        """bwrap and the sh wrapper report a child killed by signal N as 128+N; give it back as -N."""
+        if returncode is None or self.kind not in _REPORTS_SIGNALS_AS_128:
+            return returncode
+        if 128 < returncode <= 128 + 64:
+            return -(returncode - 128)
+        return returncode
+
+    def prepare(self, writable: Iterable[str | Path]) -> None:
+        """Hand the writable scratch dirs to the sandbox uid (bwrap as root). Never follows a link."""
+        if self.uid is None or self.gid is None:
+            return
+        for path in writable:
+            _chown_tree(Path(path), self.uid, self.gid)
+
+    def wrap(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str | Path,
+        env: Mapping[str, str],
+        writable: Iterable[str | Path] = (),
+        hidden: Iterable[str | Path] = (),
+    ) -> list[str]:
+        """The argv that runs ``argv`` in ``cwd`` inside this isolation.
+
+        ``writable``: the only paths the command may write (bwrap); ``hidden``: more paths to hide, e.g. the
+        original repository. Raises SandboxError when the command cannot be found or a path is unsafe.
+        """
+        args = list(argv)
+        if self.level is IsolationLevel.NONE:
+            return args
+        workdir = Path(cwd).resolve()
+        program = _resolve_program(args[0], workdir, env.get("PATH", os.defpath))
+        if self.level is IsolationLevel.UNSHARE:
+            return [*self._unshare_prefix(), *args]
+        plan = _plan_mounts(self.config, program, workdir, env, writable, hidden)
+        return [*self._bwrap_prefix(plan, workdir), *args]
+
+    def _unshare_prefix(self) -> list[str]:
+        if self.kind == "unshare-root":
+            flags = ["--net", "--pid", "--fork", "--mount-proc", "--kill-child"]
+        elif self.kind == "unshare-user":
+            flags = ["--user", "--map-root-user", "--net", "--pid", "--fork", "--mount-proc", "--kill-child"]
+        elif self.kind == "unshare-user-net":
+            return [self.tool, "--user", "--map-root-user", "--net", "--"]
+        else:
+            return [self.tool, "--net", "--"]
+        # The command must not be pid 1 of the namespace: pid 1 ignores signals it has no handler for
+        # (SIGXCPU from the CPU limit, SIGTERM) and must reap orphans. sh is pid 1 and waits for it.
+        return [self.tool, *flags, "--", "/bin/sh", "-c", '"$@"; exit $?', "sh"]
+
+    def _bwrap_prefix(self, plan: _MountPlan, workdir: Path) -> list[str]:
+        args = [self.tool]
+        if self.kind == "bwrap-root":
+            # No user namespace: it would map the sandbox uid back to host root, where RLIMIT_NPROC is void.
+            args += [
+                "--unshare-ipc",
+                "--unshare-pid",
+                "--unshare-net",
+                "--unshare-uts",
+                "--unshare-cgroup-try",
+            ]
+        else:
+            args += ["--unshare-all"]  # user, ipc, pid, net, uts, cgroup; never --share-net
+        args += [
+            "--die-with-parent",
+            "--new-session",
+            "--ro-bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+        ]
+        for path, private in plan.covers:
+            if private:
+                args += ["--perms", "1777", "--tmpfs", str(path)]
+            elif path.is_dir():
+                args += ["--perms", "0755", "--tmpfs", str(path)]
+            else:
+                args += ["--ro-bind", "/dev/null", str(path)]
+        made: set[Path] = set()
+        for flag, paths in (("--ro-bind", plan.readable), ("--bind", plan.writable)):
+            for path in paths:
+                # bwrap would create the missing parents of a mount point with the source parents' modes
+                # (often 0700 root): make them traversable for the sandbox uid first.
+                for parent in reversed(path.parents):
+                    if parent not in made and any(parent != c and _within(parent, c) for c, _ in plan.covers):
+                        args += ["--perms", "0755", "--dir", str(parent)]
+                        made.add(parent)
+                args += [flag, str(path), str(path)]
+        for path, private in plan.covers:
+            if not private and path.is_dir():
+                args += ["--remount-ro", str(path)]
+        args += ["--chdir", str(workdir)]
+        if self.kind == "bwrap-root":
+            assert self.uid is not None and self.gid is not None
+            args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP", "--"]
+            args += [self.setpriv, "--reuid", str(self.uid), "--regid", str(self.gid), "--clear-groups"]
+            args += ["--inh-caps=-all", "--bounding-set=-all", "--"]
+        else:
+            args += ["--cap-drop", "ALL", "--"]
+        return args
+
+
+# --- mounts ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _MountPlan:
+    covers: tuple[tuple[Path, bool], ...]  # (path, private): private = writable tmpfs, else hidden read-only
+    readable: tuple[Path, ...]  # re-exposed read-only below a covered dir
+    writable: tuple[Path, ...]
+
+
+def _within(path: Path, ancestor: Path) -> bool:
+    return path == ancestor or ancestor in path.parents
+
+
+def _existing(paths: Iterable[str | Path | None]) -> list[Path]:
+    found = []
+    for raw in paths:
+        if not raw:
+            continue
+        path = Path(os.path.realpath(raw))
+        if path.exists() and path not in found:
+            found.append(path)
+    return found
+
+
+def _coverable(path: Path) -> bool:
+    """A path we may put a tmpfs over: not ``/`` and not a system dir or one of its parents/children."""
+    return path != Path("/") and not any(
+        _within(system, path) or _within(path, system) for system in _SYSTEM_DIRS
+    )
+
+
+def _home_dirs(env: Mapping[str, str]) -> list[str]:
+    homes = [os.environ.get("HOME", ""), env.get("HOME", "")]
+    with contextlib.suppress(KeyError):
+        homes.append(pwd.getpwuid(os.geteuid()).pw_dir)
+    return [h for h in homes if h]
+
+
+def _plan_mounts(
+    config: IsolationConfig,
+    program: Path,
+    workdir: Path,
+    env: Mapping[str, str],
+    writable: Iterable[str | Path],
+    hidden: Iterable[str | Path],
+) -> _MountPlan:
+    private = _existing([*_PRIVATE_DIRS, env.get("HOME"), *(env.get(v) for v in _TMP_VARIABLES)])
+    secret = _existing(
+        [
+            *_HIDDEN_DIRS,
+            *_home_dirs(env),
+            *(os.environ.get(v) for v in _RUNNER_DIR_VARIABLES),
+            *config.hide_paths,
+            *hidden,
+        ]
+    )
+    private = [p for p in private if _coverable(p)]
+    secret = [p for p in secret if p not in private]
+    for path in secret:
+        if not _coverable(path):
+            raise SandboxError(f"refusing to hide {path}: the command needs it to run")
+    rw = _existing(writable)
+    private = [p for p in private if not any(_within(p, w) for w in rw)]  # e.g. HOME set to the scratch dir
+    for path in rw:
+        clash = next((c for c in secret if _within(c, path)), None)
+        if clash is not None or path == Path("/") or any(_within(s, path) for s in _SYSTEM_DIRS):
+            raise SandboxError(f"refusing to make {path} writable: it contains {clash or 'the system'}")
+    covered = private + secret
+    # A cover below another cover adds nothing (and must not undo a private dir's writability).
+    covers = sorted(
+        ((p, p in private) for p in covered if not any(o != p and _within(p, o) for o in covered)),
+        key=lambda item: len(item[0].parts),
+    )
+    readable: list[Path] = []
+    for path in _existing([*_needed_paths(program, env), *config.readable_paths]):
+        if not any(_within(path, c) for c, _ in covers):
+            continue  # visible anyway
+        if any(_within(s, path) for s in covered):
+            continue  # would re-expose a hidden path (e.g. a python installed directly in $HOME)
+        if any(_within(path, w) for w in rw):
+            continue  # the writable bind covers it
+        readable.append(path)
+    readable = sorted(
+        (p for p in readable if not any(o != p and _within(p, o) for o in readable)),
+        key=lambda p: len(p.parts),
+    )
+    return _MountPlan(tuple(covers), tuple(readable), tuple(sorted(rw, key=lambda p: len(p.parts))))
+
+
+def _resolve_program(program: str, workdir: Path, path_env: str) -> Path:
+    if "/" in program:
+        found: str | None = str(workdir / program)
+    else:
+        found = shutil.which(program, path=path_env)
+    if found is None or not os.path.exists(found):
+        raise SandboxError(f"test command not found: {program}")
+    if not os.access(found, os.X_OK) or os.path.isdir(found):
+        raise SandboxError(f"test command is not executable: {program}")
+    return Path(os.path.abspath(found))
+
+
+def _needed_paths(program: Path, env: Mapping[str, str]) -> list[Path]:
+    """What the command must read even if it lives in a hidden dir: its installation and Python paths.
+
+    For each link in the program's symlink chain: the installation root (the parent of ``bin``), and for a
+    virtualenv the base interpreter named in ``pyvenv.cfg``. selfix's own interpreter, and PYTHONPATH.
+    """
+    needed: list[Path] = []
+    current = program
+    for _ in range(16):
+        needed.append(current.parent.parent if current.parent.name == "bin" else current.parent)
+        cfg = current.parent.parent / "pyvenv.cfg"
+        if cfg.is_file():
+            for line in cfg.read_text(encoding="utf-8", errors="replace").splitlines():
+                key, _, value = line.partition("=")
+                if key.strip() == "home" and value.strip():
+                    home = Path(value.strip())
+                    needed.append(home.parent if home.name == "bin" else home)
+        if not current.is_symlink():
+            break
+        current = Path(os.path.normpath(current.parent / os.readlink(current)))
+    real = Path(os.path.realpath(program))
+    needed.append(real.parent.parent if real.parent.name == "bin" else real.parent)
+    needed += [Path(p) for p in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}]
+    needed += [Path(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and os.path.isabs(p)]
+    return needed
+
+
+def _chown_tree(root: Path, uid: int, gid: int) -> None:
+    """chown -R without following links; a hard-linked file (nlink > 1) is skipped, it may be outside."""
+    try:
+        os.chown(root, uid, gid, follow_symlinks=False)
+    except FileNotFoundError:
+        return
+    if not root.is_dir() or root.is_symlink():
+        return
+    for _dirpath, dirnames, filenames, dirfd in os.fwalk(root, follow_symlinks=False):
+        for name in (*dirnames, *filenames):
+            with contextlib.suppress(FileNotFoundError):
+                info = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
+                if info.st_uid == uid and info.st_gid == gid:
+                    continue
+                if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+                    continue
+                os.chown(name, uid, gid, dir_fd=dirfd, follow_symlinks=False)
+
+
+def _count_processes(uid: int) -> int:
+    count = 0
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/status", encoding="ascii", errors="replace") as handle:
+                for line in handle:
+                    if line.startswith("Uid:"):
+                        count += int(line.split()[1]) == uid
+                        break
+        except OSError:
+            continue
+    return count
+
+
+# --- detection ---------------------------------------------------------------------------------------------
+
+
+def no_isolation(reason: str = "isolation mode is 'none'", fallbacks: Sequence[str] = ()) -> Isolation:
+    warnings = [
+        f"NO ISOLATION ({reason}): the code under test can use the network, read every file selfix can "
+        "read and see other processes; only the environment allowlist and resource limits apply."
+    ]
+    if os.geteuid() == 0:
+        warnings.append("Running as root: the process-count limit is not enforced.")
+    return Isolation(
+        level=IsolationLevel.NONE,
+        mechanism="plain subprocess",
+        warnings=tuple(warnings),
+        fallbacks=tuple(fallbacks),
+    )
+
+
+def _candidates(config: IsolationConfig) -> list[Isolation]:
+    root = os.geteuid() == 0
+    found: list[Isolation] = []
+    bwrap = shutil.which("bwrap")
+    setpriv = shutil.which("setpriv")
+    unshare = shutil.which("unshare")
+    if config.mode in ("auto", "bwrap") and bwrap:
+        if root and setpriv:
+            found.append(
+                Isolation(
+                    level=IsolationLevel.BWRAP,
+                    mechanism=f"bwrap as root, command dropped to uid {config.sandbox_uid} by setpriv",
+                    kind="bwrap-root",
+                    tool=bwrap,
+                    setpriv=setpriv,
+                    uid=config.sandbox_uid,
+                    gid=config.sandbox_gid,
+                    nproc_enforced=True,
+                    config=config,
+                )
+            )
+        elif not root:
+            found.append(
+                Isolation(
+                    level=IsolationLevel.BWRAP,
+                    mechanism="bwrap in a user namespace",
+                    kind="bwrap-user",
+                    tool=bwrap,
+                    nproc_enforced=True,
+                    config=config,
+                )
+            )
+    if config.mode in ("auto", "unshare") and unshare:
+        no_fs = "no filesystem isolation: files are protected only by their permissions."
+        if root:
+            found.append(
+                Isolation(
+                    level=IsolationLevel.UNSHARE,
+                    mechanism="unshare --net --pid --mount-proc (as root)",
+                    kind="unshare-root",
+                    tool=unshare,
+                    warnings=(no_fs, "Running as root: the process-count limit is not enforced."),
+                    config=config,
+                )
+            )
+            found.append(
+                Isolation(
+                    level=IsolationLevel.UNSHARE,
+                    mechanism="unshare --net (as root)",
+                    kind="unshare-root-net",
+                    tool=unshare,
+                    warnings=(
+                        no_fs,
+                        "No pid namespace: other processes and their environments are visible.",
+                        "Running as root: the process-count limit is not enforced.",
+                    ),
+                    config=config,
+                )
+            )
+        else:
+            found.append(
+                Isolation(
+                    level=IsolationLevel.UNSHARE,
+                    mechanism="unshare --user --net --pid --mount-proc",
+                    kind="unshare-user",
+                    tool=unshare,
+                    nproc_enforced=True,
+                    warnings=(no_fs,),
+                    config=config,
+                )
+            )
+            found.append(
+                Isolation(
+                    level=IsolationLevel.UNSHARE,
+                    mechanism="unshare --user --net",
+                    kind="unshare-user-net",
+                    tool=unshare,
+                    nproc_enforced=True,
+                    warnings=(no_fs, "No pid namespace: other processes of this user are visible."),
+                    config=config,
+                )
+            )
+    return found
+
+
+def _probe(candidate: Isolation) -> str | None:
+    """Run a trivial command through the candidate; None if it works, else why not.
+
+    The command checks from inside that it really is in another network (and pid) namespace and runs as
+    the expected uid, so a wrapper that silently does less than promised is not used.
+    """
+    checks = [f'[ "$(readlink /proc/self/ns/net)" != "{os.readlink("/proc/self/ns/net")}" ] || exit 3']
+    if candidate.kind not in ("unshare-root-net", "unshare-user-net"):
+        checks.append(
+            f'[ "$(readlink /proc/self/ns/pid)" != "{os.readlink("/proc/self/ns/pid")}" ] || exit 4'
+        )
+    if candidate.uid is not None:
+        checks.append(f'[ "$(id -u)" = "{candidate.uid}" ] || exit 5')
+    script = "; ".join([*checks, "exit 0"])
+    scratch = Path(tempfile.mkdtemp(prefix="selfix-probe-"))
+    try:
+        env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": str(scratch)}
+        argv = candidate.wrap(["sh", "-c", script], cwd=scratch, env=env, writable=[scratch])
+        candidate.prepare([scratch])
+        done = subprocess.run(
+            argv,
+            cwd=scratch,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=_PROBE_TIMEOUT_SECONDS,
+            check=False,
+        )
+    except (OSError, SandboxError, subprocess.SubprocessError) as exc:
+        return f"{candidate.kind}: {exc}"
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    if done.returncode == 0:
+        return None
+    detail = done.stderr.decode("utf-8", errors="replace").strip().splitlines()
+    what = {3: "still in the host network namespace", 4: "still in the host pid namespace", 5: "wrong uid"}
+    reason = what.get(done.returncode) or (detail[-1] if detail else f"exit {done.returncode}")
+    return f"{candidate.kind}: {reason}"
+
+
+@functools.lru_cache(maxsize=16)
+def _probe_cached(candidate: Isolation) -> str | None:
+    return _probe(candidate)
+
+
+def detect_isolation(config: IsolationConfig | None = None) -> Isolation:
+    """The best isolation that works here, probed once per process and configuration.
+
+    Raises SandboxError when ``require_isolation`` is set (or a level is named in ``mode``) and it is not
+    available. At level none the returned object carries a loud warning: put ``summary()`` in the report.
+    """
+    config = config or IsolationConfig()
+    if config.mode == "none":
+        return no_isolation()
+    fallbacks: list[str] = []
+    if config.mode in ("auto", "bwrap") and not shutil.which("bwrap"):
+        fallbacks.append("bwrap: not installed")
+    if (
+        config.mode in ("auto", "bwrap")
+        and os.geteuid() == 0
+        and shutil.which("bwrap")
+        and not shutil.which("setpriv")
+    ):
+        fallbacks.append("bwrap: setpriv (util-linux) not installed, needed to drop root")
+    if config.mode in ("auto", "unshare") and not shutil.which("unshare"):
+        fallbacks.append("unshare: not installed")
+    for candidate in _candidates(config):
+        failure = _probe_cached(candidate)
+        if failure is None:
+            chosen = dataclasses.replace(candidate, fallbacks=tuple(fallbacks))
+            if chosen.warnings:
+                log.warning("%s", chosen.summary())
+            else:
+                log.info("%s", chosen.summary())
+            return chosen
+        fallbacks.append(failure)
+    if config.mode != "auto":
+        raise SandboxError(f"isolation mode {config.mode!r} is not available here: {'; '.join(fallbacks)}")
+    if config.require_isolation:
+        raise SandboxError(
+            "require_isolation is set but neither bwrap nor unshare works here: " + "; ".join(fallbacks)
+        )
+    chosen = no_isolation("neither bwrap nor unshare works here", fallbacks)
+    log.warning("%s", chosen.summary())
+    return chosen

@@ -1,0 +1,102 @@
+"""Warm pytest worker, run inside the sandbox with the project's own interpreter.
+
+Interpreter start-up and importing pytest and its plugins cost most of a small test run. This worker pays that
+once, then forks one child per request; each child runs ``pytest.main`` in a fresh process that imports the
+project's (possibly patched) modules from disk. The worker itself never imports project code.
+
+Protocol: one JSON request per line on stdin ({"args", "env", "log", "timeout"}), one JSON reply per line on the
+original stdout ({"rc", "timed_out"}). The first line written is {"ready": true}.
+"""
+
+import json
+import os
+import select
+import signal
+import sys
+import time
+
+
+def _preload():
+    import pytest  # noqa: F401
+
+    try:
+        from importlib.metadata import entry_points
+
+        for entry in entry_points(group="pytest11"):
+            try:
+                entry.load()
+            except Exception:
+                pass  # pytest will report it the same way in the child
+    except Exception:
+        pass
+
+
+def _wait(pid, timeout):
+    """Exit code of ``pid``, or None if it is still running after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    fd = None
+    try:
+        fd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        fd = None
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        if fd is not None:
+            select.select([fd], [], [], left)
+        else:
+            time.sleep(min(left, 0.005))
+
+
+def _child(request):
+    os.setpgid(0, 0)  # its own group, so a timeout kills everything it started
+    log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.environ.update(request["env"])
+    code = 70
+    try:
+        import pytest
+
+        code = int(pytest.main(request["args"]))
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except Exception:
+            pass
+        os._exit(code)
+
+
+def main():
+    replies = os.fdopen(os.dup(1), "w", buffering=1)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)  # nothing but replies may reach the protocol channel
+    _preload()
+    replies.write(json.dumps({"ready": True}) + "\n")
+    for line in sys.stdin:
+        request = json.loads(line)
+        pid = os.fork()
+        if pid == 0:
+            _child(request)
+        code = _wait(pid, request["timeout"])
+        timed_out = code is None
+        try:
+            os.killpg(pid, signal.SIGKILL)  # on a timeout, and any background leftovers otherwise
+        except (ProcessLookupError, PermissionError):
+            pass
+        if timed_out:
+            os.waitpid(pid, 0)
+        replies.write(json.dumps({"rc": code, "timed_out": timed_out}) + "\n")
+
+
+if __name__ == "__main__":
+    main()
