@@ -44,7 +44,7 @@ def main() -> int:
     parser.add_argument("examples", nargs="*", help="example names (default: all)")
     parser.add_argument("--repeat", type=int, default=1, help="runs per example and path (median taken)")
     args = parser.parse_args()
-    names = args.examples or sorted(p.name for p in EXAMPLES.iterdir() if p.is_dir())
+    names = args.examples or sorted(p.name for p in EXAMPLES.iterdir() if (p / "tests").is_dir())
 
     header = f"{'example':<16} {'healed':>6} {'cands':>5} {'sel s':>7} {'sel runs':>8} {'naive s':>8} "
     header += f"{'naive runs':>10} {'ratio':>6} {'same':>5}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,6 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
     junit.add_argument("files", nargs="+", metavar="FILE")
     junit.add_argument("--json", action="store_true", help="print one JSON object with cases and errors")
 
+    sub.add_parser("action", help="run as the GitHub Action (reads GITHUB_* and INPUT_* from the environment)")
+
     fix = sub.add_parser("fix", help="heal the failing tests of a local repository")
     fix.add_argument("repo", nargs="?", default=".", help="git checkout or plain folder (default: .)")
     fix.add_argument("--junit", nargs="+", default=[], metavar="FILE", help="JUnit reports of the failed run")
@@ -51,6 +54,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from selfix_action.commands.junit_cmd import run_junit
 
             return run_junit(args.files, args.json, sys.stdout, sys.stderr)
+        if args.command == "action":
+            from selfix_action.commands.action_cmd import run_action
+
+            return run_action(os.environ, sys.stdout, sys.stderr)
         if args.command == "fix":
             from selfix_action.commands.fix_cmd import FixOptions, resolve_test_cmd, run_fix
 

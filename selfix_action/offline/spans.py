@@ -232,9 +232,7 @@ class IncrementalDump:
         key = id(node)
         cached = self._memo.get(key)
         if cached is None:
-            cached = (
-                compose_dump(node, self._dump_original) if isinstance(node, _BLOCK_TYPES) else ast.dump(node)
-            )
+            cached = compose_dump(node, self._dump_original) if isinstance(node, _BLOCK_TYPES) else ast.dump(node)
             self._memo[key] = cached
         return cached
 

@@ -362,7 +362,7 @@ class _Mutation:
     template: str
     tries: list[list[TextEdit]]  # alternative renderings; the first that round-trips wins
     apply: Callable[[], Callable[[], None]]  # mutate the shared tree in place; returns undo
-    sites: list[ast.AST]  # original nodes whose top-level statement changes
+    sites: list[ast.AST]  # original nodes changed in place: they and their ancestors get re-dumped
     description: str | None = None  # None: derived from the edited text
     focus: tuple[int, int] | None = None  # span of the replaced node, for the description
     expected: str = field(default="", init=False)
@@ -818,9 +818,7 @@ class _Generator:
         present = {a.id for a in node.args if isinstance(a, ast.Name)}
         pool = [n for n in self._value_pool(node) if n not in present][:_ARG_ADD_CAP]
         for name in pool:
-            new = ast.Call(
-                func=node.func, args=[*node.args, ast.Name(id=name, ctx=ast.Load())], keywords=node.keywords
-            )
+            new = ast.Call(func=node.func, args=[*node.args, ast.Name(id=name, ctx=ast.Load())], keywords=node.keywords)
             if node.args:
                 at = self.lines.span(node.args[-1])[1]
                 edit = TextEdit(at, at, f", {name}")
@@ -845,11 +843,7 @@ class _Generator:
         if not isinstance(getattr(node, "ctx", ast.Load()), ast.Load) or self._is_call_func(node):
             return
         slot = self._slot(node)
-        if (
-            slot is None
-            or isinstance(slot[0], ast.Expr | ast.Attribute | ast.Raise)
-            or slot[1] == "decorator_list"
-        ):
+        if slot is None or isinstance(slot[0], ast.Expr | ast.Attribute | ast.Raise) or slot[1] == "decorator_list":
             return  # wrapping a bare call statement, a decorator or the object of `x.attr`: never a fix
         if isinstance(node, ast.Name) and (
             node.id in _IMPLICIT_NAMES or self._kind(node.id, self._scope_chain(node)) != "value"
@@ -866,9 +860,7 @@ class _Generator:
             funcs = [f for f in funcs if f != node.func.id]
         if field_name == "iter" and isinstance(parent, ast.For | ast.AsyncFor | ast.comprehension):
             funcs = [f for f in funcs if f == "list"]  # only iterables make sense here
-        if isinstance(parent, ast.BinOp) and isinstance(
-            parent.op, ast.Sub | ast.Div | ast.FloorDiv | ast.Pow
-        ):
+        if isinstance(parent, ast.BinOp) and isinstance(parent.op, ast.Sub | ast.Div | ast.FloorDiv | ast.Pow):
             funcs = [f for f in funcs if f not in ("str", "list")]
         text = self._text(node)
         for func in funcs:
@@ -892,9 +884,7 @@ class _Generator:
         for side in ("left", "right"):
             yield from self._operand_replace(node, side, None)
 
-    def _operand_replace(
-        self, parent: ast.AST, field_name: str, index: int | None
-    ) -> Iterator[_Mutation | None]:
+    def _operand_replace(self, parent: ast.AST, field_name: str, index: int | None) -> Iterator[_Mutation | None]:
         operand = getattr(parent, field_name) if index is None else getattr(parent, field_name)[index]
         if isinstance(operand, ast.Constant) and type(operand.value) is not int:
             return
@@ -910,6 +900,9 @@ class _Generator:
         for value in (0, 1):
             if isinstance(operand, ast.Constant) and operand.value == value:
                 continue
+            if value == 0 and isinstance(parent, ast.BinOp) and isinstance(parent.op, ast.Add | ast.Sub):
+                if field_name == "right":
+                    continue  # `x - 0` is just `x`: the plain drop is proposed by off_by_one
             yield self._replace("operand_replace", operand, ast.Constant(value=value), str(value))
 
     def _compare(self, node: ast.Compare) -> Iterator[_Mutation | None]:
@@ -1027,9 +1020,7 @@ class _Generator:
             for new_stop, text in variants:
                 new = ast.Call(func=node.func, args=[ast.Constant(value=1), new_stop], keywords=[])
                 at = self.lines.span(stop)
-                yield self._replace(
-                    "off_by_one", node, new, preferred=[[TextEdit(at[0], at[1], f"1, {text}")]]
-                )
+                yield self._replace("off_by_one", node, new, preferred=[[TextEdit(at[0], at[1], f"1, {text}")]])
 
     def _subscript(self, node: ast.Subscript) -> Iterator[_Mutation | None]:
         index = node.slice
@@ -1140,9 +1131,7 @@ class _Generator:
         start, end = self.lines.span(stmt)
         if not (self.lines.starts_line(start) and self.lines.ends_line(end)):
             return None
-        return self.lines.line_start(_first_line(stmt)), self.lines.next_line_start(
-            stmt.end_lineno or stmt.lineno
-        )
+        return self.lines.line_start(_first_line(stmt)), self.lines.next_line_start(stmt.end_lineno or stmt.lineno)
 
     def _delete(self, stmt: ast.stmt) -> Iterator[_Mutation | None]:
         if isinstance(stmt, ast.Pass | ast.Global | ast.Nonlocal):
@@ -1235,9 +1224,7 @@ class _Generator:
                     return lambda: siblings.pop(position)
 
                 description = f"insert `{shorten(text)}` {where}"
-                yield _Mutation(
-                    "stmt_insert", [[TextEdit(at, at, insert_text)]], apply, [parent], description
-                )
+                yield _Mutation("stmt_insert", [[TextEdit(at, at, insert_text)]], apply, [parent], description)
 
     def _mutable_defaults(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[_Mutation | None]:
         args = func.args
@@ -1274,9 +1261,7 @@ class _Generator:
                         ops=[ast.Is()],
                         comparators=[ast.Constant(value=None)],
                     ),
-                    body=[
-                        ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=copy.deepcopy(default))
-                    ],
+                    body=[ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=copy.deepcopy(default))],
                     orelse=[],
                 )
                 func.body.insert(first, guard)
@@ -1287,9 +1272,7 @@ class _Generator:
 
                 return undo
 
-            description = (
-                f"use a None sentinel for mutable default `{arg.arg}={shorten(self._text(default))}`"
-            )
+            description = f"use a None sentinel for mutable default `{arg.arg}={shorten(self._text(default))}`"
             yield _Mutation("mutable_default", [edits], apply, [default], description)
 
     def _sentinel_edits(
@@ -1319,11 +1302,7 @@ class _Generator:
             has_break = self.lines.has_line_break(last)
             lead, trail = ("", nl) if has_break else (nl, "")
         def_indent = self.lines.indent_of(func.lineno)
-        unit = (
-            indent[len(def_indent) :]
-            if indent.startswith(def_indent) and len(indent) > len(def_indent)
-            else "    "
-        )
+        unit = indent[len(def_indent) :] if indent.startswith(def_indent) and len(indent) > len(def_indent) else "    "
         guard = f"{lead}{indent}if {name} is None:{nl}{indent}{unit}{name} = {value_text}{trail}"
         return [TextEdit(start, end, "None"), TextEdit(at, at, guard)]
 
@@ -1353,11 +1332,7 @@ def _is_compound(node: ast.AST) -> bool:
 
 
 def _is_docstring(stmt: ast.stmt) -> bool:
-    return (
-        isinstance(stmt, ast.Expr)
-        and isinstance(stmt.value, ast.Constant)
-        and isinstance(stmt.value.value, str)
-    )
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)
 
 
 def _simple_roots(stmt: ast.stmt) -> list[ast.expr]:
@@ -1431,9 +1406,7 @@ def _walk_expr(root: ast.AST) -> Iterator[ast.expr]:
         stack.extend(reversed(children))
 
 
-def candidate_edits(
-    source: str, path: str, lines: Sequence[int], *, max_per_line: int = 400
-) -> list[SourceEdit]:
+def candidate_edits(source: str, path: str, lines: Sequence[int], *, max_per_line: int = 400) -> list[SourceEdit]:
     """Candidate one-statement fixes at the given suspicious lines.
 
     Grouped by line in the given order; within a line sorted by prior (descending), then by the

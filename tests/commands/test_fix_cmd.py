@@ -14,7 +14,7 @@ from selfix_action.cli import main
 from tests.conftest import EXAMPLES, write_project
 
 EXPECTED = json.loads((EXAMPLES / "expected_fixes.json").read_text(encoding="utf-8"))
-EXAMPLE_NAMES = sorted(p.name for p in EXAMPLES.iterdir() if p.is_dir())
+EXAMPLE_NAMES = sorted(p.name for p in EXAMPLES.iterdir() if (p / "tests").is_dir())
 
 
 def copy_example(name: str, dest: Path, *, git: bool = False) -> Path:

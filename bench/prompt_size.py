@@ -1,0 +1,190 @@
+"""Measure the LLM engine's prompt size per role on the bundled examples, against a baseline that sends whole
+files (the suspect files and the failing test files, in full, instead of syntax-tree slices).
+
+For each example it runs the real healing loop (real pytest, real localization) with the LLM engine over an
+in-process scripted model, records every request the Detective, QA and Patcher roles send (system prompt +
+shared context + role message), and builds the baseline request for the same role from the same evidence.
+Sizes are characters and a rough token estimate (chars / 4); the ratio is baseline / selfix.
+``--pad N`` appends N unrelated helper functions to each example's source files first, to show how the two
+grow with file size (real modules are rarely 30 lines long).
+
+    .venv/bin/python bench/prompt_size.py [--pad N] [EXAMPLE ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from selfix_action.engine.loop import HealingLoop
+from selfix_action.engine.models import Evidence, Hypothesis
+from selfix_action.engine.paths import is_test_path
+from selfix_action.engine.protocols import Sandbox
+from selfix_action.llm.budget import Budget
+from selfix_action.llm.engine import LLMEngine
+from selfix_action.llm.prompts import SYSTEM_PROMPT, baseline_context, patcher_request
+from selfix_action.models.base import ModelRequest, ModelResponse, TokenUsage
+from selfix_action.sandbox.process import Limits
+from selfix_action.sandbox.pytest_sandbox import PytestSandbox
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+ROLES = ("detective", "qa", "patcher")
+TOOL_ROLE = {"report_hypotheses": "detective", "write_reproduction_test": "qa", "propose_edits": "patcher"}
+
+
+def request_chars(request: ModelRequest) -> int:
+    return len(request.system) + len(request.context) + sum(len(m.content) for m in request.messages)
+
+
+class ScriptedModel:
+    """Answers each role once with something valid for the example (the expected fix), recording requests."""
+
+    provider = "scripted"
+    model = "scripted"
+
+    def __init__(self, fix: dict[str, Any]) -> None:
+        self.fix = fix
+        self.requests: list[ModelRequest] = []
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        self.requests.append(request)
+        line = int(self.fix["line"])
+        answers: dict[str, dict[str, Any]] = {
+            "report_hypotheses": {
+                "hypotheses": [
+                    {
+                        "title": "the line named in expected_fixes.json is wrong",
+                        "confidence": 0.9,
+                        "file": self.fix["file"],
+                        "symbol": "<module>",
+                        "line_start": line,
+                        "line_end": line,
+                        "reasoning": "benchmark",
+                        "proposed_fix": self.fix["fixed"],
+                    }
+                ]
+            },
+            # A QA test that always fails: enough to reach the Patcher once (no heal is needed to measure).
+            "write_reproduction_test": {
+                "test_source": "def test_qa():\n    assert False, 'benchmark placeholder'\n",
+                "expected_failure": "AssertionError",
+            },
+            "propose_edits": {
+                "explanation": "the expected fix",
+                "edits": [{"file": self.fix["file"], "search": self.fix["buggy"], "replace": self.fix["fixed"]}],
+            },
+        }
+        answer = answers[request.tool]
+        return ModelResponse(json.dumps(answer), request.tool, answer, TokenUsage(), "scripted")
+
+
+class MeasuringEngine(LLMEngine):
+    """The real engine; also keeps the evidence and sandbox it built its context from."""
+
+    evidence: Evidence | None = None
+    sandbox: Sandbox | None = None
+    hypothesis: Hypothesis | None = None
+
+    def _context_of(self, evidence: Evidence, sandbox: Sandbox) -> str:
+        self.evidence, self.sandbox = evidence, sandbox
+        return super()._context_of(evidence, sandbox)
+
+    def candidates(self, hypothesis: Hypothesis, *args: Any, **kwargs: Any) -> Any:
+        self.hypothesis = hypothesis
+        return super().candidates(hypothesis, *args, **kwargs)
+
+
+def pad_sources(repo: Path, functions: int) -> None:
+    filler = "".join(
+        f"\n\ndef unrelated_helper_{n}(values, scale=1):\n"
+        f'    """Helper {n}: scale and sum the positive values."""\n'
+        f"    total = 0\n    for value in values:\n        if value > 0:\n"
+        f"            total += value * scale + {n}\n    return total\n"
+        for n in range(functions)
+    )
+    for path in repo.rglob("*.py"):
+        rel = path.relative_to(repo).as_posix()
+        if not is_test_path(rel):
+            path.write_text(path.read_text(encoding="utf-8") + filler, encoding="utf-8")
+
+
+def measure(example: Path, fix: dict[str, Any], pad: int) -> dict[str, tuple[int, int]]:
+    """role -> (selfix chars, baseline chars)."""
+    with tempfile.TemporaryDirectory(prefix="selfix-prompt-") as tmp:
+        repo = Path(tmp) / example.name
+        shutil.copytree(example, repo, ignore=shutil.ignore_patterns("__pycache__", ".selfix"))
+        if pad:
+            pad_sources(repo, pad)
+        model = ScriptedModel(fix)
+        engine = MeasuringEngine(model, Budget(model="scripted"), patch_retries=0)
+        with PytestSandbox(repo, [sys.executable, "-m", "pytest"], limits=Limits(wall_seconds=60)) as sandbox:
+            HealingLoop(sandbox, engine).run()
+            evidence = engine.evidence
+            assert evidence is not None, f"{example.name}: the engine was never asked"
+            read = sandbox.read_file
+            suspects = list(dict.fromkeys(s.file for s in evidence.suspicious_lines))
+            tests = list(dict.fromkeys(n.split("::")[0] for n in evidence.f2p_tests))
+            whole = baseline_context(evidence, read, suspects + tests)
+            sizes: dict[str, tuple[int, int]] = {}
+            for request in model.requests:
+                role = TOOL_ROLE[request.tool]
+                if role in sizes:
+                    continue
+                message = request.messages[0].content
+                if role == "patcher" and engine.hypothesis is not None:
+                    # The baseline already sent the whole file in its context: refer to it, do not repeat it.
+                    where = f"(the whole of {engine.hypothesis.file}, shown above)"
+                    message = patcher_request(engine.hypothesis, where, [])
+                baseline = len(SYSTEM_PROMPT) + len(whole) + len(message)
+                sizes[role] = (request_chars(request), baseline)
+    return sizes
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("examples", nargs="*", help="example names (default: all)")
+    parser.add_argument("--pad", type=int, default=0, help="unrelated functions appended to each source file")
+    args = parser.parse_args()
+    fixes = json.loads((EXAMPLES / "expected_fixes.json").read_text(encoding="utf-8"))
+    names = args.examples or sorted(fixes)
+
+    print(f"prompt size per role: selfix (slices) vs baseline (whole files); pad={args.pad} functions")
+    header = f"{'example':<16}" + "".join(
+        f" {role + ' chars':>16} {'~tok':>6} {'base ~tok':>9} {'ratio':>6}" for role in ROLES
+    )
+    print(header)
+    ratios: dict[str, list[float]] = {role: [] for role in ROLES}
+    totals = {role: [0, 0] for role in ROLES}
+    for name in names:
+        sizes = measure(EXAMPLES / name, fixes[name], args.pad)
+        cells = []
+        for role in ROLES:
+            if role not in sizes:
+                cells.append(f" {'-':>16} {'-':>6} {'-':>9} {'-':>6}")
+                continue
+            ours, base = sizes[role]
+            ratios[role].append(base / ours)
+            totals[role][0] += ours
+            totals[role][1] += base
+            cells.append(f" {ours:>16} {ours // 4:>6} {base // 4:>9} {base / ours:>6.2f}")
+        print(f"{name:<16}" + "".join(cells), flush=True)
+    print()
+    for role in ROLES:
+        if ratios[role]:
+            ours, base = totals[role]
+            print(
+                f"{role:<10} median ratio baseline/selfix {statistics.median(ratios[role]):.2f}x, "
+                f"total ~{ours // 4} vs ~{base // 4} tokens ({base / ours:.2f}x)"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

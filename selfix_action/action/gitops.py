@@ -1,0 +1,253 @@
+"""git for the action: fetch the failing commit, commit a verified patch, push it to ``origin`` safely.
+
+Rules enforced here, whatever the caller asks: the fix branch is ``selfix/<fingerprint>``; never push to the base
+or default branch; never force-push a branch selfix did not create (its tip must carry our trailer); pushes onto
+an existing branch (``commit`` mode) are fast-forward only. Commits are built with a private index
+(``git commit-tree``), so the user's working tree and index are never touched. Every git call is an argument
+list with a timeout; branch names and refs are validated before they reach git.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import subprocess
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from selfix_action.errors import SelfixError
+
+BRANCH_PREFIX = "selfix/"
+TRAILER = "Selfix-Fingerprint"
+_SHA = re.compile(r"^[0-9a-f]{40}$")
+_SAFE_REF = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,200}$")
+_UNSAFE_COMPONENT = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+class GitError(SelfixError):
+    """A git command failed or a push was refused by selfix's own rules."""
+
+
+class PushRefused(GitError):
+    """Pushing would break a rule (protected branch, branch selfix did not create, fork, moved branch)."""
+
+
+def fingerprint(target_branch: str, failing_tests: Iterable[str]) -> str:
+    """A short, stable id for "these tests fail on this branch": same failure, same branch, same PR."""
+    material = "\n".join([target_branch, *sorted(set(failing_tests))])
+    return hashlib.sha256(material.encode("utf-8")).hexdigest()[:12]
+
+
+def sanitize_component(text: str, max_len: int = 60) -> str:
+    """Make untrusted text safe as one branch-name component."""
+    cleaned = _UNSAFE_COMPONENT.sub("-", text).strip(".-")
+    cleaned = re.sub(r"\.{2,}", ".", cleaned)[:max_len].rstrip(".-")
+    if cleaned.endswith(".lock"):
+        cleaned = cleaned[: -len(".lock")]
+    return cleaned or "fix"
+
+
+def fix_branch(fp: str) -> str:
+    return BRANCH_PREFIX + sanitize_component(fp)
+
+
+def check_ref(name: str) -> str:
+    """Refuse branch names that git would misread (options, ranges, reflog syntax) before they reach git."""
+    if (
+        not _SAFE_REF.match(name)
+        or ".." in name
+        or "//" in name
+        or name.endswith((".", "/", ".lock"))
+        or "/." in name
+        or "@{" in name
+    ):
+        raise GitError(f"refusing unsafe branch name {name!r}")
+    return name
+
+
+def check_sha(sha: str) -> str:
+    if not _SHA.match(sha):
+        raise GitError(f"not a full commit SHA: {sha!r}")
+    return sha
+
+
+@dataclass(frozen=True)
+class PushResult:
+    branch: str
+    sha: str
+    pushed: bool  # False when the remote branch already held exactly this fix
+
+
+class Git:
+    def __init__(self, repo: Path, *, timeout: float = 120.0, env: Mapping[str, str] | None = None) -> None:
+        self.repo = repo.resolve()
+        self.timeout = timeout
+        base = dict(env if env is not None else os.environ)
+        # No prompts (a hang is worse than an error); identity for commits made by selfix.
+        self._env = {
+            **{k: v for k, v in base.items() if k in ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SSL_CERT_FILE")},
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_AUTHOR_NAME": "selfix",
+            "GIT_AUTHOR_EMAIL": "selfix@users.noreply.github.com",
+            "GIT_COMMITTER_NAME": "selfix",
+            "GIT_COMMITTER_EMAIL": "selfix@users.noreply.github.com",
+        }
+        self._env.setdefault("PATH", os.defpath)
+
+    def run(self, *args: str, input_text: str | None = None, extra_env: Mapping[str, str] | None = None) -> str:
+        # safe.directory: inside the Docker action the workspace belongs to another uid.
+        argv = ["git", "-c", f"safe.directory={self.repo}", *args]
+        try:
+            proc = subprocess.run(
+                argv,
+                cwd=self.repo,
+                input=input_text,
+                capture_output=True,
+                text=True,
+                timeout=self.timeout,
+                env={**self._env, **(extra_env or {})},
+                check=False,
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise GitError(f"git {args[0]} timed out after {self.timeout:.0f}s") from exc
+        except OSError as exc:
+            raise GitError(f"cannot run git: {exc}") from exc
+        if proc.returncode != 0:
+            detail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+            raise GitError(f"git {args[0]} failed: {detail[0][:300]}")
+        return proc.stdout
+
+    # -- reading --------------------------------------------------------------------------------------
+    def head(self) -> str:
+        return self.run("rev-parse", "HEAD").strip()
+
+    def has_commit(self, sha: str) -> bool:
+        try:
+            self.run("cat-file", "-e", f"{check_sha(sha)}^{{commit}}")
+        except GitError:
+            return False
+        return True
+
+    def remote_branch_sha(self, branch: str) -> str | None:
+        out = self.run("ls-remote", "--heads", "origin", f"refs/heads/{check_ref(branch)}")
+        for line in out.splitlines():
+            sha, _, ref = line.partition("\t")
+            if ref == f"refs/heads/{branch}":
+                return sha
+        return None
+
+    def ensure_commit(self, sha: str, *branches: str) -> None:
+        """Make ``sha`` available locally, fetching it (or the branches that hold it) from origin."""
+        check_sha(sha)
+        if self.has_commit(sha):
+            return
+        try:
+            self.run("fetch", "--no-tags", "origin", sha)
+        except GitError:
+            for branch in branches:
+                if branch:
+                    try:
+                        self.run("fetch", "--no-tags", "origin", f"refs/heads/{check_ref(branch)}")
+                    except GitError:
+                        continue
+        if not self.has_commit(sha):
+            raise GitError(f"commit {sha[:12]} is not in the checkout and could not be fetched from origin")
+
+    def is_clean(self) -> bool:
+        return not self.run("status", "--porcelain", "--untracked-files=no").strip()
+
+    def checkout_detached(self, sha: str) -> None:
+        if self.head() == sha:
+            return
+        if not self.is_clean():
+            raise GitError("the workspace has uncommitted changes; refusing to switch it to the failing commit")
+        self.run("checkout", "--quiet", "--detach", check_sha(sha))
+
+    def message(self, sha: str) -> str:
+        return self.run("log", "-1", "--format=%B", check_sha(sha))
+
+    def parents(self, sha: str) -> list[str]:
+        return self.run("log", "-1", "--format=%P", check_sha(sha)).split()
+
+    def tree(self, sha: str) -> str:
+        return self.run("rev-parse", f"{check_sha(sha)}^{{tree}}").strip()
+
+    # -- writing --------------------------------------------------------------------------------------
+    def commit_files(self, base_sha: str, files: Mapping[str, str], message: str) -> str:
+        """A commit on top of ``base_sha`` with ``files`` replaced, built in a private index."""
+        check_sha(base_sha)
+        with tempfile.TemporaryDirectory(prefix="selfix-index-") as tmp:
+            index_env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+            self.run("read-tree", base_sha, extra_env=index_env)
+            for path, text in sorted(files.items()):
+                if path.startswith(("/", "-")) or ".." in Path(path).parts:
+                    raise GitError(f"refusing to commit a file outside the repository: {path!r}")
+                listing = self.run("ls-tree", base_sha, "--", path).split()
+                mode = listing[0] if listing else "100644"
+                blob = self.run("hash-object", "-w", "--stdin", "--path", path, input_text=text).strip()
+                self.run("update-index", "--add", "--cacheinfo", f"{mode},{blob},{path}", extra_env=index_env)
+            tree = self.run("write-tree", extra_env=index_env).strip()
+        return self.run("commit-tree", tree, "-p", base_sha, "-F", "-", input_text=message).strip()
+
+    def push(self, sha: str, branch: str, *, lease: str | None = None) -> None:
+        args = ["push", "--porcelain", "origin", f"{check_sha(sha)}:refs/heads/{check_ref(branch)}"]
+        if lease is not None:
+            # Replace only the exact commit we inspected: a concurrent push by anyone makes this fail.
+            args.insert(1, f"--force-with-lease=refs/heads/{branch}:{check_sha(lease)}")
+        self.run(*args)
+
+
+def with_trailer(message: str, fp: str) -> str:
+    return f"{message.rstrip()}\n\n{TRAILER}: {fp}\n"
+
+
+def push_fix_branch(
+    git: Git,
+    *,
+    fp: str,
+    base_sha: str,
+    files: Mapping[str, str],
+    message: str,
+    protected: Iterable[str],
+) -> PushResult:
+    """Commit the fix on ``selfix/<fp>`` (from ``base_sha``) and push it to origin."""
+    branch = fix_branch(fp)
+    if branch in set(protected):
+        raise PushRefused(f"{branch} is a protected (base or default) branch")
+    commit = git.commit_files(base_sha, files, with_trailer(message, fp))
+    existing = git.remote_branch_sha(branch)
+    if existing is None:
+        git.push(commit, branch)
+        return PushResult(branch, commit, pushed=True)
+    git.run("fetch", "--no-tags", "origin", f"refs/heads/{branch}")
+    if f"{TRAILER}: {fp}" not in git.message(existing):
+        raise PushRefused(f"{branch} exists on origin and was not created by selfix; not overwriting it")
+    if git.parents(existing) == [base_sha] and git.tree(existing) == git.tree(commit):
+        return PushResult(branch, existing, pushed=False)  # the same fix is already there
+    git.push(commit, branch, lease=existing)
+    return PushResult(branch, commit, pushed=True)
+
+
+def push_onto_branch(
+    git: Git,
+    *,
+    branch: str,
+    base_sha: str,
+    files: Mapping[str, str],
+    message: str,
+    fp: str,
+    protected: Iterable[str],
+) -> PushResult:
+    """``commit`` mode: a fast-forward commit on the failing PR's own branch (never base/default)."""
+    check_ref(branch)
+    if branch in set(protected):
+        raise PushRefused(f"not pushing to {branch}: it is the base or default branch")
+    tip = git.remote_branch_sha(branch)
+    if tip != base_sha:
+        raise PushRefused(f"{branch} moved since the failing run (now {str(tip)[:12]}); not pushing")
+    commit = git.commit_files(base_sha, files, with_trailer(message, fp))
+    git.push(commit, branch)  # no force: a fast-forward or nothing
+    return PushResult(branch, commit, pushed=True)

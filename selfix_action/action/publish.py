@@ -1,0 +1,304 @@
+"""What the action writes: PR title and body, the escalation comment, review suggestions, the job summary,
+step outputs, annotations and log groups. Pure rendering plus the runner-file writers; no API calls here.
+
+Untrusted text (test output, tracebacks, comment text) is fenced and echoed only between ``::stop-commands::``
+markers with a random token, so a test that prints ``::set-output`` or ``::add-mask::`` cannot steer the runner.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import unicodedata
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TextIO
+
+from unidiff import PatchSet
+
+from selfix_action.engine.report import HealReport, StopReason
+from selfix_action.github.client import ReviewSuggestion
+
+MARKER_PREFIX = "<!-- selfix:"
+SUMMARY_LIMIT = 1024 * 1024 - 16 * 1024  # GitHub rejects step summaries over 1 MiB; keep a margin
+COMMENT_LIMIT = 60000  # GitHub's body limit is 65536 characters
+_INVISIBLE = re.compile(r"[\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
+_HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+
+
+def comment_marker(pull_or_sha: str | int) -> str:
+    return f"{MARKER_PREFIX}tracking {pull_or_sha} -->"
+
+
+def clean(text: str, limit: int = 4000) -> str:
+    """Untrusted text for a Markdown code block: no HTML comments (could fake our marker), no invisible
+    characters, no fence breakouts, bounded length."""
+    text = _HTML_COMMENT.sub("", text)
+    text = _INVISIBLE.sub("", text)
+    text = "".join(ch for ch in text if ch in "\n\t" or unicodedata.category(ch)[0] != "C")
+    text = text.replace("```", "`\u02cb`")
+    if len(text) > limit:
+        text = text[:limit] + "\n... (truncated)"
+    return text
+
+
+def _fenced(text: str, lang: str = "") -> str:
+    return f"```{lang}\n{clean(text).rstrip()}\n```"
+
+
+def fixed_tests(report: HealReport) -> list[str]:
+    return [t for t in report.f2p_tests if report.tests_after.get(t) == "passed"] or list(report.f2p_tests)
+
+
+def pr_title(report: HealReport) -> str:
+    tests = fixed_tests(report)
+    names = ", ".join(t.rsplit("::", 1)[-1] for t in tests[:3])
+    more = f" (+{len(tests) - 3} more)" if len(tests) > 3 else ""
+    return clean(f"selfix: fix {names}{more}", 200).replace("\n", " ")
+
+
+def _usage_line(report: HealReport) -> str:
+    cost = cost_usd(report)
+    return f"Engine `{report.engine}`; tokens: {tokens(report)}; cost: ${cost:.4f}"
+
+
+def _usage_number(usage: Mapping[str, object], keys: tuple[str, ...]) -> float:
+    """The engine's usage shape is per-role; prefer a ``total`` entry, then top-level keys, then the roles' sum."""
+    total = usage.get("total")
+    if isinstance(total, Mapping):
+        return _usage_number(total, keys)
+    for key in keys:
+        value = usage.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+    summed = 0.0
+    for value in usage.values():
+        if isinstance(value, Mapping):
+            summed += _usage_number(value, keys)
+    if not summed and keys[0] == "tokens":
+        for key in ("input_tokens", "output_tokens"):
+            part = usage.get(key)
+            summed += float(part) if isinstance(part, int | float) else 0.0
+    return summed
+
+
+def cost_usd(report: HealReport) -> float:
+    return _usage_number(report.usage, ("cost_usd", "cost"))
+
+
+def tokens(report: HealReport) -> int:
+    return int(_usage_number(report.usage, ("tokens", "total_tokens")))
+
+
+def _hypotheses_section(report: HealReport) -> list[str]:
+    out = []
+    for record in report.hypotheses:
+        hyp = record.hypothesis
+        verdict = "held" if record.outcome == "healed" else f"dropped: {record.outcome or 'not reached'}"
+        out.append(f"- **{clean(hyp.title, 300)}** (`{hyp.file}` `{hyp.symbol}`), {verdict}")
+        if not record.exposed:
+            out.append(f"  - not exposed: {clean(record.exposure, 300)}")
+        for rejection in record.rejections[:2]:
+            out.append(
+                f"  - `{rejection.candidate_id}` rejected at {rejection.stage.value}: {clean(rejection.detail, 300)}"
+            )
+    return out or ["- none"]
+
+
+def _tests_section(report: HealReport) -> list[str]:
+    out = ["| test | before | after |", "|---|---|---|"]
+    for test in list(report.f2p_tests)[:20]:
+        before = report.tests_before.get(test, "failed")
+        out.append(f"| `{clean(test, 200)}` | {before} | {report.tests_after.get(test, '-')} |")
+    broken = [t for t in report.p2p_tests if report.tests_after and report.tests_after.get(t) not in ("passed", None)]
+    out.append("")
+    out.append(f"Pass-to-pass tests: {len(report.p2p_tests)}, broken by the patch: {len(broken)}.")
+    return out
+
+
+def _diff_summary(diff: str) -> list[str]:
+    try:
+        patch = PatchSet(diff)
+    except Exception:  # unidiff raises its own parse errors; the full diff is shown anyway
+        return []
+    return [f"- `{f.path}`: +{f.added} -{f.removed}" for f in patch]
+
+
+def pr_body(report: HealReport, *, run_url: str, fp: str) -> str:
+    assert report.patch is not None
+    root = next((r for r in report.hypotheses if r.outcome == "healed"), None)
+    lines = ["## selfix: verified fix", ""]
+    if root is not None:
+        lines += [f"**Root cause:** {clean(root.hypothesis.title, 500)}", ""]
+        if root.hypothesis.reasoning:
+            lines += [clean(root.hypothesis.reasoning, 1500), ""]
+    lines += [f"**Patch:** {clean(report.patch.description, 500)}", "", *_diff_summary(report.patch.diff), ""]
+    lines += [
+        "### Hypotheses",
+        "",
+        *_hypotheses_section(report),
+        "",
+        "### Tests",
+        "",
+        *_tests_section(report),
+    ]
+    lines += [
+        "",
+        "<details><summary>Diff</summary>",
+        "",
+        _fenced(report.patch.diff, "diff"),
+        "",
+        "</details>",
+        "",
+    ]
+    lines.append(_usage_line(report) + (f"; [workflow run]({run_url})" if run_url else ""))
+    lines += [
+        "",
+        f"Failure fingerprint `{fp}`. Review before merging: selfix verified the tests, not the intent.",
+    ]
+    return "\n".join(lines)[:COMMENT_LIMIT]
+
+
+def _failure_section(report: HealReport) -> list[str]:
+    out = []
+    for failure in report.failures[:5]:
+        out.append(f"- `{clean(failure.nodeid, 300)}`: {failure.status.value} {clean(failure.exc_type, 100)}")
+        trace = "\n".join(f"{f.file}:{f.line} in {f.function}: {f.code.strip()}" for f in failure.frames[-6:])
+        body = (failure.message.strip()[:1500] + ("\n\n" + trace if trace else "")).strip()
+        if body:
+            out += ["", _fenced(body), ""]
+    return out or ["- no failure details"]
+
+
+def escalation_body(report: HealReport, *, run_url: str, fp: str, explain_only: bool = False) -> str:
+    title = "selfix: diagnosis" if explain_only else "selfix could not heal this failure"
+    lines = [f"## {title}", "", f"**{clean(report.explanation, 500)}.**", ""]
+    lines += ["### What failed", "", *_failure_section(report), ""]
+    if report.suspicious_functions:
+        lines += ["### Where the bug probably is", ""]
+        for func in report.suspicious_functions[:5]:
+            lines.append(f"- `{func.file}:{func.start}-{func.end}` `{func.name}` (score {func.score:.2f})")
+        lines.append("")
+    lines += ["### What was tried", "", *_hypotheses_section(report), ""]
+    for note in report.notes[:5]:
+        lines.append(f"- Note: {clean(note, 300)}")
+    lines.append(_usage_line(report) + (f"; [workflow run]({run_url})" if run_url else ""))
+    lines += ["", f"Failure fingerprint `{fp}`. Comment `/selfix retry` after a change, or `/selfix help`."]
+    return "\n".join(lines)[:COMMENT_LIMIT]
+
+
+HELP_TEXT = """## selfix commands
+
+- `/selfix fix [notes]`: heal the failing tests of this PR; the notes go to the Detective.
+- `/selfix retry`: run again (e.g. after a push).
+- `/selfix explain`: diagnose and comment, without a patch.
+- `/selfix help`: this message.
+
+Only users with write access to the repository (and bots listed in `allowed_bots`) can run commands."""
+
+
+def suggestions_from_diff(diff: str) -> list[ReviewSuggestion]:
+    """Each hunk's changed block as a GitHub suggestion on the lines it replaces (right side of the PR)."""
+    out: list[ReviewSuggestion] = []
+    for patched in PatchSet(diff):
+        for hunk in patched:
+            lines = list(hunk)
+            idx = 0
+            while idx < len(lines):
+                if lines[idx].is_context:
+                    idx += 1
+                    continue
+                block = []
+                while idx < len(lines) and not lines[idx].is_context:
+                    block.append(lines[idx])
+                    idx += 1
+                removed = [ln for ln in block if ln.is_removed]
+                added = [ln.value.rstrip("\n") for ln in block if ln.is_added]
+                if not removed:
+                    continue  # a pure insertion has no line to attach a suggestion to; the comment shows it
+                start, end = removed[0].source_line_no, removed[-1].source_line_no
+                body = "```suggestion\n" + "\n".join(added) + ("\n" if added else "") + "```"
+                out.append(ReviewSuggestion(patched.path, start, end, body))
+    return out
+
+
+def summary_markdown(status: str, report_md: str, extra: Sequence[str] = ()) -> str:
+    head = f"# selfix: {status}\n\n" + "".join(f"- {line}\n" for line in extra) + "\n"
+    body = head + report_md
+    encoded = body.encode("utf-8")
+    if len(encoded) <= SUMMARY_LIMIT:
+        return body
+    cut = encoded[: SUMMARY_LIMIT - 200].decode("utf-8", errors="ignore")
+    return cut + "\n\n... (truncated to stay under GitHub's 1 MiB job summary limit; see report.md)\n"
+
+
+def write_summary(path: Path | None, text: str) -> None:
+    if path is None:
+        return
+    existing = path.stat().st_size if path.exists() else 0
+    budget = SUMMARY_LIMIT - existing
+    data = text.encode("utf-8")
+    if budget <= 0:
+        return
+    if len(data) > budget:
+        text = data[: max(budget - 200, 0)].decode("utf-8", errors="ignore") + "\n\n... (truncated)\n"
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def write_outputs(path: Path | None, outputs: Mapping[str, str], stream: TextIO) -> None:
+    """Step outputs via GITHUB_OUTPUT, using a random heredoc delimiter so values cannot end the block."""
+    if path is None:
+        for key, value in outputs.items():
+            print(f"selfix output {key}={value}", file=stream)
+        return
+    with open(path, "a", encoding="utf-8") as handle:
+        for key, value in outputs.items():
+            delimiter = f"selfix_{secrets.token_hex(12)}"
+            handle.write(f"{key}<<{delimiter}\n{value}\n{delimiter}\n")
+
+
+def _escape_property(value: str) -> str:
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A").replace(":", "%3A").replace(",", "%2C")
+
+
+def _escape_data(value: str) -> str:
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def annotations(report: HealReport, limit: int = 5) -> list[str]:
+    """``::error file=,line=::`` at the most suspicious lines (GitHub shows up to 10 per step)."""
+    out = []
+    verb = "fixed here" if report.stop_reason is StopReason.HEALED else "suspicious line"
+    for line in report.suspicious_lines[:limit]:
+        message = f"selfix: {verb} (score {line.score:.2f}): {report.explanation}"
+        out.append(f"::error file={_escape_property(line.file)},line={line.line},title=selfix::{_escape_data(message)}")
+    return out
+
+
+class Log:
+    """The action's log: ``::group::`` sections, and untrusted text echoed with workflow commands disabled."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def line(self, text: str) -> None:
+        print(text, file=self.stream, flush=True)
+
+    @contextmanager
+    def group(self, title: str) -> Iterator[None]:
+        self.line(f"::group::{_escape_data(title)}")
+        try:
+            yield
+        finally:
+            self.line("::endgroup::")
+
+    def untrusted(self, text: str) -> None:
+        token = secrets.token_hex(16)
+        self.line(f"::stop-commands::{token}")
+        self.line(text)
+        self.line(f"::{token}::")
+
+    def command(self, text: str) -> None:
+        self.line(text)

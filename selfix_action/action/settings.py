@@ -1,0 +1,298 @@
+"""Settings for ``selfix action``, built once from the runner environment and ``.github/selfix.yml``.
+
+``load_settings(env)`` is the only place that reads ``INPUT_*`` and ``GITHUB_*`` variables. Precedence per setting:
+a non-empty action input, then the config file, then the built-in default (the action's inputs default to empty
+so that the config file can set them). Secrets (token, API keys) come only from inputs, never from the file.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+
+from selfix_action.errors import InputError
+
+DEFAULT_CONFIG_FILE = ".github/selfix.yml"
+MAX_CONFIG_BYTES = 256 * 1024
+
+
+class Mode(StrEnum):
+    PR = "pr"  # open (or update) a fix PR into the failing branch
+    COMMIT = "commit"  # push the fix onto the failing PR's own branch
+    SUGGEST = "suggest"  # post the fix as review suggestions on the PR
+    REPORT = "report"  # only comment
+
+
+class PathRule(BaseModel):
+    """A rule for patches touching files that match ``paths`` (globs, repo-relative)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    paths: tuple[str, ...] = Field(min_length=1, description="globs, e.g. 'src/payments/**'")
+    protected: bool = Field(False, description="never edit these files")
+    mode: Mode | None = Field(None, description="publish a patch touching these files in this mode instead")
+    labels: tuple[str, ...] = Field((), description="extra labels for a PR touching these files")
+
+
+class FileConfig(BaseModel):
+    """The schema of ``.github/selfix.yml``: the action's non-secret inputs plus per-path rules."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, title="selfix configuration (.github/selfix.yml)")
+
+    engine: str | None = Field(None, description="offline, anthropic or openai")
+    model: str | None = Field(None, description="model name for an LLM engine")
+    openai_base_url: str | None = Field(None, description="OpenAI-compatible endpoint")
+    test_command: str | None = Field(None, description="the project's pytest invocation")
+    setup_command: str | None = Field(None, description="installs the project's dependencies (argument list)")
+    junit_paths: tuple[str, ...] | None = Field(None, description="globs of local JUnit XML reports")
+    junit_artifact: str | None = Field(None, description="artifact name pattern holding JUnit reports")
+    mode: Mode | None = None
+    max_cost_usd: float | None = Field(None, ge=0)
+    max_attempts: int | None = Field(None, ge=1, le=20, description="root-cause hypotheses to try")
+    timeout_minutes: float | None = Field(None, gt=0, le=360)
+    allowed_users: tuple[str, ...] | None = Field(None, description="if set, only these users may comment")
+    allowed_bots: tuple[str, ...] | None = Field(None, description="bot logins allowed, exact names")
+    protected_paths: tuple[str, ...] | None = Field(None, description="globs selfix never edits")
+    labels: tuple[str, ...] | None = None
+    draft: bool | None = None
+    rules: tuple[PathRule, ...] = ()
+
+
+# Every input declared in action.yml and its built-in default ("" = no default).
+INPUT_DEFAULTS: dict[str, Any] = {
+    "github_token": "",
+    "anthropic_api_key": "",
+    "openai_api_key": "",
+    "openai_base_url": "",
+    "engine": "",  # empty: offline unless an API key is given
+    "model": "",
+    "test_command": "",
+    "setup_command": "",
+    "junit_paths": ("**/junit*.xml", "**/TEST-*.xml"),
+    "junit_artifact": "*junit*",
+    "mode": Mode.PR,
+    "max_cost_usd": 2.0,
+    "max_attempts": 3,
+    "timeout_minutes": 15.0,
+    "allowed_users": (),
+    "allowed_bots": (),
+    "protected_paths": (),
+    "labels": ("selfix",),
+    "draft": False,
+    "config_file": DEFAULT_CONFIG_FILE,
+}
+SECRET_INPUTS = frozenset({"github_token", "anthropic_api_key", "openai_api_key"})
+LIST_INPUTS = frozenset({"junit_paths", "allowed_users", "allowed_bots", "protected_paths", "labels"})
+
+
+class Settings(BaseModel):
+    """Everything one action run may depend on, validated once and frozen."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    # inputs
+    github_token: SecretStr = SecretStr("")
+    anthropic_api_key: SecretStr = SecretStr("")
+    openai_api_key: SecretStr = SecretStr("")
+    openai_base_url: str = ""
+    engine: str = "offline"
+    model: str = ""
+    test_command: str = ""
+    setup_command: str = ""
+    junit_paths: tuple[str, ...] = INPUT_DEFAULTS["junit_paths"]
+    junit_artifact: str = INPUT_DEFAULTS["junit_artifact"]
+    mode: Mode = Mode.PR
+    max_cost_usd: float = Field(2.0, ge=0)
+    max_attempts: int = Field(3, ge=1, le=20)
+    timeout_minutes: float = Field(15.0, gt=0, le=360)
+    allowed_users: tuple[str, ...] = ()
+    allowed_bots: tuple[str, ...] = ()
+    protected_paths: tuple[str, ...] = ()
+    labels: tuple[str, ...] = ("selfix",)
+    draft: bool = False
+    config_file: str = DEFAULT_CONFIG_FILE
+    rules: tuple[PathRule, ...] = ()
+
+    # runner context
+    event_name: str = ""
+    event_path: Path | None = None
+    repository: str = ""
+    api_url: str = "https://api.github.com"
+    server_url: str = "https://github.com"
+    workspace: Path = Path(".")
+    run_id: int | None = None
+    run_attempt: int = 1
+    sha: str = ""
+    ref_name: str = ""
+    head_ref: str = ""  # pull_request events: the PR's head branch
+    output_path: Path | None = None
+    summary_path: Path | None = None
+    temp_dir: Path | None = None
+    # GitHub asks for >= 1 s between writes; tests against a local fake API set SELFIX_API_WRITE_INTERVAL=0.
+    api_write_interval: float = 1.0
+    api_max_rate_limit_wait: float = 90.0
+    api_backoff: float = 0.5
+
+    @field_validator("repository")
+    @classmethod
+    def _repo_shape(cls, value: str) -> str:
+        if value and (value.count("/") != 1 or any(not part for part in value.split("/"))):
+            raise ValueError(f"GITHUB_REPOSITORY must be owner/name, got {value!r}")
+        return value
+
+    @property
+    def owner(self) -> str:
+        return self.repository.split("/", 1)[0]
+
+    @property
+    def run_url(self) -> str:
+        if not self.run_id:
+            return ""
+        return f"{self.server_url.rstrip('/')}/{self.repository}/actions/runs/{self.run_id}"
+
+
+def _split_list(value: str) -> tuple[str, ...]:
+    """Inputs are strings: lists are comma- or newline-separated."""
+    items = [item.strip() for line in value.splitlines() for item in line.split(",")]
+    return tuple(item for item in items if item)
+
+
+def read_inputs(env: Mapping[str, str]) -> dict[str, str]:
+    """The non-empty ``INPUT_<NAME>`` values for the declared inputs (the runner upper-cases input ids)."""
+    found = {}
+    for name in INPUT_DEFAULTS:
+        value = env.get(f"INPUT_{name.upper()}", "").strip()
+        if value:
+            found[name] = value
+    return found
+
+
+def load_file_config(path: Path) -> FileConfig:
+    try:
+        if path.stat().st_size > MAX_CONFIG_BYTES:
+            raise InputError(f"{path}: config file is larger than {MAX_CONFIG_BYTES} bytes")
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise InputError(f"{path}: not valid YAML: {exc}") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read the config file: {exc}") from exc
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: the config file must be a mapping of settings")
+    try:
+        return FileConfig.model_validate(data)
+    except ValidationError as exc:
+        raise InputError(f"{path}: {_describe(exc)}") from exc
+
+
+def _describe(exc: ValidationError) -> str:
+    parts = []
+    for error in exc.errors():
+        where = ".".join(str(p) for p in error["loc"]) or "(top level)"
+        if error["type"] == "extra_forbidden":
+            parts.append(f"unknown key {where!r}")
+        else:
+            parts.append(f"{where}: {error['msg']}")
+    return "; ".join(parts)
+
+
+def _bool(name: str, value: str) -> bool:
+    lowered = value.lower()
+    if lowered in ("true", "yes", "1", "on"):
+        return True
+    if lowered in ("false", "no", "0", "off"):
+        return False
+    raise InputError(f"input {name} must be true or false, got {value!r}")
+
+
+def _path(env: Mapping[str, str], name: str) -> Path | None:
+    return Path(env[name]) if env.get(name) else None
+
+
+def load_settings(env: Mapping[str, str]) -> Settings:
+    """Build the run's settings from the environment (and the config file it points at). Pure apart from
+    reading that one file."""
+    inputs = read_inputs(env)
+    workspace = Path(env.get("GITHUB_WORKSPACE") or ".")
+    config_file = inputs.get("config_file", DEFAULT_CONFIG_FILE)
+    config_path = Path(config_file) if Path(config_file).is_absolute() else workspace / config_file
+    file_config = load_file_config(config_path) if config_path.is_file() else FileConfig()
+    if "config_file" in inputs and not config_path.is_file():
+        raise InputError(f"config_file {config_file!r} does not exist in the workspace")
+
+    values: dict[str, Any] = {}
+    for name, default in INPUT_DEFAULTS.items():
+        raw = inputs.get(name)
+        if raw is not None:
+            if name in LIST_INPUTS:
+                values[name] = _split_list(raw)
+            elif name == "draft":
+                values[name] = _bool(name, raw)
+            else:
+                values[name] = raw
+        elif name not in SECRET_INPUTS and name != "config_file" and getattr(file_config, name) is not None:
+            values[name] = getattr(file_config, name)
+        elif default != "":
+            values[name] = default
+    if not values.get("engine"):
+        # No engine named: the offline engine, unless the user supplied a key for exactly one provider.
+        if "anthropic_api_key" in inputs:
+            values["engine"] = "anthropic"
+        elif "openai_api_key" in inputs:
+            values["engine"] = "openai"
+        else:
+            values["engine"] = "offline"
+    values["rules"] = file_config.rules
+
+    run_id = env.get("GITHUB_RUN_ID", "")
+    context: dict[str, Any] = {
+        "event_name": env.get("GITHUB_EVENT_NAME", ""),
+        "event_path": _path(env, "GITHUB_EVENT_PATH"),
+        "repository": env.get("GITHUB_REPOSITORY", ""),
+        "api_url": env.get("GITHUB_API_URL") or "https://api.github.com",
+        "server_url": env.get("GITHUB_SERVER_URL") or "https://github.com",
+        "workspace": workspace,
+        "run_id": int(run_id) if run_id.isdigit() else None,
+        "run_attempt": int(env["GITHUB_RUN_ATTEMPT"]) if env.get("GITHUB_RUN_ATTEMPT", "").isdigit() else 1,
+        "sha": env.get("GITHUB_SHA", ""),
+        "ref_name": env.get("GITHUB_REF_NAME", ""),
+        "head_ref": env.get("GITHUB_HEAD_REF", ""),
+        "output_path": _path(env, "GITHUB_OUTPUT"),
+        "summary_path": _path(env, "GITHUB_STEP_SUMMARY"),
+        "temp_dir": _path(env, "RUNNER_TEMP"),
+    }
+    for key, var in (
+        ("api_write_interval", "SELFIX_API_WRITE_INTERVAL"),
+        ("api_max_rate_limit_wait", "SELFIX_API_MAX_WAIT"),
+        ("api_backoff", "SELFIX_API_BACKOFF"),
+    ):
+        if env.get(var):
+            context[key] = env[var]
+    try:
+        return Settings.model_validate({**values, **context})
+    except ValidationError as exc:
+        raise InputError(f"invalid action input: {_describe(exc)}") from exc
+
+
+def config_json_schema() -> dict[str, Any]:
+    """The JSON Schema of ``.github/selfix.yml`` (committed as ``config_schema.json``)."""
+    schema = FileConfig.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    return schema
+
+
+def render_config_schema() -> str:
+    return json.dumps(config_json_schema(), indent=2, sort_keys=True) + "\n"
+
+
+if (
+    __name__ == "__main__"
+):  # regenerate: python -m selfix_action.action.settings > selfix_action/action/config_schema.json
+    print(render_config_schema(), end="")

@@ -1,0 +1,394 @@
+"""``GitHubClient``: every GitHub REST call selfix makes, over PyGithub, returning plain dataclasses.
+
+Retries: idempotent requests (GET, PATCH, PUT, DELETE) are retried by PyGithub's ``GithubRetry`` on 5xx and on
+rate limits (waiting for ``x-ratelimit-reset`` up to a cap). Creating requests (POST) are never retried blindly:
+a 500 may arrive after GitHub already created the pull request or comment, so on failure the client first looks
+for what it was creating (by head branch, or by the hidden marker in a comment) and only creates again if it is
+absent. That is what keeps a flaky API from producing duplicate PRs and comments.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import shutil
+import time
+import urllib.parse
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import requests
+from github import Auth, Github, GithubException, GithubRetry, RateLimitExceededException
+from github.GithubException import RateLimitExceededExceedsMaxWait
+
+from selfix_action.github.artifacts import ExtractLimits, safe_extract
+from selfix_action.github.errors import ArtifactRefused, GitHubError, GitHubRateLimited
+
+T = TypeVar("T")
+WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
+
+
+@dataclass(frozen=True)
+class PullInfo:
+    number: int
+    html_url: str
+    state: str
+    title: str
+    body: str
+    head_ref: str
+    head_sha: str
+    head_repo: str  # owner/name of the head repository ("" when it was deleted)
+    base_ref: str
+    draft: bool = False
+
+
+@dataclass(frozen=True)
+class CommentInfo:
+    id: int
+    body: str
+    html_url: str
+    user: str
+
+
+@dataclass(frozen=True)
+class ArtifactInfo:
+    id: int
+    name: str
+    size_in_bytes: int
+    expired: bool
+    archive_download_url: str
+
+
+@dataclass(frozen=True)
+class ReviewSuggestion:
+    path: str
+    start_line: int
+    line: int
+    body: str
+
+
+def _translate(exc: Exception, what: str) -> GitHubError:
+    if isinstance(exc, RateLimitExceededExceedsMaxWait | RateLimitExceededException):
+        return GitHubRateLimited(f"GitHub rate limit while trying to {what}", getattr(exc, "status", 403))
+    if isinstance(exc, GithubException):
+        message = exc.data.get("message", "") if isinstance(exc.data, dict) else str(exc.data)
+        return GitHubError(f"GitHub API error {exc.status} while trying to {what}: {message}", exc.status)
+    return GitHubError(f"cannot reach the GitHub API while trying to {what}: {exc}")
+
+
+_API_ERRORS = (GithubException, requests.RequestException, OSError)
+
+
+def _rate_limit_wait(exc: Exception, cap: float) -> float | None:
+    """Seconds until the rate limit resets, if ``exc`` is a rate limit we are willing to wait for."""
+    if not isinstance(exc, RateLimitExceededException):
+        return None
+    headers = {k.lower(): v for k, v in (exc.headers or {}).items()}
+    if "retry-after" in headers and str(headers["retry-after"]).isdigit():
+        wait = float(headers["retry-after"])
+    elif str(headers.get("x-ratelimit-reset", "")).isdigit():
+        wait = float(headers["x-ratelimit-reset"]) - time.time() + 1
+    else:
+        wait = cap + 1
+    return max(wait, 0.0) if wait <= cap else None
+
+
+class GitHubClient:
+    """One repository's API, authenticated with the workflow's token."""
+
+    def __init__(
+        self,
+        token: str,
+        repository: str,
+        api_url: str = "https://api.github.com",
+        *,
+        retries: int = 3,
+        backoff: float = 0.5,
+        max_rate_limit_wait: float = 90.0,
+        write_interval: float = 1.0,
+        timeout: float = 30.0,
+    ) -> None:
+        self.repository = repository
+        self._owner = repository.split("/", 1)[0]
+        self._token = token
+        self._timeout = timeout
+        self._backoff = backoff
+        self._retries = retries
+        self._max_wait = max_rate_limit_wait
+        retry = GithubRetry(
+            total=retries,
+            backoff_factor=backoff,
+            max_rate_limit_wait=max_rate_limit_wait,
+            # POST is deliberately absent: creations are retried by _create after checking for a duplicate.
+            allowed_methods=frozenset({"GET", "HEAD", "PATCH", "PUT", "DELETE"}),
+        )
+        self._gh = Github(
+            auth=Auth.Token(token) if token else None,
+            base_url=api_url.rstrip("/"),
+            retry=retry,
+            timeout=int(timeout),
+            lazy=True,  # no GET for objects we only address (repo, issue, pull): fewer calls, fewer failures
+            per_page=100,
+            seconds_between_requests=None,
+            # GitHub asks integrators to space writes to avoid secondary rate limits.
+            seconds_between_writes=write_interval or None,
+        )
+        self._repo = self._gh.get_repo(repository)
+
+    # -- plumbing -------------------------------------------------------------------------------------
+    def _call(self, what: str, func: Callable[[], T]) -> T:
+        try:
+            return func()
+        except _API_ERRORS as exc:
+            raise _translate(exc, what) from exc
+
+    def _create(self, what: str, find: Callable[[], T | None], create: Callable[[], T]) -> T:
+        """Create something once: after a failed POST, look for it before trying again."""
+        last: Exception | None = None
+        for attempt in range(self._retries + 1):
+            if attempt:
+                existing = self._call(f"look for an existing {what}", find)
+                if existing is not None:
+                    return existing
+            try:
+                return create()
+            except GithubException as exc:
+                last = exc
+                wait = _rate_limit_wait(exc, self._max_wait)
+                if exc.status == 403 and wait is None and not isinstance(exc, RateLimitExceededException):
+                    break  # a real permission error: retrying will not help
+                if 400 <= exc.status < 500 and exc.status not in (403, 429):
+                    break
+                if isinstance(exc, RateLimitExceededException) and wait is None:
+                    break
+                time.sleep(wait if wait is not None else self._backoff * (2**attempt))
+            except (requests.RequestException, OSError) as exc:
+                last = exc
+                time.sleep(self._backoff * (2**attempt))
+        assert last is not None
+        raise _translate(last, f"create a {what}") from last
+
+    # -- people ---------------------------------------------------------------------------------------
+    def permission(self, login: str) -> str:
+        """The user's permission on the repository: admin, maintain, write, triage, read or none."""
+        try:
+            return str(self._repo.get_collaborator_permission(login))
+        except GithubException as exc:
+            if exc.status in (403, 404) and not isinstance(exc, RateLimitExceededException):
+                return "none"  # not a collaborator, or we may not even ask: treat as no permission
+            raise _translate(exc, f"read the permission of {login}") from exc
+        except _API_ERRORS as exc:
+            raise _translate(exc, f"read the permission of {login}") from exc
+
+    def react_to_comment(self, comment_id: int, content: str) -> None:
+        def go() -> None:
+            self._repo.get_issue(0).get_comment(comment_id).create_reaction(content)
+
+        # A duplicate reaction is harmless (GitHub returns the existing one), so a plain retry is fine.
+        try:
+            self._call(f"react to comment {comment_id}", go)
+        except GitHubError:
+            self._call(f"react to comment {comment_id}", go)
+
+    # -- pull requests -----------------------------------------------------------------------------------
+    @staticmethod
+    def _pull_info(pull: Any) -> PullInfo:
+        head_repo = pull.head.repo.full_name if pull.head.repo is not None else ""
+        return PullInfo(
+            number=pull.number,
+            html_url=pull.html_url,
+            state=pull.state,
+            title=pull.title or "",
+            body=pull.body or "",
+            head_ref=pull.head.ref,
+            head_sha=pull.head.sha,
+            head_repo=head_repo,
+            base_ref=pull.base.ref,
+            draft=bool(pull.draft),
+        )
+
+    def get_pull(self, number: int) -> PullInfo:
+        return self._call(f"read pull request #{number}", lambda: self._pull_info(self._repo.get_pull(number)))
+
+    def find_open_pull(self, head_branch: str) -> PullInfo | None:
+        def go() -> PullInfo | None:
+            for pull in self._repo.get_pulls(state="open", head=f"{self._owner}:{head_branch}"):
+                if pull.head.ref == head_branch:
+                    return self._pull_info(pull)
+            return None
+
+        return self._call(f"list open pull requests from {head_branch}", go)
+
+    def pulls_for_commit(self, sha: str) -> list[PullInfo]:
+        def go() -> list[PullInfo]:
+            return [self._pull_info(p) for p in self._repo.get_commit(sha).get_pulls() if p.state == "open"]
+
+        return self._call(f"list pull requests of {sha[:12]}", go)
+
+    def create_pull(self, *, base: str, head: str, title: str, body: str, draft: bool) -> PullInfo:
+        return self._create(
+            "pull request",
+            lambda: self.find_open_pull(head),
+            lambda: self._pull_info(
+                self._repo.create_pull(
+                    base=base, head=head, title=title, body=body, draft=draft, maintainer_can_modify=True
+                )
+            ),
+        )
+
+    def update_pull(self, number: int, *, title: str, body: str) -> PullInfo:
+        def go() -> PullInfo:
+            pull = self._repo.get_pull(number)
+            pull.edit(title=title, body=body)
+            return self._pull_info(pull)
+
+        return self._call(f"update pull request #{number}", go)
+
+    def add_labels(self, number: int, labels: Sequence[str]) -> None:
+        if labels:
+            # Adding labels is idempotent on GitHub's side, so a retry cannot duplicate anything.
+            self._call(f"label #{number}", lambda: self._repo.get_issue(number).add_to_labels(*labels))
+
+    def create_review(self, number: int, commit_sha: str, body: str, suggestions: Sequence[ReviewSuggestion]) -> None:
+        comments: list[dict[str, Any]] = []
+        for s in suggestions:
+            comment: dict[str, Any] = {"path": s.path, "line": s.line, "side": "RIGHT", "body": s.body}
+            if s.start_line < s.line:
+                comment.update(start_line=s.start_line, start_side="RIGHT")
+            comments.append(comment)
+
+        def go() -> None:
+            pull = self._repo.get_pull(number)
+            pull.create_review(commit=self._repo.get_commit(commit_sha), body=body, event="COMMENT", comments=comments)
+
+        self._call(f"post review suggestions on #{number}", go)
+
+    # -- comments (one per marker, edited in place) ----------------------------------------------------------
+    @staticmethod
+    def _comment_info(comment: Any) -> CommentInfo:
+        return CommentInfo(comment.id, comment.body or "", comment.html_url, comment.user.login if comment.user else "")
+
+    def find_issue_comment(self, number: int, marker: str) -> CommentInfo | None:
+        def go() -> CommentInfo | None:
+            for comment in self._repo.get_issue(number).get_comments():
+                if marker in (comment.body or ""):
+                    return self._comment_info(comment)
+            return None
+
+        return self._call(f"list the comments of #{number}", go)
+
+    def upsert_issue_comment(
+        self, number: int, marker: str, body: str, known: CommentInfo | None = None
+    ) -> CommentInfo:
+        """Edit the comment carrying ``marker`` on #number, or create it; never a second one."""
+        full = f"{body}\n\n{marker}\n"
+        existing = known or self.find_issue_comment(number, marker)
+        if existing is not None:
+            comment_id = existing.id
+
+            def edit() -> CommentInfo:
+                comment = self._repo.get_issue(number).get_comment(comment_id)
+                comment.edit(full)
+                return CommentInfo(comment_id, full, existing.html_url, existing.user)
+
+            return self._call(f"edit comment {comment_id}", edit)
+        return self._create(
+            "comment",
+            lambda: self.find_issue_comment(number, marker),
+            lambda: self._comment_info(self._repo.get_issue(number).create_comment(full)),
+        )
+
+    def upsert_commit_comment(self, sha: str, marker: str, body: str) -> CommentInfo:
+        full = f"{body}\n\n{marker}\n"
+
+        def find() -> CommentInfo | None:
+            for comment in self._repo.get_commit(sha).get_comments():
+                if marker in (comment.body or ""):
+                    return self._comment_info(comment)
+            return None
+
+        existing = self._call(f"list the comments of commit {sha[:12]}", find)
+        if existing is not None:
+            comment_id = existing.id
+
+            def edit() -> CommentInfo:
+                comment = self._repo.get_comment(comment_id)
+                comment.edit(full)
+                return CommentInfo(comment_id, full, existing.html_url, existing.user)
+
+            return self._call(f"edit commit comment {comment_id}", edit)
+        return self._create(
+            "commit comment",
+            find,
+            lambda: self._comment_info(self._repo.get_commit(sha).create_comment(full)),
+        )
+
+    # -- artifacts ------------------------------------------------------------------------------------------
+    def run_artifacts(self, run_id: int, name_pattern: str = "*") -> list[ArtifactInfo]:
+        def go() -> list[ArtifactInfo]:
+            found = []
+            for art in self._repo.get_workflow_run(run_id).get_artifacts():
+                if fnmatch.fnmatchcase(art.name, name_pattern):
+                    found.append(
+                        ArtifactInfo(art.id, art.name, art.size_in_bytes, bool(art.expired), art.archive_download_url)
+                    )
+            return found
+
+        return self._call(f"list the artifacts of run {run_id}", go)
+
+    def download_artifact(self, artifact: ArtifactInfo, dest: Path, limits: ExtractLimits | None = None) -> list[Path]:
+        """Download the artifact's zip (size-capped while streaming) and extract it safely into ``dest``."""
+        limits = limits or ExtractLimits()
+        if artifact.expired:
+            raise ArtifactRefused(f"artifact {artifact.name} has expired")
+        if artifact.size_in_bytes > limits.max_archive_bytes:
+            raise ArtifactRefused(f"artifact {artifact.name} is {artifact.size_in_bytes} bytes, over the cap")
+        dest.mkdir(parents=True, exist_ok=True)
+        archive = dest.parent / f".{dest.name}.zip"
+        try:
+            self._stream_to(artifact.archive_download_url, archive, limits.max_archive_bytes, artifact.name)
+            return safe_extract(archive, dest, limits)
+        except ArtifactRefused:
+            shutil.rmtree(dest, ignore_errors=True)  # nothing half-extracted is left for anyone to read
+            raise
+        finally:
+            archive.unlink(missing_ok=True)
+
+    def _stream_to(self, url: str, path: Path, cap: int, name: str) -> None:
+        headers = {"Authorization": f"Bearer {self._token}", "Accept": "application/vnd.github+json"}
+        api_host = urllib.parse.urlsplit(url).netloc
+        try:
+            for _hop in range(3):
+                response = requests.get(url, headers=headers, timeout=self._timeout, allow_redirects=False, stream=True)
+                if response.status_code in (301, 302, 303, 307, 308) and "location" in response.headers:
+                    url = urllib.parse.urljoin(url, response.headers["location"])
+                    if urllib.parse.urlsplit(url).netloc != api_host:
+                        headers = {}  # the signed storage URL must not receive our token
+                    response.close()
+                    continue
+                break
+            with response:
+                if response.status_code != 200:
+                    raise GitHubError(
+                        f"downloading artifact {name} failed with {response.status_code}",
+                        response.status_code,
+                    )
+                total = 0
+                with open(path, "wb") as handle:
+                    for chunk in response.iter_content(64 * 1024):
+                        total += len(chunk)
+                        if total > cap:
+                            raise ArtifactRefused(f"artifact {name} exceeds {cap} bytes while downloading")
+                        handle.write(chunk)
+        except requests.RequestException as exc:
+            raise GitHubError(f"downloading artifact {name} failed: {exc}") from exc
+
+
+def trusted_labels(labels: Iterable[str]) -> list[str]:
+    """Labels are user-configured; drop empties and duplicates, keep order."""
+    seen: dict[str, None] = {}
+    for label in labels:
+        if label.strip():
+            seen.setdefault(label.strip(), None)
+    return list(seen)

@@ -1,0 +1,250 @@
+"""Fixtures for the action's integration tests: a fake GitHub API, a bare ``origin`` and a workspace clone."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from selfix_action.action.runner import HealRequest
+from selfix_action.commands.action_cmd import run_action
+from selfix_action.engine.loop import HealResult
+from selfix_action.engine.patches import unified_diff
+from selfix_action.engine.report import STOP_EXPLANATIONS, HealReport, PatchRecord, StopReason
+from tests.github.fake_github import FakeGitHub
+
+WEBHOOKS = Path(__file__).resolve().parents[1] / "fixtures" / "github" / "webhooks"
+REPO = "octo-org/octo-repo"
+
+PYPROJECT = '[tool.pytest.ini_options]\npythonpath = ["."]\ntestpaths = ["tests"]\n'
+# A bug the offline engine fixes with its first candidates (a wrong constant), so a real heal takes seconds.
+HEALABLE = {
+    "pyproject.toml": PYPROJECT,
+    "calc.py": "def limit():\n    return 9\n\n\ndef double(x):\n    return x * 2\n",
+    "tests/test_calc.py": (
+        "from calc import double, limit\n\n\ndef test_limit():\n    assert limit() == 10\n\n\n"
+        "def test_double():\n    assert double(2) == 4\n"
+    ),
+}
+FIXED_CALC = "def limit():\n    return 10\n\n\ndef double(x):\n    return x * 2\n"
+# No repair template turns one string into another: a real heal gives up quickly.
+UNHEALABLE = {
+    "pyproject.toml": PYPROJECT,
+    "calc.py": 'def greet():\n    return "goodbye"\n',
+    "tests/test_calc.py": 'from calc import greet\n\n\ndef test_greet():\n    assert greet() == "hello"\n',
+}
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={
+            "PATH": "/usr/bin:/bin:/usr/local/bin",
+            "HOME": str(cwd),
+            "GIT_AUTHOR_NAME": "dev",
+            "GIT_AUTHOR_EMAIL": "dev@example.com",
+            "GIT_COMMITTER_NAME": "dev",
+            "GIT_COMMITTER_EMAIL": "dev@example.com",
+            "GIT_CONFIG_NOSYSTEM": "1",
+        },
+    ).stdout.strip()
+
+
+@dataclass
+class Repos:
+    origin: Path
+    workspace: Path
+    main_sha: str
+    feature_sha: str  # branch "feature/avg" holds the bug; main is the clean base
+
+
+def make_repos(root: Path, files: dict[str, str]) -> Repos:
+    origin = root / "origin.git"
+    git(root, "init", "--bare", "-b", "main", str(origin))
+    seed = root / "seed"
+    git(root, "clone", "-q", str(origin), str(seed))
+    (seed / "README.md").write_text("demo\n")
+    git(seed, "add", "-A")
+    git(seed, "commit", "-qm", "base")
+    git(seed, "push", "-q", "origin", "HEAD:refs/heads/main")
+    main_sha = git(seed, "rev-parse", "HEAD")
+    for rel, text in files.items():
+        (seed / rel).parent.mkdir(parents=True, exist_ok=True)
+        (seed / rel).write_text(text)
+    git(seed, "add", "-A")
+    git(seed, "commit", "-qm", "feature with a bug")
+    git(seed, "push", "-q", "origin", "HEAD:refs/heads/feature/avg")
+    feature_sha = git(seed, "rev-parse", "HEAD")
+    workspace = root / "workspace"
+    git(root, "clone", "-q", str(origin), str(workspace))  # like actions/checkout: the default branch
+    return Repos(origin, workspace, main_sha, feature_sha)
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeGitHub]:
+    server = FakeGitHub(REPO, "main").start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def repos(tmp_path: Path) -> Repos:
+    return make_repos(tmp_path, HEALABLE)
+
+
+def payload(name: str) -> dict[str, Any]:
+    return json.loads((WEBHOOKS / name).read_text())
+
+
+def workflow_run_payload(
+    sha: str,
+    branch: str,
+    *,
+    run_id: int = 4242,
+    conclusion: str = "failure",
+    pulls: tuple[int, ...] = (),
+    head_repo: str = REPO,
+) -> dict[str, Any]:
+    data = payload("workflow_run.completed.payload.json")
+    data["repository"].update(full_name=REPO, default_branch="main")
+    run = data["workflow_run"]
+    run.update(id=run_id, head_sha=sha, head_branch=branch, conclusion=conclusion, event="push")
+    run["pull_requests"] = [{"number": n, "id": n, "url": ""} for n in pulls]
+    run["head_repository"]["full_name"] = head_repo
+    run["repository"]["full_name"] = REPO
+    return data
+
+
+def comment_payload(
+    body: str, *, login: str = "Codertocat", user_type: str = "User", number: int = 101, comment_id: int = 555
+) -> dict[str, Any]:
+    data = payload("issue_comment.created.payload.json")
+    data["repository"].update(full_name=REPO, default_branch="main")
+    data["issue"]["number"] = number
+    data["issue"]["pull_request"] = {"url": f"https://api.github.com/repos/{REPO}/pulls/{number}"}
+    data["comment"].update(body=body, id=comment_id)
+    data["comment"]["user"].update(login=login, type=user_type)
+    return data
+
+
+@dataclass
+class Run:
+    code: int
+    out: str
+    outputs: dict[str, str]
+    summary: str
+
+
+def action_env(
+    tmp_path: Path, fake: FakeGitHub, repos: Repos, event: str, data: dict[str, Any], **inputs: str
+) -> dict[str, str]:
+    event_path = tmp_path / f"event-{event}.json"
+    event_path.write_text(json.dumps(data))
+    runner_temp = tmp_path / "runner_temp"
+    runner_temp.mkdir(exist_ok=True)
+    env = {
+        "PATH": "/usr/bin:/bin:/usr/local/bin",
+        "HOME": str(tmp_path),
+        "GITHUB_EVENT_NAME": event,
+        "GITHUB_EVENT_PATH": str(event_path),
+        "GITHUB_REPOSITORY": REPO,
+        "GITHUB_API_URL": fake.url,
+        "GITHUB_SERVER_URL": "https://github.com",
+        "GITHUB_WORKSPACE": str(repos.workspace),
+        "GITHUB_RUN_ID": "9001",
+        "GITHUB_OUTPUT": str(tmp_path / "output.txt"),
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+        "RUNNER_TEMP": str(runner_temp),
+        "SELFIX_API_WRITE_INTERVAL": "0",
+        "SELFIX_API_MAX_WAIT": "10",
+        "SELFIX_API_BACKOFF": "0.05",
+        "INPUT_GITHUB_TOKEN": "ghs_faketoken",
+        "INPUT_TEST_COMMAND": f"{sys.executable} -m pytest",
+    }
+    env.update({f"INPUT_{k.upper()}": v for k, v in inputs.items()})
+    return env
+
+
+def parse_outputs(path: Path) -> dict[str, str]:
+    out: dict[str, str] = {}
+    if not path.exists():
+        return out
+    lines = path.read_text().splitlines()
+    i = 0
+    while i < len(lines):
+        key, _, delim = lines[i].partition("<<")
+        value = []
+        i += 1
+        while lines[i] != delim:
+            value.append(lines[i])
+            i += 1
+        out[key] = "\n".join(value)
+        i += 1
+    return out
+
+
+def invoke(env: dict[str, str], healer: Callable[[HealRequest], HealResult] | None = None) -> Run:
+    out, err = io.StringIO(), io.StringIO()
+    code = run_action(env, out, err, healer=healer)
+    summary = Path(env["GITHUB_STEP_SUMMARY"])
+    return Run(
+        code,
+        out.getvalue() + err.getvalue(),
+        parse_outputs(Path(env["GITHUB_OUTPUT"])),
+        summary.read_text() if summary.exists() else "",
+    )
+
+
+def synthetic(healed: bool, calls: list[HealRequest] | None = None) -> Callable[[HealRequest], HealResult]:
+    """A stand-in for the healing loop (the real one runs in the tests marked ``real heal``): the result the
+    loop gives for HEALABLE, so publishing can be tested in milliseconds."""
+
+    def heal(request: HealRequest) -> HealResult:
+        if calls is not None:
+            calls.append(request)
+        original = (request.repo / "calc.py").read_text()
+        reason = StopReason.HEALED if healed else StopReason.HYPOTHESES_EXHAUSTED
+        files = {"calc.py": FIXED_CALC} if healed else None
+        patch = None
+        if healed:
+            diff = unified_diff({"calc.py": original}, files)
+            patch = PatchRecord(
+                candidate_id="H1-C1",
+                hypothesis_id="H1",
+                template="constant",
+                description="line 2: replace `9` with `10`",
+                files=("calc.py",),
+                diff=diff,
+                changed_lines=1,
+                minimized_from_hunks=1,
+                hunks=1,
+            )
+        report = HealReport(
+            repo=REPO,
+            engine="offline",
+            stop_reason=reason,
+            explanation=STOP_EXPLANATIONS[reason],
+            exit_code=int(reason.exit_code),
+            f2p_tests=("tests/test_calc.py::test_limit",),
+            p2p_tests=("tests/test_calc.py::test_double",),
+            patch=patch,
+            tests_before={"tests/test_calc.py::test_limit": "failed", "tests/test_calc.py::test_double": "passed"},
+            tests_after={"tests/test_calc.py::test_limit": "passed", "tests/test_calc.py::test_double": "passed"}
+            if healed
+            else {},
+        )
+        return HealResult(report=report, files=files, originals={"calc.py": original})
+
+    return heal

