@@ -191,13 +191,7 @@ def test_arg_swap() -> None:
 
 
 def test_target_swap() -> None:
-    source = (
-        "def positions(xs):\n"
-        "    out = {}\n"
-        "    for x, i in enumerate(xs):\n"
-        "        out[x] = i\n"
-        "    return out\n"
-    )
+    source = "def positions(xs):\n    out = {}\n    for x, i in enumerate(xs):\n        out[x] = i\n    return out\n"
     edit = fix(source, 3, source.replace("for x, i in", "for i, x in"), "target_swap")
     assert load(edit.new_source)["positions"](["a"]) == {"a": 0}
 
@@ -223,9 +217,7 @@ def test_arg_add() -> None:
         "def shout(text, suffix):\n"
         "    return decorate(text.upper())\n"
     )
-    edit = fix(
-        source, 6, source.replace("decorate(text.upper())", "decorate(text.upper(), suffix)"), "arg_add"
-    )
+    edit = fix(source, 6, source.replace("decorate(text.upper())", "decorate(text.upper(), suffix)"), "arg_add")
     assert load(edit.new_source)["shout"]("hi", "!") == "HI!"
 
 
@@ -276,9 +268,7 @@ def test_condition_narrow() -> None:
 
 def test_condition_widen_and_drop_conjunct() -> None:
     source = 'def blank(value):\n    if value == "":\n        return True\n    return False\n'
-    edit = fix(
-        source, 2, source.replace('if value == "":', 'if value is None or value == "":'), "condition_widen"
-    )
+    edit = fix(source, 2, source.replace('if value == "":', 'if value is None or value == "":'), "condition_widen")
     assert load(edit.new_source)["blank"](None) is True
     source = "def big(x):\n    return x > 0 and x > 10\n"
     edit = fix(source, 2, source.replace("x > 0 and x > 10", "x > 0"), "condition_widen")
@@ -294,9 +284,7 @@ def test_condition_negate_removes_not() -> None:
 
 def test_bool_flip() -> None:
     source = "def positive(x):\n    if x > 0:\n        return False\n    return False\n"
-    edit = fix(
-        source, 3, "def positive(x):\n    if x > 0:\n        return True\n    return False\n", "bool_flip"
-    )
+    edit = fix(source, 3, "def positive(x):\n    if x > 0:\n        return True\n    return False\n", "bool_flip")
     assert load(edit.new_source)["positive"](1) is True
     source = "def truthy(x):\n    if x:\n        return\n    return False\n"
     edit = fix(source, 3, source.replace("        return\n", "        return True\n"), "bool_flip")
@@ -386,9 +374,7 @@ def test_non_ascii_before_the_edited_node() -> None:
     source = 'def label(total, n):\n    return "ünï→" + str(total // n)  # ø\n'
     edit = fix(source, 2, source.replace("//", "/"), "binop_replace")
     assert load(edit.new_source)["label"](3, 2) == "ünï→1.5"
-    source = (
-        'def greet(name, age):\n    if name == "José" and age > 18:\n        return "olé"\n    return ""\n'
-    )
+    source = 'def greet(name, age):\n    if name == "José" and age > 18:\n        return "olé"\n    return ""\n'
     edit = fix(source, 2, source.replace("age > 18", "age >= 18"))
     assert load(edit.new_source)["greet"]("José", 18) == "olé"
 
@@ -462,10 +448,7 @@ def test_every_edit_parses_differs_is_unique_and_local() -> None:
         assert edit.description.startswith(f"line {edit.line}: ")
         # The text before the reported first changed line is untouched.
         prefix = 0
-        while (
-            prefix < min(len(REALISTIC), len(edit.new_source))
-            and REALISTIC[prefix] == edit.new_source[prefix]
-        ):
+        while prefix < min(len(REALISTIC), len(edit.new_source)) and REALISTIC[prefix] == edit.new_source[prefix]:
             prefix += 1
         assert REALISTIC[:prefix].count("\n") + 1 >= edit.line
 
