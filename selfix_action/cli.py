@@ -35,7 +35,12 @@ def build_parser() -> argparse.ArgumentParser:
     fix.add_argument("repo", nargs="?", default=".", help="git checkout or plain folder (default: .)")
     fix.add_argument("--junit", nargs="+", default=[], metavar="FILE", help="JUnit reports of the failed run")
     fix.add_argument("--test-cmd", help="the project's pytest invocation (default: python -m pytest)")
-    fix.add_argument("--engine", default="offline", help="offline (default)")
+    fix.add_argument(
+        "--engine",
+        default="offline",
+        choices=["offline", "anthropic", "openai"],
+        help="offline (default, no key), anthropic, or openai (any OpenAI-compatible server)",
+    )
     fix.add_argument("--out", type=Path, help="output folder (default: REPO/.selfix)")
     fix.add_argument("--apply", action="store_true", help="apply the verified patch to the working tree")
     fix.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
@@ -44,6 +49,23 @@ def build_parser() -> argparse.ArgumentParser:
     fix.add_argument("--hypotheses", type=int, default=3, help="hypotheses to try (3)")
     fix.add_argument("--time-limit", type=float, default=900.0, help="wall seconds for the whole run (900)")
     fix.add_argument("--hint", default="", help="free text for the Detective")
+    llm = fix.add_argument_group("LLM engines")
+    llm.add_argument("--model", help="model name (default per provider)")
+    llm.add_argument("--base-url", help="API base URL (default: ANTHROPIC_BASE_URL / OPENAI_BASE_URL)")
+    llm.add_argument("--api-key", help="API key (default: ANTHROPIC_API_KEY / OPENAI_API_KEY)")
+    llm.add_argument("--max-calls", type=int, default=40, help="model calls at most (40; 0: no cap)")
+    llm.add_argument("--max-tokens", type=int, default=400_000, help="input+output tokens at most (400000)")
+    llm.add_argument("--max-cost", type=float, default=2.0, help="US dollars at most (2.0)")
+    llm.add_argument("--prices", type=Path, help="YAML/JSON price table overriding the built-in one")
+    llm.add_argument("--max-retry-wait", type=float, default=30.0, help="longest single wait before a retry (30s)")
+    box = fix.add_argument_group("sandbox")
+    box.add_argument(
+        "--isolation",
+        default="auto",
+        choices=["auto", "bwrap", "unshare", "none"],
+        help="how test runs are isolated (auto: the best that works here)",
+    )
+    box.add_argument("--require-isolation", action="store_true", help="refuse to run without isolation")
     return parser
 
 
@@ -64,15 +86,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             repo = Path(args.repo)
             if not repo.is_dir():
                 raise SelfixError(f"not a directory: {args.repo}")
-            if (
-                args.test_timeout <= 0
-                or args.max_candidates < 1
-                or args.hypotheses < 1
-                or args.time_limit <= 0
-            ):
-                raise SelfixError(
-                    "--test-timeout, --time-limit, --max-candidates and --hypotheses must be positive"
-                )
+            if args.test_timeout <= 0 or args.max_candidates < 1 or args.hypotheses < 1 or args.time_limit <= 0:
+                raise SelfixError("--test-timeout, --time-limit, --max-candidates and --hypotheses must be positive")
             options = FixOptions(
                 repo=repo,
                 junit=tuple(Path(p) for p in args.junit),
@@ -86,6 +101,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                 max_hypotheses=args.hypotheses,
                 time_limit=args.time_limit,
                 hint=args.hint,
+                model=args.model,
+                base_url=args.base_url,
+                api_key=args.api_key,
+                max_calls=args.max_calls,
+                max_tokens=args.max_tokens,
+                max_cost=args.max_cost,
+                prices=args.prices,
+                max_retry_wait=args.max_retry_wait,
+                isolation=args.isolation,
+                require_isolation=args.require_isolation,
             )
             return run_fix(options)
     except SelfixError as exc:

@@ -42,17 +42,18 @@ from selfix_action.action.gitops import (
 from selfix_action.action.publish import Log
 from selfix_action.action.settings import Mode, Settings
 from selfix_action.commands.fix_cmd import resolve_test_cmd
-from selfix_action.engine.loop import HealingLoop, HealResult, LoopConfig
+from selfix_action.engine.loop import HealResult, LoopConfig
 from selfix_action.engine.paths import protected_reason
 from selfix_action.engine.report import StopReason, render_markdown
 from selfix_action.errors import InputError, SelfixError
 from selfix_action.github.client import WRITE_PERMISSIONS, CommentInfo, GitHubClient, PullInfo, trusted_labels
 from selfix_action.github.errors import ArtifactRefused, GitHubError
+from selfix_action.heal import heal_repository
 from selfix_action.junit import Outcome as CaseOutcome
 from selfix_action.junit import parse_reports
 from selfix_action.offline.engine import OfflineEngine
+from selfix_action.sandbox.isolation import IsolationConfig, detect_isolation
 from selfix_action.sandbox.process import Limits
-from selfix_action.sandbox.pytest_sandbox import PytestSandbox
 
 MAX_JUNIT_FILES = 200
 # Never handed to the project's setup command (the sandbox applies its own allowlist to test runs).
@@ -156,9 +157,18 @@ def default_healer(request: HealRequest) -> HealResult:
         user_hint=request.hint,
     )
     limits = Limits(wall_seconds=min(120.0, time_limit))
-    with PytestSandbox(request.repo, request.test_cmd, limits=limits, env_source=request.env) as sandbox:
-        loop = HealingLoop(sandbox, build_engine(settings), config, repo_label=settings.repository or ".")
-        return loop.run(failing, passing)
+    return heal_repository(
+        request.repo,
+        request.test_cmd,
+        build_engine(settings),
+        config,
+        limits=limits,
+        isolation=detect_isolation(IsolationConfig()),  # the best that works; the report says which
+        env_source=request.env,
+        repo_label=settings.repository or ".",
+        junit_failing=failing,
+        junit_passing=passing,
+    )
 
 
 def protected_patterns(settings: Settings) -> tuple[str, ...]:

@@ -13,17 +13,21 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+import yaml
 from pydantic import BaseModel, ConfigDict
 
-from selfix_action.engine.loop import HealingLoop, HealResult, LoopConfig
+from selfix_action.engine.loop import HealResult, LoopConfig
+from selfix_action.engine.protocols import Engine
 from selfix_action.engine.report import render_markdown
 from selfix_action.errors import ExitCode, InputError
+from selfix_action.heal import heal_repository
 from selfix_action.junit import Outcome, parse_reports
 from selfix_action.offline.engine import OfflineEngine
+from selfix_action.sandbox.isolation import IsolationConfig, detect_isolation
 from selfix_action.sandbox.process import Limits
-from selfix_action.sandbox.pytest_sandbox import PytestSandbox
 
-ENGINES = ("offline",)
+ENGINES = ("offline", "anthropic", "openai")
+ISOLATION_MODES = ("auto", "bwrap", "unshare", "none")
 
 
 class FixOptions(BaseModel):
@@ -43,6 +47,18 @@ class FixOptions(BaseModel):
     max_hypotheses: int = 3
     time_limit: float = 900.0
     hint: str = ""
+    # LLM engines (ignored by the offline engine)
+    model: str | None = None
+    base_url: str | None = None
+    api_key: str | None = None
+    max_calls: int = 40
+    max_tokens: int = 400_000
+    max_cost: float = 2.0
+    prices: Path | None = None
+    max_retry_wait: float = 30.0
+    # sandbox isolation
+    isolation: str = "auto"
+    require_isolation: bool = False
 
 
 def resolve_test_cmd(test_cmd: str | None, repo: Path) -> tuple[str, ...]:
@@ -136,6 +152,34 @@ def apply_to_tree(repo: Path, result: HealResult) -> None:
         os.replace(tmp, target)
 
 
+def build_fix_engine(options: FixOptions, config: LoopConfig) -> Engine:
+    if options.engine == "offline":
+        return OfflineEngine()
+    from selfix_action.llm.factory import build_engine  # imports a provider SDK: only when asked for
+
+    prices = None
+    if options.prices is not None:
+        try:
+            prices = yaml.safe_load(options.prices.read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError) as exc:
+            raise InputError(f"cannot read the price table {options.prices}: {exc}") from exc
+    return build_engine(
+        options.engine,
+        model=options.model,
+        base_url=options.base_url,
+        api_key=options.api_key,
+        max_calls=options.max_calls,
+        max_tokens=options.max_tokens,
+        max_cost_usd=options.max_cost,
+        time_limit=options.time_limit,
+        prices=prices,
+        env=os.environ,
+        protected_paths=config.protected_paths,
+        hypotheses=options.max_hypotheses,
+        max_retry_wait=options.max_retry_wait,
+    )
+
+
 def run_fix(options: FixOptions, out: TextIO | None = None, err: TextIO | None = None) -> int:
     out = out or sys.stdout  # looked up per call: tests and embedders swap sys.stdout
     err = err or sys.stderr
@@ -153,20 +197,34 @@ def run_fix(options: FixOptions, out: TextIO | None = None, err: TextIO | None =
         return ExitCode.NOTHING_TO_HEAL
     test_cmd = options.test_cmd or resolve_test_cmd(None, repo)
     out_dir = (options.out or repo / ".selfix").resolve()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    _exclude_from_git(repo, out_dir)
 
-    trace = RunOutput(out_dir / "trace.jsonl", err, options.quiet)
     config = LoopConfig(
         max_hypotheses=options.max_hypotheses,
         max_candidates=options.max_candidates,
         time_limit_seconds=options.time_limit,
         user_hint=options.hint,
     )
+    # Everything that can be refused (a missing key, unavailable isolation) is refused before any output.
+    engine = build_fix_engine(options, config)
+    isolation = detect_isolation(IsolationConfig(mode=options.isolation, require_isolation=options.require_isolation))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    _exclude_from_git(repo, out_dir)
+    trace = RunOutput(out_dir / "trace.jsonl", err, options.quiet)
+    if hasattr(engine, "trace"):
+        engine.trace = trace  # every prompt and response goes into trace.jsonl
     try:
-        with PytestSandbox(repo, test_cmd, limits=Limits(wall_seconds=options.test_timeout)) as sandbox:
-            loop = HealingLoop(sandbox, OfflineEngine(), config, trace=trace, repo_label=str(options.repo))
-            result = loop.run(junit_failing, junit_passing)
+        result = heal_repository(
+            repo,
+            test_cmd,
+            engine,
+            config,
+            limits=Limits(wall_seconds=options.test_timeout),
+            isolation=isolation,
+            trace=trace,
+            repo_label=str(options.repo),
+            junit_failing=junit_failing,
+            junit_passing=junit_passing,
+        )
     finally:
         trace.close()
 
@@ -185,6 +243,12 @@ def run_fix(options: FixOptions, out: TextIO | None = None, err: TextIO | None =
             print(f"selfix: applied the patch to {', '.join(report.patch.files)}", file=out)
         else:
             print(f"selfix: patch written to {patch_path} (apply with `git apply` or --apply)", file=out)
+    if report.usage.get("calls"):
+        print(
+            f"selfix: {report.usage['calls']} model calls, {report.usage.get('tokens', 0)} tokens, "
+            f"${float(report.usage.get('cost_usd', 0.0)):.4f}",
+            file=out,
+        )
     print(
         f"selfix: {report.test_runs} test runs, {report.candidates_tried} candidates, "
         f"{report.timings.get('total', 0):.1f}s; report: {out_dir / 'report.md'}",

@@ -106,6 +106,7 @@ class HealReport(Frozen):
     timings: dict[str, float] = Field(default_factory=dict)
     notes: tuple[str, ...] = ()
     usage: dict[str, Any] = Field(default_factory=dict)  # engine usage: calls, tokens, cost per role
+    isolation: dict[str, Any] = Field(default_factory=dict)  # the sandbox boundary every test run had
 
 
 def _status_counts(statuses: dict[str, str]) -> str:
@@ -123,10 +124,10 @@ def render_markdown(report: HealReport) -> str:
     out.append(f"- Test runs: {report.test_runs}; candidate patches tried: {report.candidates_tried}")
     total = report.timings.get("total", 0.0)
     out.append(
-        f"- Time: {total:.1f}s ("
-        + ", ".join(f"{k} {v:.1f}s" for k, v in report.timings.items() if k != "total")
-        + ")"
+        f"- Time: {total:.1f}s (" + ", ".join(f"{k} {v:.1f}s" for k, v in report.timings.items() if k != "total") + ")"
     )
+    if report.isolation:
+        out.append(f"- Isolation: {report.isolation.get('level', 'none')} ({report.isolation.get('kind', '')})")
     for note in report.notes:
         out.append(f"- Note: {note}")
 
@@ -149,9 +150,7 @@ def render_markdown(report: HealReport) -> str:
     if report.suspicious_functions:
         out += ["| rank | function | file | score |", "|---|---|---|---|"]
         for rank, func in enumerate(report.suspicious_functions[:8], 1):
-            out.append(
-                f"| {rank} | `{func.name}` | `{func.file}:{func.start}-{func.end}` | {func.score:.3f} |"
-            )
+            out.append(f"| {rank} | `{func.name}` | `{func.file}:{func.start}-{func.end}` | {func.score:.3f} |")
 
     out += ["", "## Hypotheses, in the order tried", ""]
     if not report.hypotheses:
@@ -171,9 +170,7 @@ def render_markdown(report: HealReport) -> str:
             out.append(f"- Rejected candidates by stage: {stages}")
         out.append(f"- Outcome: **{record.outcome}**")
         for rejection in record.rejections[:3]:
-            out.append(
-                f"  - `{rejection.candidate_id}` rejected at {rejection.stage.value}: {rejection.detail}"
-            )
+            out.append(f"  - `{rejection.candidate_id}` rejected at {rejection.stage.value}: {rejection.detail}")
         out.append("")
 
     out += ["## The patch", ""]
@@ -188,6 +185,10 @@ def render_markdown(report: HealReport) -> str:
         )
         out += ["", "```diff", patch.diff.rstrip("\n"), "```"]
 
+    if report.usage.get("calls"):
+        out += ["", "## Model usage", ""]
+        out += render_usage(report.usage)
+
     out += ["", "## Tests before and after", ""]
     out.append(f"- Before: {_status_counts(report.tests_before)}")
     if report.tests_after:
@@ -197,3 +198,23 @@ def render_markdown(report: HealReport) -> str:
         broken = [t for t in report.p2p_tests if report.tests_after.get(t) not in ("passed", None)]
         out.append(f"- Pass-to-pass tests broken: {len(broken)} of {len(report.p2p_tests)}")
     return "\n".join(out) + "\n"
+
+
+def render_usage(usage: dict[str, Any]) -> list[str]:
+    """Calls, tokens and cost per role and in total (the engine's ``usage()``)."""
+    rows = ["| role | calls | input | output | cached | cost (USD) |", "|---|---|---|---|---|---|"]
+    roles = dict(usage.get("by_role", {}))
+    roles["total"] = usage
+    for role, item in roles.items():
+        cached = int(item.get("cache_read_tokens", 0) or 0) + int(item.get("cache_write_tokens", 0) or 0)
+        rows.append(
+            f"| {role} | {item.get('calls', 0)} | {item.get('input_tokens', 0)} | {item.get('output_tokens', 0)} "
+            f"| {cached} | {float(item.get('cost_usd', 0.0) or 0.0):.4f} |"
+        )
+    model = f"{usage.get('provider', '')}:{usage.get('model', '')}".strip(":")
+    rows.append("")
+    rows.append(
+        f"Model `{model}`; retries {usage.get('retries', 0)}; invalid answers {usage.get('invalid_answers', 0)}; "
+        f"price known: {usage.get('price_known', 'n/a')}; limits: {usage.get('limits', {})}."
+    )
+    return rows

@@ -285,9 +285,7 @@ def _existing(paths: Iterable[str | Path | None]) -> list[Path]:
 
 def _coverable(path: Path) -> bool:
     """A path we may put a tmpfs over: not ``/`` and not a system dir or one of its parents/children."""
-    return path != Path("/") and not any(
-        _within(system, path) or _within(path, system) for system in _SYSTEM_DIRS
-    )
+    return path != Path("/") and not any(_within(system, path) or _within(path, system) for system in _SYSTEM_DIRS)
 
 
 def _home_dirs(env: Mapping[str, str]) -> list[str]:
@@ -533,9 +531,7 @@ def _probe(candidate: Isolation) -> str | None:
     """
     checks = [f'[ "$(readlink /proc/self/ns/net)" != "{os.readlink("/proc/self/ns/net")}" ] || exit 3']
     if candidate.kind not in ("unshare-root-net", "unshare-user-net"):
-        checks.append(
-            f'[ "$(readlink /proc/self/ns/pid)" != "{os.readlink("/proc/self/ns/pid")}" ] || exit 4'
-        )
+        checks.append(f'[ "$(readlink /proc/self/ns/pid)" != "{os.readlink("/proc/self/ns/pid")}" ] || exit 4')
     if candidate.uid is not None:
         checks.append(f'[ "$(id -u)" = "{candidate.uid}" ] || exit 5')
     script = "; ".join([*checks, "exit 0"])
@@ -582,12 +578,7 @@ def detect_isolation(config: IsolationConfig | None = None) -> Isolation:
     fallbacks: list[str] = []
     if config.mode in ("auto", "bwrap") and not shutil.which("bwrap"):
         fallbacks.append("bwrap: not installed")
-    if (
-        config.mode in ("auto", "bwrap")
-        and os.geteuid() == 0
-        and shutil.which("bwrap")
-        and not shutil.which("setpriv")
-    ):
+    if config.mode in ("auto", "bwrap") and os.geteuid() == 0 and shutil.which("bwrap") and not shutil.which("setpriv"):
         fallbacks.append("bwrap: setpriv (util-linux) not installed, needed to drop root")
     if config.mode in ("auto", "unshare") and not shutil.which("unshare"):
         fallbacks.append("unshare: not installed")
@@ -604,9 +595,7 @@ def detect_isolation(config: IsolationConfig | None = None) -> Isolation:
     if config.mode != "auto":
         raise SandboxError(f"isolation mode {config.mode!r} is not available here: {'; '.join(fallbacks)}")
     if config.require_isolation:
-        raise SandboxError(
-            "require_isolation is set but neither bwrap nor unshare works here: " + "; ".join(fallbacks)
-        )
+        raise SandboxError("require_isolation is set but neither bwrap nor unshare works here: " + "; ".join(fallbacks))
     chosen = no_isolation("neither bwrap nor unshare works here", fallbacks)
     log.warning("%s", chosen.summary())
     return chosen

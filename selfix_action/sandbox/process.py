@@ -352,9 +352,7 @@ def _communicate(
                 if key.data is _STDIN:
                     assert proc.stdin is not None
                     try:
-                        stdin_offset += os.write(
-                            key.fd, stdin_view[stdin_offset : stdin_offset + _READ_CHUNK]
-                        )
+                        stdin_offset += os.write(key.fd, stdin_view[stdin_offset : stdin_offset + _READ_CHUNK])
                     except BlockingIOError:
                         continue
                     except BrokenPipeError:  # the child stopped reading; not our problem

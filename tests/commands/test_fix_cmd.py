@@ -85,7 +85,7 @@ def test_heals_every_example(name: str, tmp_path: Path, capsys: pytest.CaptureFi
     assert all(report["tests_after"][t] == "passed" for t in report["f2p_tests"] + report["p2p_tests"])
     assert (out / "report.md").read_text(encoding="utf-8").startswith("# selfix: healed")
     steps = [json.loads(line)["step"] for line in (out / "trace.jsonl").read_text().splitlines()]
-    assert steps[0] == "start" and steps[-1] == "stop" and "verify" in steps
+    assert steps[:2] == ["sandbox", "start"] and steps[-1] == "stop" and "verify" in steps
     # selfix's output folder is kept out of git status.
     status = subprocess.run(
         ["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True, timeout=60
@@ -184,3 +184,22 @@ def test_readme_main_command_heals_the_bundled_example(tmp_path: Path) -> None:
     proc = subprocess.run([str(selfix), "fix", str(repo)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "+    for i in range(1, n + 1):" in proc.stdout or "range(n + 1)" in proc.stdout
+
+
+def test_llm_engine_without_a_key_is_refused_before_any_output(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    repo = write_project(tmp_path / "p", {"m.py": "X = 1\n", "tests/test_m.py": "def test_x():\n    pass\n"})
+    assert main(["fix", str(repo), "--engine", "anthropic"]) == 2
+    assert "ANTHROPIC_API_KEY" in capsys.readouterr().err
+    assert not (repo / ".selfix").exists()
+
+
+@pytest.mark.slow
+def test_report_names_the_isolation_of_the_test_runs(tmp_path: Path) -> None:
+    repo = copy_example("inventory", tmp_path)
+    assert main(["fix", str(repo), "--quiet", "--isolation", "none"]) == 0
+    report = json.loads((repo / ".selfix" / "report.json").read_text())
+    assert report["isolation"]["level"] == "none"
+    assert any("NO ISOLATION" in note for note in report["notes"])
+    assert "- Isolation: none" in (repo / ".selfix" / "report.md").read_text()

@@ -1,0 +1,43 @@
+"""One heal of one repository: sandbox (with the best isolation available) + healing loop + engine.
+
+Shared by ``selfix fix`` and ``selfix action`` so both run code under the same boundary and report it alike.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from selfix_action.engine.loop import HealingLoop, HealResult, LoopConfig
+from selfix_action.engine.protocols import Engine
+from selfix_action.sandbox.isolation import Isolation
+from selfix_action.sandbox.process import Limits
+from selfix_action.sandbox.pytest_sandbox import PytestSandbox
+
+
+def heal_repository(
+    repo: Path,
+    test_cmd: Sequence[str],
+    engine: Engine,
+    config: LoopConfig,
+    *,
+    limits: Limits,
+    isolation: Isolation,
+    env_source: Mapping[str, str] | None = None,
+    trace: Callable[..., None] | None = None,
+    repo_label: str = ".",
+    junit_failing: Sequence[str] = (),
+    junit_passing: Sequence[str] = (),
+) -> HealResult:
+    """Heal ``repo`` on a scratch copy; the report says which isolation every test run had."""
+    if trace is not None:
+        trace("sandbox", isolation.summary(), isolation=isolation.report())
+    with PytestSandbox(repo, test_cmd, limits=limits, env_source=env_source, isolation=isolation) as sandbox:
+        kwargs = {"trace": trace} if trace is not None else {}
+        result = HealingLoop(sandbox, engine, config, repo_label=repo_label, **kwargs).run(junit_failing, junit_passing)
+    notes = result.report.notes
+    if isolation.warnings:
+        notes = (*notes, isolation.summary())
+    report = result.report.model_copy(update={"isolation": isolation.report(), "notes": notes})
+    return dataclasses.replace(result, report=report)

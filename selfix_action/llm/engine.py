@@ -1,0 +1,395 @@
+"""The LLM engine: Detective -> QA -> Patcher roles over a ``ChatModel``, implementing the loop's ``Engine``.
+
+- Detective: from the shared context (pruned tracebacks, localization ranking, syntax-tree slices) it returns
+  up to N ranked hypotheses, validated against ``DetectiveAnswer``; near-duplicates are merged.
+- QA: one small pytest module per hypothesis; the loop runs it under ``_selfix_qa/`` and drops the hypothesis
+  when it passes on the unpatched code or fails for the wrong reason.
+- Patcher: search/replace edits turned into whole new file texts; a failed verification comes back (through
+  the loop's ``history``) as feedback for up to K retries, then the generator ends and the loop backtracks.
+
+Every answer that cannot be used (bad JSON, missing fields, unknown or protected files, search text that does
+not match exactly once) gets one corrective re-ask carrying the problem, then counts as a failed attempt.
+Model errors, spent budgets and a repeated identical edit stop the loop through ``EngineStopped``.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from selfix_action.engine.models import CandidatePatch, Evidence, Hypothesis, QATest, Verification
+from selfix_action.engine.protocols import EngineStopped, Sandbox
+from selfix_action.engine.report import StopReason
+from selfix_action.llm.budget import Budget
+from selfix_action.llm.edits import Edit, EditError, apply_edits, edit_key, normalize_path
+from selfix_action.llm.prompts import (
+    SYSTEM_PROMPT,
+    build_context,
+    corrective_request,
+    describe_failure,
+    detective_request,
+    patcher_request,
+    qa_request,
+    render_slices,
+    symbol_slice,
+)
+from selfix_action.llm.schemas import (
+    DETECTIVE_TOOL,
+    PATCHER_TOOL,
+    QA_TOOL,
+    DetectiveAnswer,
+    HypothesisAnswer,
+    PatcherAnswer,
+    QAAnswer,
+    tool_specs,
+    validation_message,
+)
+from selfix_action.models.base import ChatModel, Message, ModelError, ModelRequest, ModelResponse
+
+Trace = Callable[..., None]  # trace(step, message, **data), as the loop's
+A = TypeVar("A", bound=BaseModel)
+R = TypeVar("R")
+
+DEFAULT_OUTPUT_TOKENS = {"detective": 2500, "qa": 1500, "patcher": 2000}
+SIMILAR = 0.6  # difflib ratio above which two hypotheses at one location are the same idea
+MAX_HYPOTHESIS_LINES = 60
+
+
+class InvalidAnswer(Exception):
+    """A model answer that cannot be used; the message goes back to the model in the corrective re-ask."""
+
+    def __init__(self, problem: str, *, partial: Any = None, repeated: bool = False) -> None:
+        super().__init__(problem)
+        self.partial = partial  # what was usable anyway (valid hypotheses among invalid ones)
+        self.repeated = repeated  # an identical edit to one already tried
+
+
+def _noop_trace(step: str, message: str = "", **data: Any) -> None:
+    return None
+
+
+class LLMEngine:
+    def __init__(
+        self,
+        model: ChatModel,
+        budget: Budget,
+        *,
+        hypotheses: int = 3,
+        patch_retries: int = 2,
+        protected_paths: Sequence[str] = (),
+        trace: Trace | None = None,
+        similar_fixes: Callable[[Evidence], str] | None = None,
+        output_tokens: Mapping[str, int] | None = None,
+    ) -> None:
+        self.model = model
+        self.budget = budget
+        self.name = f"{model.provider}:{model.model}"
+        self.n_hypotheses = hypotheses
+        self.patch_retries = patch_retries
+        self.protected_paths = tuple(protected_paths)
+        self.trace = trace or _noop_trace
+        self.similar_fixes = similar_fixes  # memory hook: similar past fixes (a later issue fills it)
+        self.output_tokens = {**DEFAULT_OUTPUT_TOKENS, **(output_tokens or {})}
+        self._tools = tool_specs()
+        self._context_evidence: Evidence | None = None
+        self._context = ""
+        self._tried: dict[frozenset[tuple[str, str]], str] = {}  # patch -> how it fared, across hypotheses
+        self._last_problem = ""
+
+    # -- Engine protocol ---------------------------------------------------------------------------------
+    def usage(self) -> dict[str, Any]:
+        return {"provider": self.model.provider, "model": self.model.model, **self.budget.usage()}
+
+    def hypotheses(self, evidence: Evidence, sandbox: Sandbox, limit: int) -> list[Hypothesis]:
+        count = max(1, min(self.n_hypotheses, limit))
+        editable = set(sandbox.source_files())
+
+        def validate(response: ModelResponse) -> list[HypothesisAnswer]:
+            answer = _parse(response, DetectiveAnswer)
+            usable, problems = [], []
+            for number, item in enumerate(answer.hypotheses, 1):
+                path = normalize_path(item.file)
+                if path in editable:
+                    usable.append(item.model_copy(update={"file": path}))
+                    continue
+                close = difflib.get_close_matches(path, sorted(editable), n=1)
+                hint = f" (did you mean {close[0]}?)" if close else ""
+                problems.append(
+                    f"hypotheses.{number}.file: {item.file!r} is not one of the project's source files{hint}"
+                )
+            if problems:
+                raise InvalidAnswer("; ".join(problems), partial=usable)
+            return usable
+
+        answers = self._ask("detective", DETECTIVE_TOOL, detective_request(count), evidence, sandbox, validate)
+        merged = merge_near_duplicates(answers or [])
+        merged.sort(key=lambda h: -h.confidence)  # stable: the model's order breaks ties
+        return [
+            Hypothesis(
+                id=f"H{rank}",
+                rank=rank,
+                title=item.title,
+                confidence=round(item.confidence, 3),
+                file=item.file,
+                symbol=item.symbol,
+                lines=tuple(range(item.line_start, item.line_end + 1))[:MAX_HYPOTHESIS_LINES],
+                reasoning=item.reasoning,
+                proposed_fix=item.proposed_fix,
+            )
+            for rank, item in enumerate(merged[:count], 1)
+        ]
+
+    def qa_test(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> QATest | None:
+        path = f"test_qa_{hypothesis.id.lower()}.py"
+
+        def validate(response: ModelResponse) -> QAAnswer:
+            answer = _parse(response, QAAnswer)
+            problem = qa_source_problem(answer.test_source)
+            if problem:
+                raise InvalidAnswer(problem)
+            return answer
+
+        answer = self._ask("qa", QA_TOOL, qa_request(hypothesis, path), evidence, sandbox, validate)
+        if answer is None:
+            self.trace(
+                "qa_fallback",
+                f"no usable QA test for {hypothesis.id}; the failing tests serve as its reproduction",
+                hypothesis=hypothesis.id,
+                problem=self._last_problem,
+            )
+            return None
+        source = answer.test_source if answer.test_source.endswith("\n") else answer.test_source + "\n"
+        return QATest(path=path, source=source)
+
+    def candidates(
+        self,
+        hypothesis: Hypothesis,
+        evidence: Evidence,
+        sandbox: Sandbox,
+        history: Sequence[Verification],
+    ) -> Iterator[CandidatePatch]:
+        editable = set(sandbox.source_files())
+        code = render_slices(
+            symbol_slice(hypothesis.file, hypothesis.symbol, hypothesis.lines, sandbox.read_file),
+            sandbox.read_file,
+        )
+        attempts: list[str] = []  # what was tried for this hypothesis and how it failed, fed back each time
+
+        def validate(response: ModelResponse) -> tuple[PatcherAnswer, dict[str, str]]:
+            answer = _parse(response, PatcherAnswer)
+            edits = [Edit(e.file, e.search, e.replace) for e in answer.edits]
+            try:
+                files = apply_edits(edits, sandbox.read_file, editable, self.protected_paths)
+            except EditError as exc:
+                raise InvalidAnswer(str(exc)) from exc
+            earlier = self._tried.get(edit_key(files))
+            if earlier is not None:
+                raise InvalidAnswer(
+                    f"this patch is identical to one already tried ({earlier}); propose a different fix",
+                    repeated=True,
+                )
+            return answer, files
+
+        for number in range(1, self.patch_retries + 2):
+            request = patcher_request(hypothesis, code, attempts)
+            result = self._ask("patcher", PATCHER_TOOL, request, evidence, sandbox, validate)
+            if result is None:
+                attempts.append(f"unusable answer: {self._last_problem}")
+                continue
+            answer, files = result
+            key = edit_key(files)
+            self._tried[key] = "not verified yet"
+            before = len(history)
+            yield CandidatePatch(
+                id=f"{hypothesis.id}-P{number}",
+                hypothesis_id=hypothesis.id,
+                description=answer.explanation[:200],
+                template="llm",
+                files=files,
+            )
+            # Resumed: the loop did not accept it. Its verdict (if it ran) is the last entry of ``history``.
+            outcome = describe_failure(history[-1]) if len(history) > before else "skipped as a duplicate"
+            self._tried[key] = outcome
+            attempts.append(f"{_summarize(answer)} -> {outcome}")
+
+    # -- one role call with a corrective re-ask -----------------------------------------------------------
+    def _ask(
+        self,
+        role: str,
+        tool: str,
+        request: str,
+        evidence: Evidence,
+        sandbox: Sandbox,
+        validate: Callable[[ModelResponse], R],
+    ) -> R | None:
+        """The validated answer, or None once a corrective re-ask also failed (a failed attempt)."""
+        context = self._context_of(evidence, sandbox)
+        messages = [Message("user", request)]
+        problem: InvalidAnswer | None = None
+        for attempt in (1, 2):
+            response = self._call(role, tool, context, messages)
+            try:
+                if response.parse_error:
+                    raise InvalidAnswer(response.parse_error)
+                return validate(response)
+            except InvalidAnswer as bad:
+                problem = bad
+                self._last_problem = str(bad)
+                self.budget.invalid_answers += 1
+                self.trace(
+                    "model_invalid",
+                    f"{role}: unusable answer ({'re-asking' if attempt == 1 else 'giving up'}): {bad}",
+                    role=role,
+                    attempt=attempt,
+                    problem=str(bad),
+                )
+                messages += [
+                    Message("assistant", response.text.strip() or "(no answer)"),
+                    Message("user", corrective_request(tool, str(bad))),
+                ]
+        assert problem is not None
+        if problem.repeated:
+            raise EngineStopped(
+                StopReason.REPEATED_EDIT,
+                f"the {role} proposed the same edit again after being told it had already failed",
+            )
+        return problem.partial or None
+
+    def _call(self, role: str, tool: str, context: str, messages: Sequence[Message]) -> ModelResponse:
+        self.budget.check(role)
+        request = ModelRequest(
+            system=SYSTEM_PROMPT,
+            context=context,
+            messages=tuple(messages),
+            tools=self._tools,
+            tool=tool,
+            max_tokens=self.budget.output_allowance(self.output_tokens.get(role, 2000)),
+        )
+        started = time.monotonic()
+        try:
+            response = self.model.complete(request)
+        except ModelError as err:
+            self._note_retries(role, err.retries)
+            self.trace("model_error", f"{role}: {err}", role=role, status=err.status, prompt=request.as_messages())
+            raise EngineStopped(StopReason.MODEL_ERROR, str(err)) from err
+        self._note_retries(role, response.retries)
+        cost = self.budget.record(role, response.usage)
+        usage = response.usage
+        self.trace(
+            "model_call",
+            f"{role}: {usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens} in "
+            f"({usage.cache_read_tokens} cached), {usage.output_tokens} out, ${cost:.4f}",
+            role=role,
+            model=response.model,
+            tool=tool,
+            prompt=request.as_messages(),
+            response=response.text,
+            stop_reason=response.stop_reason,
+            usage=usage.as_dict(),
+            cost_usd=round(cost, 6),
+            seconds=round(time.monotonic() - started, 3),
+        )
+        return response
+
+    def _note_retries(self, role: str, notes: Sequence[Any]) -> None:
+        self.budget.retries += len(notes)
+        for note in notes:
+            self.trace(
+                "model_retry",
+                f"{role}: {note.describe()}",
+                role=role,
+                status=note.status,
+                requested_wait=note.requested_wait,
+                waited=round(note.waited, 3),
+            )
+
+    def _context_of(self, evidence: Evidence, sandbox: Sandbox) -> str:
+        if self._context_evidence is not evidence:
+            similar = self.similar_fixes(evidence) if self.similar_fixes else ""
+            self._context = build_context(evidence, sandbox.read_file, similar)
+            self._context_evidence = evidence
+        return self._context
+
+
+# -- helpers ------------------------------------------------------------------------------------------
+def _parse(response: ModelResponse, schema: type[A]) -> A:
+    if response.tool_input is None:
+        raise InvalidAnswer(response.parse_error or "the answer carried no tool arguments")
+    try:
+        return schema.model_validate(response.tool_input)
+    except ValidationError as exc:
+        raise InvalidAnswer(f"the arguments do not match the schema: {validation_message(exc)}") from exc
+
+
+def qa_source_problem(source: str) -> str | None:
+    """Why ``source`` cannot be a QA test module, or None."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        return f"test_source does not parse: {exc.msg} at line {exc.lineno}"
+    tests = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test")
+    ]
+    if not tests:
+        return "test_source has no test function (a function whose name starts with test_)"
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in (
+            "conftest",
+            "_selfix_qa",
+        ):
+            return "test_source must not import from conftest or _selfix_qa"
+    return None
+
+
+def _same_symbol(a: str, b: str) -> bool:
+    def norm(symbol: str) -> str:
+        return symbol.strip().strip("`").removesuffix("()").lower()
+
+    x, y = norm(a), norm(b)
+    return x == y or x.endswith("." + y) or y.endswith("." + x)
+
+
+def _similar(a: str, b: str) -> bool:
+    return difflib.SequenceMatcher(None, a.lower().split(), b.lower().split()).ratio() >= SIMILAR
+
+
+def merge_near_duplicates(items: Sequence[HypothesisAnswer]) -> list[HypothesisAnswer]:
+    """One hypothesis per idea: same file and symbol, and a similar title or proposed fix, merge into the more
+    confident one (their line ranges joined)."""
+    kept: list[HypothesisAnswer] = []
+    for item in items:
+        for index, other in enumerate(kept):
+            if (
+                item.file == other.file
+                and _same_symbol(item.symbol, other.symbol)
+                and (_similar(item.title, other.title) or _similar(item.proposed_fix, other.proposed_fix))
+            ):
+                better, worse = (other, item) if other.confidence >= item.confidence else (item, other)
+                kept[index] = better.model_copy(
+                    update={
+                        "line_start": min(better.line_start, worse.line_start),
+                        "line_end": max(better.line_end, worse.line_end),
+                        "reasoning": f"{better.reasoning} (merged with a near-duplicate: {worse.title})",
+                    }
+                )
+                break
+        else:
+            kept.append(item)
+    return kept
+
+
+def _summarize(answer: PatcherAnswer, limit: int = 400) -> str:
+    parts = []
+    for edit in answer.edits:
+        search = " ".join(edit.search.split())
+        replace = " ".join(edit.replace.split())
+        parts.append(f"in {edit.file}: `{search}` -> `{replace}`")
+    text = "; ".join(parts)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,105 @@
+"""Build the LLM engine the CLI asked for: provider adapter, budget and engine; keys from flags or env."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from selfix_action.engine.protocols import Engine
+from selfix_action.errors import InputError
+from selfix_action.llm.budget import Budget, parse_prices
+from selfix_action.llm.engine import LLMEngine
+from selfix_action.models.base import ChatModel, RetryPolicy
+
+KINDS = ("anthropic", "openai")
+DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-5-mini"}
+ENV_KEYS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+ENV_BASE_URLS = {"anthropic": "ANTHROPIC_BASE_URL", "openai": "OPENAI_BASE_URL"}
+
+
+def build_engine(
+    kind: str,
+    *,
+    model: str | None,
+    base_url: str | None,
+    api_key: str | None,
+    max_calls: int,
+    max_tokens: int,
+    max_cost_usd: float,
+    time_limit: float,
+    prices: Mapping[str, Any] | None,
+    env: Mapping[str, str],
+    trace: Callable[..., None] | None = None,
+    protected_paths: Sequence[str] = (),
+    hypotheses: int = 3,
+    patch_retries: int = 2,
+    max_retries: int = 3,
+    max_retry_wait: float = 30.0,
+    request_timeout: float = 120.0,
+    structured: str = "tools",
+) -> Engine:
+    """The LLM engine for ``kind`` ("anthropic" or "openai"). Flags win over ``env``; a cap <= 0 is no cap.
+
+    ``max_retry_wait`` caps any single wait before a retry (a provider's ``retry-after`` included);
+    ``structured`` ("tools" or "json") picks how an OpenAI-compatible server returns structured answers.
+    """
+    if kind not in KINDS:
+        raise InputError(f"unknown engine {kind!r}: choose one of {', '.join(KINDS)}")
+    key = (api_key or env.get(ENV_KEYS[kind], "")).strip()
+    if not key:
+        local = " (any non-empty value works for local servers such as Ollama)" if kind == "openai" else ""
+        raise InputError(f"the {kind} engine needs an API key: set {ENV_KEYS[kind]} or pass --api-key{local}")
+    url = (base_url or env.get(ENV_BASE_URLS[kind], "")).strip() or None
+    name = (model or "").strip() or DEFAULT_MODELS[kind]
+    if hypotheses < 1:
+        raise InputError("the number of hypotheses must be at least 1")
+    if patch_retries < 0 or max_retries < 0:
+        raise InputError("retry counts cannot be negative")
+    if max_retry_wait < 0 or request_timeout <= 0:
+        raise InputError("the retry wait cap cannot be negative and the request timeout must be positive")
+    if structured not in ("tools", "json"):
+        raise InputError(f"structured output must be 'tools' or 'json', not {structured!r}")
+    parse_prices(prices)  # a malformed price table is bad input, reported before any call
+    retry = RetryPolicy(max_retries=max_retries, max_wait=max_retry_wait)
+    chat = _chat_model(kind, name, url, key, retry, request_timeout, structured)
+    budget = Budget(
+        model=name,
+        max_calls=max_calls,
+        max_tokens=max_tokens,
+        max_cost_usd=max_cost_usd,
+        time_limit=time_limit,
+        prices=prices,
+    )
+    return LLMEngine(
+        chat,
+        budget,
+        hypotheses=hypotheses,
+        patch_retries=patch_retries,
+        protected_paths=protected_paths,
+        trace=trace,
+    )
+
+
+def _chat_model(
+    kind: str, model: str, base_url: str | None, key: str, retry: RetryPolicy, timeout: float, structured: str
+) -> ChatModel:
+    # The SDKs are imported only when their engine is chosen: they are optional and slow to import.
+    try:
+        if kind == "anthropic":
+            from selfix_action.models.anthropic_model import AnthropicModel
+
+            return AnthropicModel(api_key=key, model=model, base_url=base_url, timeout=timeout, retry=retry)
+        from selfix_action.models.openai_model import OpenAIModel
+
+        return OpenAIModel(
+            api_key=key,
+            model=model,
+            base_url=base_url,
+            timeout=timeout,
+            retry=retry,
+            structured="json" if structured == "json" else "tools",
+        )
+    except ImportError as exc:
+        raise InputError(
+            f"the {kind} engine needs the {kind!r} package: pip install 'selfix-action[llm]' ({exc})"
+        ) from exc

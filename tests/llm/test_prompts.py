@@ -1,0 +1,94 @@
+"""The shared context: pruned evidence and syntax-tree slices, never whole large files."""
+
+from __future__ import annotations
+
+from selfix_action.engine.models import (
+    Evidence,
+    Frame,
+    SuspiciousFunction,
+    SuspiciousLine,
+    TestResult,
+    TestStatus,
+)
+from selfix_action.llm.prompts import SYSTEM_PROMPT, baseline_context, build_context, symbol_slice
+
+FILLER = "".join(f"\n\ndef helper_{n}(x):\n    return x + {n}\n" for n in range(200))
+BANK = (
+    '"""Accounts."""\n\nimport math\n\nFEE = 1\n\n\nclass Account:\n    LIMIT = 100\n\n'
+    "    def __init__(self):\n        self.balance = 0\n\n"
+    "    def deposit(self, amount):\n        self.balance += amount\n\n"
+    "    def withdraw(self, amount):\n        self.balance += amount + FEE\n        return self.balance\n" + FILLER
+)
+TEST = (
+    "from bank import Account\n\n\ndef test_other():\n    assert True\n\n\n"
+    "def test_withdraw():\n    acct = Account()\n    acct.deposit(10)\n    assert acct.withdraw(3) == 6\n"
+)
+FILES = {"bank.py": BANK, "tests/test_bank.py": TEST}
+
+
+def read(path: str) -> str:
+    if path not in FILES:
+        raise FileNotFoundError(path)
+    return FILES[path]
+
+
+WITHDRAW_LINE = BANK.splitlines().index("        self.balance += amount + FEE") + 1
+EVIDENCE = Evidence(
+    f2p_tests=("tests/test_bank.py::test_withdraw",),
+    p2p_tests=("tests/test_bank.py::test_other",),
+    failures=(
+        TestResult(
+            nodeid="tests/test_bank.py::test_withdraw",
+            status=TestStatus.FAILED,
+            exc_type="AssertionError",
+            message="assert 14 == 6\n +  where 14 = withdraw(3)",
+            frames=(Frame(file="tests/test_bank.py", line=12, function="test_withdraw", code="assert ..."),),
+        ),
+    ),
+    suspicious_lines=(
+        SuspiciousLine(file="bank.py", line=WITHDRAW_LINE, score=1.0, function="Account.withdraw"),
+        SuspiciousLine(file="bank.py", line=WITHDRAW_LINE + 1, score=0.9, function="Account.withdraw"),
+    ),
+    suspicious_functions=(
+        SuspiciousFunction(
+            file="bank.py", name="Account.withdraw", start=WITHDRAW_LINE - 1, end=WITHDRAW_LINE + 1, score=1.0
+        ),
+    ),
+    coverage_used=True,
+    localization_note="per-test coverage of 1 failing and 1 passing tests",
+    user_hint="the fee should be charged, not credited",
+)
+
+
+def test_context_holds_slices_not_whole_files() -> None:
+    context = build_context(EVIDENCE, read)
+    assert f"{WITHDRAW_LINE:>5} |         self.balance += amount + FEE" in context
+    assert "    5 | FEE = 1" in context and "    3 | import math" in context  # module outline
+    assert "    8 | class Account:" in context and "    9 |     LIMIT = 100" in context  # class outline
+    assert "def deposit" not in context  # another method of the class is not a suspect
+    assert "helper_17" not in context and f"bank.py ({len(BANK.splitlines())} lines)" in context
+    assert "def test_withdraw():" in context and "def test_other" not in context
+    assert "assert 14 == 6" in context and "bank.py:" in context
+    assert "## Similar past fixes\n\n(none recorded yet)" in context
+    assert "the fee should be charged, not credited" in context
+    whole = baseline_context(EVIDENCE, read, ["bank.py", "tests/test_bank.py"])
+    assert len(whole) > 5 * len(context)
+
+
+def test_memory_slot_is_filled_when_given() -> None:
+    context = build_context(EVIDENCE, read, similar_fixes="- 2024: fee sign flipped in bank.py")
+    assert "fee sign flipped" in context and "(none recorded yet)" not in context
+
+
+def test_context_is_deterministic() -> None:
+    assert build_context(EVIDENCE, read) == build_context(EVIDENCE, read)
+    assert "Never edit test files" in SYSTEM_PROMPT
+
+
+def test_symbol_slice() -> None:
+    assert symbol_slice("bank.py", "withdraw", (), read) == {
+        "bank.py": set(range(WITHDRAW_LINE - 1, WITHDRAW_LINE + 2))
+    }
+    constant = symbol_slice("bank.py", "FEE", (5,), read)["bank.py"]
+    assert 5 in constant and len(constant) < 12
+    assert symbol_slice("missing.py", "x", (1,), read) == {}

@@ -1,0 +1,231 @@
+"""End-to-end runs of the healing loop with the LLM engine on copies of the bundled examples, the model being a
+scripted local server that speaks the provider's wire format to the real SDK.
+
+The seed walk-through: three hypotheses, the top one wrong (its QA test passes on the buggy code, so it is
+rejected), the second exposed, patched (a first patch breaks a passing test and is fed back), then verified.
+And a run where every hypothesis fails ends in a clear not-healed report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from selfix_action.engine.loop import HealingLoop
+from selfix_action.engine.report import StopReason, render_markdown
+from selfix_action.llm.factory import build_engine
+from tests.llm.conftest import CachedSandbox, TraceLog
+from tests.models.fake_servers import (
+    FakeProvider,
+    anthropic_tool_use,
+    openai_tool_call,
+    serve,
+)
+
+pytestmark = pytest.mark.slow
+
+
+def hypothesis(title: str, confidence: float, file: str, symbol: str, lines: tuple[int, int], fix: str) -> dict:
+    return {
+        "title": title,
+        "confidence": confidence,
+        "file": file,
+        "symbol": symbol,
+        "line_start": lines[0],
+        "line_end": lines[1],
+        "reasoning": f"the ranking and the traceback point at {symbol}",
+        "proposed_fix": fix,
+    }
+
+
+def qa(source: str, expected: str = "AssertionError") -> dict:
+    return {"test_source": source, "expected_failure": expected}
+
+
+def edit(file: str, search: str, replace: str, why: str = "fix the comparison") -> dict:
+    return {"explanation": why, "edits": [{"file": file, "search": search, "replace": replace}]}
+
+
+def engine_for(kind: str, url: str, trace: TraceLog, **overrides: Any) -> Any:
+    settings: dict[str, Any] = {
+        "model": None,
+        "base_url": url if kind == "anthropic" else url + "/v1",
+        "api_key": "test-key",
+        "max_calls": 20,
+        "max_tokens": 200_000,
+        "max_cost_usd": 5.0,
+        "time_limit": 300.0,
+        "prices": None,
+        "env": {},
+        "trace": trace,
+        "max_retry_wait": 0.05,
+    }
+    settings.update(overrides)
+    return build_engine(kind, **settings)
+
+
+AGE_DETECTIVE = {
+    "hypotheses": [
+        hypothesis(
+            "years_until_adult miscounts the years left",
+            0.7,
+            "age_check.py",
+            "years_until_adult",
+            (16, 18),
+            "return max(0, ADULT_AGE - age) is off by one; add one year",
+        ),
+        hypothesis(
+            "is_adult uses > so an 18-year-old is not an adult",
+            0.6,
+            "age_check.py",
+            "is_adult",
+            (6, 13),
+            "compare with >= ADULT_AGE",
+        ),
+        hypothesis(  # a near-duplicate of the one above: merged, not tried twice
+            "is_adult uses > so 18 is not an adult",
+            0.5,
+            "age_check.py",
+            "is_adult",
+            (13, 13),
+            "use >= instead of >",
+        ),
+        hypothesis(
+            "ADULT_AGE constant is wrong",
+            0.2,
+            "age_check.py",
+            "ADULT_AGE",
+            (3, 3),
+            "set ADULT_AGE to 17",
+        ),
+    ]
+}
+QA_WRONG = qa("from age_check import years_until_adult\n\n\ndef test_qa():\n    assert years_until_adult(15) == 3\n")
+QA_RIGHT = qa("from age_check import is_adult\n\n\ndef test_qa():\n    assert is_adult(18) is True\n")
+PATCH_TOO_WIDE = edit("age_check.py", "    return age > ADULT_AGE\n", "    return age > ADULT_AGE - 1\n")
+PATCH_RIGHT = edit("age_check.py", "return age > ADULT_AGE", "return age >= ADULT_AGE")
+
+
+def test_seed_walkthrough_anthropic(project_sandbox: Callable[..., CachedSandbox], trace_log: TraceLog) -> None:
+    sandbox = project_sandbox(example="age_check")
+    provider = FakeProvider(
+        by_tool={
+            "report_hypotheses": [
+                anthropic_tool_use(
+                    "report_hypotheses", AGE_DETECTIVE, input_tokens=900, output_tokens=400, cache_write=1500
+                )
+            ],
+            "write_reproduction_test": [
+                anthropic_tool_use("write_reproduction_test", QA_WRONG, input_tokens=300, cache_read=1500),
+                anthropic_tool_use("write_reproduction_test", QA_RIGHT, input_tokens=300, cache_read=1500),
+            ],
+            "propose_edits": [
+                anthropic_tool_use("propose_edits", PATCH_TOO_WIDE, input_tokens=400, cache_read=1500),
+                anthropic_tool_use("propose_edits", PATCH_RIGHT, input_tokens=500, cache_read=1500),
+            ],
+        }
+    )
+    with serve(provider) as url:
+        engine = engine_for("anthropic", url, trace_log)
+        result = HealingLoop(sandbox, engine, trace=trace_log).run()
+    report = result.report
+
+    assert report.stop_reason is StopReason.HEALED and report.exit_code == 0
+    assert [h.hypothesis.title for h in report.hypotheses] == [
+        "years_until_adult miscounts the years left",
+        "is_adult uses > so an 18-year-old is not an adult",
+        "ADULT_AGE constant is wrong",
+    ]
+    h1, h2, h3 = report.hypotheses
+    assert not h1.exposed and "passes on the unpatched code" in h1.exposure
+    assert h2.exposed and "AssertionError" in h2.exposure
+    assert h2.outcome.startswith("healed") and h2.candidates_tried == 2
+    assert h2.rejections_by_stage == {"pass_to_pass": 1}
+    assert "merged with a near-duplicate" in h2.hypothesis.reasoning
+    assert h2.hypothesis.lines[0] == 6 and h2.hypothesis.lines[-1] == 13
+    assert h3.outcome == "not reached"
+    assert report.patch is not None
+    assert "-    return age > ADULT_AGE\n+    return age >= ADULT_AGE\n" in report.patch.diff
+    assert result.files is not None and "age >= ADULT_AGE" in result.files["age_check.py"]
+
+    # The failed patch came back to the Patcher as pruned feedback before its second try.
+    second_patch = provider.calls("propose_edits")[1].prompt_text()
+    assert "pass_to_pass" in second_patch and "test_almost_eighteen_is_not_adult" in second_patch
+    assert "age > ADULT_AGE - 1" in second_patch
+
+    # Usage per role, as reported.
+    usage = report.usage
+    assert usage["provider"] == "anthropic" and usage["model"] == "claude-sonnet-4-6"
+    assert usage["calls"] == 5
+    assert {role: u["calls"] for role, u in usage["by_role"].items()} == {"detective": 1, "qa": 2, "patcher": 2}
+    assert usage["by_role"]["detective"]["cache_write_tokens"] == 1500
+    assert usage["by_role"]["qa"]["cache_read_tokens"] == 3000
+    assert usage["input_tokens"] == 900 + 600 + 900
+    assert usage["output_tokens"] == 400 + 4 * 20
+    expected_cost = (2400 * 3.0 + 480 * 15.0 + 6000 * 0.3 + 1500 * 3.75) / 1e6
+    assert usage["cost_usd"] == pytest.approx(expected_cost, abs=1e-6)
+
+    # Every prompt and response is in the trace.
+    calls = trace_log.steps("model_call")
+    assert [c["role"] for c in calls] == ["detective", "qa", "qa", "patcher", "patcher"]
+    assert all(c["prompt"][0]["role"] == "system" and c["response"] for c in calls)
+    assert "is_adult" in calls[0]["prompt"][1]["content"]  # the context: slices of the suspects
+    # The stable prefix is byte-identical across roles, and marked for caching.
+    systems = [r.body["system"] for r in provider.requests]
+    assert all(s == systems[0] for s in systems)
+    assert systems[0][-1]["cache_control"] == {"type": "ephemeral"}
+    assert "healed" in render_markdown(report)
+
+
+def test_every_hypothesis_fails_openai(project_sandbox: Callable[..., CachedSandbox], trace_log: TraceLog) -> None:
+    sandbox = project_sandbox(example="age_check")
+    provider = FakeProvider(
+        by_tool={
+            "report_hypotheses": [openai_tool_call("report_hypotheses", AGE_DETECTIVE)],
+            "write_reproduction_test": [
+                openai_tool_call("write_reproduction_test", QA_WRONG, cached_tokens=80),  # passes: rejected
+                openai_tool_call(  # fails for the wrong reason (the module has no such name): rejected
+                    "write_reproduction_test",
+                    qa("from age_check import is_grown_up\n\n\ndef test_qa():\n    assert is_grown_up(18)\n"),
+                    cached_tokens=80,
+                ),
+                openai_tool_call("write_reproduction_test", QA_RIGHT, cached_tokens=80),
+            ],
+            "propose_edits": [
+                openai_tool_call(
+                    "propose_edits", edit("age_check.py", "ADULT_AGE = 18", "ADULT_AGE = 19"), cached_tokens=80
+                ),
+                openai_tool_call(
+                    "propose_edits",
+                    edit("age_check.py", "return age > ADULT_AGE", "return age > ADULT_AGE + 1"),
+                    cached_tokens=80,
+                ),
+            ],
+        }
+    )
+    with serve(provider) as url:
+        engine = engine_for("openai", url, trace_log, patch_retries=1)
+        report = HealingLoop(sandbox, engine, trace=trace_log).run().report
+
+    assert report.stop_reason is StopReason.HYPOTHESES_EXHAUSTED
+    assert report.exit_code == 1 and report.patch is None
+    h1, h2, h3 = report.hypotheses
+    assert "passes on the unpatched code" in h1.exposure
+    assert "wrong reason" in h2.exposure and "CollectionError" in h2.exposure
+    assert h3.exposed and h3.candidates_tried == 2
+    assert h3.outcome == "rejected: none of 2 candidate(s) passed verification"
+    assert h3.rejections_by_stage == {"fail_to_pass": 2}
+    usage = report.usage
+    assert usage["calls"] == 1 + 3 + 2
+    assert usage["by_role"]["patcher"]["cache_read_tokens"] == 160
+    assert usage["by_role"]["patcher"]["input_tokens"] == 2 * (100 - 80)
+    assert usage["model"] == "gpt-5-mini" and usage["cost_usd"] > 0
+    markdown = render_markdown(report)
+    assert "hypotheses exhausted" in markdown
+    # The request shape is Chat Completions with a forced function call; the base URL path is kept.
+    first = provider.requests[0]
+    assert first.path == "/v1/chat/completions"
+    assert first.body["tool_choice"] == {"type": "function", "function": {"name": "report_hypotheses"}}
+    assert first.body["messages"][0]["role"] == "system"
