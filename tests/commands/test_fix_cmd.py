@@ -203,3 +203,21 @@ def test_report_names_the_isolation_of_the_test_runs(tmp_path: Path) -> None:
     assert report["isolation"]["level"] == "none"
     assert any("NO ISOLATION" in note for note in report["notes"])
     assert "- Isolation: none" in (repo / ".selfix" / "report.md").read_text()
+
+
+@pytest.mark.slow
+def test_heals_without_coverage_py_in_the_project_environment(tmp_path: Path) -> None:
+    repo = copy_example("average", tmp_path)
+    runner = repo / "pytest_without_coverage.py"  # inside the repo: the sandbox sees nothing else of /tmp
+    runner.write_text(
+        "import sys\nsys.modules['coverage'] = None  # as in an environment without coverage.py\n"
+        "import pytest\nsys.exit(pytest.main(sys.argv[1:]))\n",
+        encoding="utf-8",
+    )
+    code = main(["fix", str(repo), "--quiet", "--test-cmd", f"{sys.executable} {runner.name}"])
+    assert code == 0
+    report = json.loads((repo / ".selfix" / "report.json").read_text())
+    assert report["coverage_used"] is False
+    assert "coverage.py is not installed" in report["localization_note"]
+    assert any("localization without coverage" in note for note in report["notes"])
+    assert "return sum(values) / len(values)" in (repo / ".selfix" / "patch.diff").read_text()
