@@ -125,3 +125,23 @@ def assert_no_secret(run: TestRun) -> None:
     text = run.output_tail + "".join(r.message for r in run.results.values())
     for secret in ALL_FAKE_SECRETS:
         assert secret not in text
+
+
+@pytest.fixture
+def outside_tmp() -> Iterator[Path]:
+    """A real folder outside /tmp (private inside the sandbox anyway), wherever the checkout itself lives."""
+    import shutil
+    import tempfile
+
+    for parent in ("/var/cache", "/var/lib", "/opt"):
+        try:
+            folder = Path(tempfile.mkdtemp(prefix="selfix-outside-tmp-", dir=parent))
+        except OSError:
+            continue
+        folder.chmod(0o755)  # readable by the sandbox uid, like a checkout would be
+        (folder / "pyproject.toml").write_text("[build-system]\n", encoding="utf-8")
+        (folder / "pyproject.toml").chmod(0o644)
+        yield folder
+        shutil.rmtree(folder, ignore_errors=True)
+        return
+    pytest.skip("no writable folder outside /tmp to prove path hiding on")

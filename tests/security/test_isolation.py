@@ -111,11 +111,13 @@ def test_bwrap_command_line_as_root(tmp_path: Path) -> None:
     assert argv[-3:] == [sys.executable, "-m", "pytest"]
 
 
-def test_hidden_paths_in_the_plan_when_not_under_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_hidden_paths_in_the_plan_when_not_under_tmp(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, outside_tmp: Path
+) -> None:
     # /tmp is private anyway; hiding must also work for a repository and a HOME elsewhere (a runner's
     # /home/runner/work/r/r). Paths are only planned here, nothing is created outside tmp_path.
     home = Path("/root") if Path("/root").is_dir() else Path("/home")
-    repo = Path(__file__).resolve().parents[2]  # selfix's own checkout stands in for the original repo
+    repo = outside_tmp  # stands in for the original repo (e.g. /home/runner/work/r/r)
     monkeypatch.setenv("HOME", str(home))
     env = {"PATH": os.environ["PATH"], "HOME": str(home)}
     argv = BWRAP_ROOT.wrap(["true"], cwd=tmp_path, env=env, writable=[tmp_path], hidden=[repo])

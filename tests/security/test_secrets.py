@@ -200,11 +200,11 @@ def test_users_home_cannot_be_read(run_attack: RunAttack, isolation: Isolation) 
     assert_blocked(run, "AssertionError")
 
 
-def test_hidden_paths_outside_tmp_are_hidden_too(isolation: Isolation, tmp_path: Path) -> None:
+def test_hidden_paths_outside_tmp_are_hidden_too(isolation: Isolation, tmp_path: Path, outside_tmp: Path) -> None:
     # The attack projects above live under /tmp, which is private anyway. This proves the hiding itself on
     # a directory outside /tmp (selfix's own checkout, only read): visible without, gone with ``hidden``.
     need_level(isolation, IsolationLevel.BWRAP, "hiding paths")
-    target = REPO_ROOT / "pyproject.toml"
+    target = outside_tmp / "pyproject.toml"
     code = [sys.executable, "-c", f"print(open({str(target)!r}).read()[:20])"]
     env = sandbox_env(os.environ)
     limits = Limits(wall_seconds=60)
@@ -217,7 +217,7 @@ def test_hidden_paths_outside_tmp_are_hidden_too(isolation: Isolation, tmp_path:
         limits=limits,
         isolation=isolation,
         writable=[tmp_path],
-        hidden=[REPO_ROOT],
+        hidden=[outside_tmp],
     )
     assert hidden.returncode == 1 and "FileNotFoundError" in hidden.stderr
     assert_no_secret_in(hidden.stdout)
