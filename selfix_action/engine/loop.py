@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from selfix_action.engine.fingerprint import failure_signature
 from selfix_action.engine.localize import function_spans, localize
 from selfix_action.engine.models import (
     CandidatePatch,
@@ -27,7 +28,7 @@ from selfix_action.engine.models import (
     VerifyStage,
 )
 from selfix_action.engine.patches import changed_line_count, hunks, unified_diff, without_hunk
-from selfix_action.engine.paths import QA_TEST_DIR, protected_reason
+from selfix_action.engine.paths import QA_TEST_DIR, patch_violations, protected_reason
 from selfix_action.engine.protocols import Engine, EngineStopped, Sandbox
 from selfix_action.engine.report import (
     STOP_EXPLANATIONS,
@@ -45,6 +46,7 @@ BROKEN_TEST_EXCEPTIONS = frozenset(
     {"ImportError", "ModuleNotFoundError", "SyntaxError", "IndentationError", "CollectionError", "NameError"}
 )
 MAX_RECORDED_REJECTIONS = 5
+MAX_TRACED_FAILURES = 10  # failing tests written to the trace's localize event (evidence, fingerprints)
 
 
 class LoopConfig(BaseModel):
@@ -148,6 +150,8 @@ class HealingLoop:
                 f"hypothesis {hypothesis.rank}: {exposure}",
                 hypothesis=hypothesis.id,
                 exposed=exposed,
+                qa_path=qa.path if qa else None,
+                qa_test=qa.source if qa else None,
             )
             if not exposed:
                 records.append(
@@ -177,11 +181,18 @@ class HealingLoop:
                     self.trace(
                         "verify",
                         f"candidate {self.candidates_tried}: {candidate.description} -> "
-                        f"{'PASS' if verdict.ok else 'fail at ' + verdict.stage.value}",
+                        f"{'PASS' if verdict.ok else 'fail at ' + verdict.stage.value} "
+                        f"[{self.test_runs} test runs]",
                         candidate=candidate.id,
                         ok=verdict.ok,
                         stage=verdict.stage.value,
                         detail=verdict.detail,
+                        hypothesis=candidate.hypothesis_id,
+                        template=candidate.template,
+                        description=candidate.description,
+                        line=candidate.line,
+                        prior=candidate.prior,
+                        test_runs=verdict.test_runs,
                     )
                     if not verdict.ok:
                         history.append(verdict)
@@ -273,7 +284,15 @@ class HealingLoop:
                 for line in lines:
                     covering.setdefault(path, {}).setdefault(line, set()).add(test)
         top = ", ".join(f"{s.file}:{s.line} ({s.score:.2f})" for s in found.lines[:5])
-        self.trace("localize", f"{note}; top lines: {top}", lines=[s.model_dump() for s in found.lines[:30]])
+        signatures = [failure_signature(f) for f in failures[:MAX_TRACED_FAILURES]]
+        self.trace(
+            "localize",
+            f"{note}; top lines: {top}",
+            lines=[s.model_dump() for s in found.lines[:30]],
+            failures=[_traced_failure(f) for f in failures[:MAX_TRACED_FAILURES]],
+            signatures=[s.model_dump() for s in signatures],
+            fingerprint=signatures[0].fingerprint if signatures else "",
+        )
         return Evidence(
             f2p_tests=f2p,
             p2p_tests=p2p,
@@ -322,10 +341,10 @@ class HealingLoop:
                 test_runs=runs,
             )
 
-        for path in candidate.files:
-            reason = protected_reason(path, self.config.protected_paths)
-            if reason is not None:
-                return verdict(VerifyStage.PROTECTED, detail=f"edits {path} ({reason})")
+        refused = patch_violations(candidate.files, self._existing_files(candidate.files), self.config.protected_paths)
+        if refused:
+            path, reason = refused[0]
+            return verdict(VerifyStage.PROTECTED, detail=f"edits {path} ({reason})")
         qa_files = {f"{QA_TEST_DIR}/{qa.path}": qa.source} if qa else {}
         if self.config.full_suite_per_candidate:
             with self.sandbox.patched(candidate.files):
@@ -354,6 +373,22 @@ class HealingLoop:
         return verdict(
             VerifyStage.OK, detail=f"F2P pass, {len(guards)} guarding P2P pass", runs=2 if guards else 1
         )
+
+    def _existing_files(self, files: Mapping[str, str]) -> set[str]:
+        """Which of ``files`` exist in the unpatched copy, plus the project's source files when one is new
+        (a new file must land in a folder that already holds source)."""
+        existing: set[str] = set()
+        for path in files:
+            if protected_reason(path) is not None:
+                continue  # refused anyway; never read a path that may point outside the copy
+            try:
+                self.sandbox.read_file(path)
+            except (OSError, SandboxError, ValueError):
+                continue
+            existing.add(path)
+        if len(existing) < len(files):
+            existing.update(self.sandbox.source_files())
+        return existing
 
     def _guarding_tests(self, files: Mapping[str, str], evidence: Evidence) -> list[str]:
         """P2P tests that run the functions the patch edits (all P2P when coverage is unavailable)."""
@@ -529,6 +564,7 @@ class HealingLoop:
             stop_reason=reason.value,
             test_runs=self.test_runs,
             candidates=self.candidates_tried,
+            usage=report.usage,
         )
         return HealResult(report=report, files=files, originals=originals)
 
@@ -570,3 +606,10 @@ def _describe(run: TestRun, nodeid: str) -> str:
         return f"{nodeid}: did not run" + (" (timed out)" if run.timed_out else "")
     message = result.message.strip().splitlines()[0][:200] if result.message.strip() else ""
     return f"{nodeid}: {result.status.value} {result.exc_type} {message}".strip()
+
+
+def _traced_failure(result: TestResult) -> dict[str, Any]:
+    """A failing test for the trace, its message clipped so one huge assertion does not bloat it."""
+    data = result.model_dump()
+    data["message"] = result.message[:2000]
+    return data
