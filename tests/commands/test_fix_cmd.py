@@ -42,6 +42,17 @@ def run_pytest(repo: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+def junit_report(repo: Path, report: Path) -> Path:
+    """The JUnit report a CI run of the project's suite would have produced."""
+    subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}"],
+        cwd=repo,
+        capture_output=True,
+        timeout=120,
+    )
+    return report
+
+
 def changed_lines(diff: str) -> tuple[list[str], list[str]]:
     removed = [ln[1:].strip() for ln in diff.splitlines() if ln.startswith("-") and not ln.startswith("---")]
     added = [ln[1:].strip() for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
@@ -124,13 +135,7 @@ def test_apply_writes_the_patch_into_a_plain_folder(
 @pytest.mark.slow
 def test_heals_from_a_junit_report_of_the_failed_run(tmp_path: Path) -> None:
     repo = copy_example("age_check", tmp_path)
-    report = tmp_path / "junit.xml"
-    subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}"],
-        cwd=repo,
-        capture_output=True,
-        timeout=120,
-    )
+    report = junit_report(repo, tmp_path / "junit.xml")
     code = main(["fix", str(repo), "--junit", str(report), "--quiet"])
     assert code == 0
     data = json.loads((repo / ".selfix" / "report.json").read_text())
@@ -155,13 +160,7 @@ def test_exit_codes_for_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 def test_green_junit_report_is_nothing_to_heal(tmp_path: Path) -> None:
     repo = write_project(tmp_path / "p", {"m.py": "X = 1\n", "tests/test_m.py": "def test_x():\n    pass\n"})
-    report = tmp_path / "junit.xml"
-    subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}"],
-        cwd=repo,
-        capture_output=True,
-        timeout=120,
-    )
+    report = junit_report(repo, tmp_path / "junit.xml")
     assert main(["fix", str(repo), "--junit", str(report), "--quiet"]) == 3
 
 

@@ -14,6 +14,7 @@ import pytest
 from selfix_action.engine.loop import HealingLoop
 from selfix_action.engine.report import HealReport, StopReason
 from selfix_action.llm.factory import build_engine
+from tests.engine.test_loop import CALC
 from tests.llm.conftest import CachedSandbox, TraceLog
 from tests.models.fake_servers import (
     FakeProvider,
@@ -26,31 +27,6 @@ from tests.models.fake_servers import (
     serve,
 )
 
-CALC = {
-    "calc.py": """
-        def add(a, b):
-            return a - b
-
-
-        def double(x):
-            return x * 2
-        """,
-    "tests/test_calc.py": """
-        from calc import add, double
-
-
-        def test_add():
-            assert add(2, 3) == 5
-
-
-        def test_add_zero():
-            assert add(4, 0) == 4
-
-
-        def test_double():
-            assert double(4) == 8
-        """,
-}
 DETECTIVE = {
     "hypotheses": [
         {
