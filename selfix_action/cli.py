@@ -30,6 +30,13 @@ def build_parser() -> argparse.ArgumentParser:
     junit.add_argument("--json", action="store_true", help="print one JSON object with cases and errors")
 
     sub.add_parser("action", help="run as the GitHub Action (reads GITHUB_* and INPUT_* from the environment)")
+    heal = sub.add_parser("heal", help="split-privilege job 1: heal with a read-only token, write a patch bundle")
+    heal.add_argument("--bundle", type=Path, help="bundle folder (default: $RUNNER_TEMP/selfix-bundle)")
+    publish = sub.add_parser("publish", help="split-privilege job 2: verify a patch bundle, then push and comment")
+    publish.add_argument("bundle", type=Path, metavar="BUNDLE", help="the folder written by selfix heal")
+    from selfix_action.bench.cli import add_bench_parser
+
+    add_bench_parser(sub, _Parser)
 
     fix = sub.add_parser("fix", help="heal the failing tests of a local repository")
     fix.add_argument("repo", nargs="?", default=".", help="git checkout or plain folder (default: .)")
@@ -66,7 +73,30 @@ def build_parser() -> argparse.ArgumentParser:
         help="how test runs are isolated (auto: the best that works here)",
     )
     box.add_argument("--require-isolation", action="store_true", help="refuse to run without isolation")
+    mem = fix.add_argument_group("memory of past fixes")
+    mem.add_argument("--memory", type=Path, metavar="PATH", help="SQLite memory file (default: OUT/memory.db)")
+    mem.add_argument("--no-memory", action="store_true", help="neither read nor update the memory")
+    _add_learning_commands(sub)
     return parser
+
+
+def _add_learning_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    export = sub.add_parser("export", help="turn traces into training data (dpo) or a summary (stats)")
+    kinds = export.add_subparsers(dest="export_kind", required=True, parser_class=_Parser)
+    dpo = kinds.add_parser("dpo", help="preference pairs (prompt, chosen, rejected) for TRL's DPOTrainer")
+    dpo.add_argument("traces", nargs="+", metavar="TRACE", help="trace.jsonl files or folders holding them")
+    dpo.add_argument("-o", "--output", type=Path, required=True, help="JSONL file to write")
+    dpo.add_argument("--threshold", type=float, default=0.2, help="keep pairs whose reward margin exceeds this")
+    stats = kinds.add_parser("stats", help="summarise a corpus of traces")
+    stats.add_argument("traces", nargs="+", metavar="TRACE")
+    stats.add_argument("--json", action="store_true", help="print JSON")
+    learn = sub.add_parser("learn", help="train the reward-model baseline (logistic regression) on traces")
+    learn.add_argument("traces", nargs="+", metavar="TRACE")
+    learn.add_argument("-o", "--output", type=Path, default=Path("reward_model.json"), help="model JSON")
+    learn.add_argument("--held-out", type=float, default=0.25, help="fraction of runs held out (0.25)")
+    view = sub.add_parser("view", help="render one trace as a self-contained HTML timeline")
+    view.add_argument("trace", metavar="TRACE")
+    view.add_argument("-o", "--output", type=Path, help="HTML file (default: TRACE with .html)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -76,10 +106,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             from selfix_action.commands.junit_cmd import run_junit
 
             return run_junit(args.files, args.json, sys.stdout, sys.stderr)
+        if args.command == "heal":
+            from selfix_action.commands.split_cmd import run_heal
+
+            return run_heal(os.environ, sys.stdout, sys.stderr, bundle_dir=args.bundle)
+        if args.command == "publish":
+            from selfix_action.commands.split_cmd import run_publish
+
+            return run_publish(args.bundle, os.environ, sys.stdout, sys.stderr)
         if args.command == "action":
             from selfix_action.commands.action_cmd import run_action
 
             return run_action(os.environ, sys.stdout, sys.stderr)
+        if args.command == "bench":
+            from selfix_action.bench.cli import run_bench_command
+
+            return run_bench_command(args)
         if args.command == "fix":
             from selfix_action.commands.fix_cmd import FixOptions, resolve_test_cmd, run_fix
 
@@ -111,8 +153,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                 max_retry_wait=args.max_retry_wait,
                 isolation=args.isolation,
                 require_isolation=args.require_isolation,
+                memory=args.memory,
+                use_memory=not args.no_memory,
             )
             return run_fix(options)
+        if args.command in ("export", "learn", "view"):
+            from selfix_action.commands import learn_cmd
+
+            if args.command == "view":
+                return learn_cmd.run_view(args.trace, args.output, sys.stdout)
+            if args.command == "learn":
+                return learn_cmd.run_learn(args.traces, args.output, args.held_out, sys.stdout, sys.stderr)
+            if args.export_kind == "dpo":
+                return learn_cmd.run_export_dpo(args.traces, args.output, args.threshold, sys.stdout, sys.stderr)
+            return learn_cmd.run_export_stats(args.traces, args.json, sys.stdout, sys.stderr)
     except SelfixError as exc:
         print(f"selfix: error: {exc}", file=sys.stderr)
         return int(exc.exit_code)

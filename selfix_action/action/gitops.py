@@ -172,6 +172,11 @@ class Git:
     def parents(self, sha: str) -> list[str]:
         return self.run("log", "-1", "--format=%P", check_sha(sha)).split()
 
+    def tracked_files(self, sha: str) -> set[str]:
+        """Every file path in the commit's tree (repo-relative, POSIX)."""
+        out = self.run("ls-tree", "-r", "-z", "--name-only", check_sha(sha))
+        return {name for name in out.split("\0") if name}
+
     def tree(self, sha: str) -> str:
         return self.run("rev-parse", f"{check_sha(sha)}^{{tree}}").strip()
 

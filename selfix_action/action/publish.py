@@ -223,6 +223,26 @@ def suggestions_from_diff(diff: str) -> list[ReviewSuggestion]:
     return out
 
 
+def isolation_lines(report: HealReport) -> list[str]:
+    """The sandbox boundary the project's tests ran in, for the job summary (loud when there was none)."""
+    iso = report.isolation
+    if not iso:
+        return []
+    level = str(iso.get("level", "none"))
+    warnings = " ".join(str(w) for w in iso.get("warnings") or ())
+    if level == "none":
+        line = f"**WARNING: no isolation**: the project's tests ran unisolated. {clean(warnings, 500)}".rstrip()
+    else:
+        line = f"Isolation: `{level}` ({clean(str(iso.get('mechanism', '')), 300)}), as uid {iso.get('uid', '?')}"
+        if warnings:
+            line += f"; {clean(warnings, 500)}"
+    out = [line.replace("\n", " ")]
+    fallbacks = [clean(str(f), 200).replace("\n", " ") for f in iso.get("fallbacks") or ()]
+    if fallbacks:
+        out.append("Isolation fallbacks: " + "; ".join(fallbacks[:5]))
+    return out
+
+
 def summary_markdown(status: str, report_md: str, extra: Sequence[str] = ()) -> str:
     head = f"# selfix: {status}\n\n" + "".join(f"- {line}\n" for line in extra) + "\n"
     body = head + report_md
@@ -295,10 +315,20 @@ class Log:
             self.line("::endgroup::")
 
     def untrusted(self, text: str) -> None:
-        token = secrets.token_hex(16)
-        self.line(f"::stop-commands::{token}")
-        self.line(text)
-        self.line(f"::{token}::")
+        self.line(stop_commands(text))
+
+    def note(self, prefix: str, text: str, limit: int = 300) -> None:
+        """One log line ending in untrusted text: cleaned and kept on that line, so none of it can start a
+        line of its own (workflow commands only run at the start of a line)."""
+        self.line(prefix + " ".join(clean(text, limit).split("\n")))
 
     def command(self, text: str) -> None:
         self.line(text)
+
+
+def stop_commands(text: str) -> str:
+    """``text`` between ``::stop-commands::<random token>`` and ``::<token>::``: the runner executes no workflow
+    command (``::set-output``, ``::add-mask::``, ``::error``...) found in between, and ``text`` cannot guess
+    the token to end the block early."""
+    token = secrets.token_hex(16)
+    return f"::stop-commands::{token}\n{text.rstrip(chr(10))}\n::{token}::"

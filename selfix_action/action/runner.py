@@ -43,7 +43,7 @@ from selfix_action.action.publish import Log
 from selfix_action.action.settings import Mode, Settings
 from selfix_action.commands.fix_cmd import resolve_test_cmd
 from selfix_action.engine.loop import HealResult, LoopConfig
-from selfix_action.engine.paths import protected_reason
+from selfix_action.engine.paths import patch_violations
 from selfix_action.engine.report import StopReason, render_markdown
 from selfix_action.errors import InputError, SelfixError
 from selfix_action.github.client import WRITE_PERMISSIONS, CommentInfo, GitHubClient, PullInfo, trusted_labels
@@ -139,7 +139,7 @@ def junit_sets(paths: Sequence[Path], log: Log) -> tuple[list[str], list[str]]:
     """F2P and P2P node ids from JUnit files; unreadable or hostile files are skipped with a line each."""
     report = parse_reports(list(paths))
     for error in report.errors:
-        log.line(f"selfix: skipping JUnit file {Path(error.path).name}: {publish.clean(error.reason, 300)}")
+        log.note(f"selfix: skipping JUnit file {publish.clean(Path(error.path).name, 100)}: ", error.reason)
     failing = [c.nodeid for c in report.cases if c.outcome in (CaseOutcome.FAILED, CaseOutcome.ERROR) and c.nodeid]
     passing = [c.nodeid for c in report.cases if c.outcome is CaseOutcome.PASSED and c.nodeid]
     return failing, passing
@@ -163,12 +163,17 @@ def default_healer(request: HealRequest) -> HealResult:
         build_engine(settings),
         config,
         limits=limits,
-        isolation=detect_isolation(IsolationConfig()),  # the best that works; the report says which
+        isolation=detect_isolation(isolation_config(settings)),  # the report and the job summary say which
         env_source=request.env,
         repo_label=settings.repository or ".",
         junit_failing=failing,
         junit_passing=passing,
     )
+
+
+def isolation_config(settings: Settings) -> IsolationConfig:
+    """The ``isolation`` and ``require_isolation`` inputs; the sandbox uid stays IsolationConfig's (nobody)."""
+    return IsolationConfig(mode=settings.isolation, require_isolation=settings.require_isolation)
 
 
 def protected_patterns(settings: Settings) -> tuple[str, ...]:
@@ -379,10 +384,10 @@ class ActionRunner:
                 try:
                     files = self.client.download_artifact(artifact, dest_root / str(artifact.id))
                 except ArtifactRefused as exc:
-                    self.log.line(f"::warning::selfix refused artifact: {publish.clean(str(exc), 300)}")
+                    self.log.note("::warning::selfix refused artifact: ", str(exc))
                     continue
                 xml = [f for f in files if f.suffix.lower() == ".xml"]
-                self.log.line(f"artifact {publish.clean(artifact.name, 100)}: {len(xml)} XML file(s)")
+                self.log.note("artifact ", f"{artifact.name}: {len(xml)} XML file(s)")
                 found += xml
         return tuple(found[:MAX_JUNIT_FILES])
 
@@ -466,6 +471,7 @@ class ActionRunner:
                     known=self._tracking,
                 )
         extra = [f"Trigger: {trigger.name}", f"Failing branch: `{target.branch}`", f"Fingerprint: `{fp}`"]
+        extra += publish.isolation_lines(report)
         if outcome.pr_url:
             extra.append(f"Pull request: {outcome.pr_url}")
         extra += outcome.notes
@@ -497,7 +503,7 @@ class ActionRunner:
         files = list(report.patch.files)
         # Checked again here, on the final diff, right before anything is committed.
         patterns = protected_patterns(self.settings)
-        blocked = [f"{f} ({why})" for f in files if (why := protected_reason(f, patterns))]
+        blocked = [f"{f} ({why})" for f, why in patch_violations(files, self.git.tracked_files(target.sha), patterns)]
         mode = mode_for(self.settings, files)
         if blocked:
             outcome.notes.append("patch touches protected paths: " + ", ".join(blocked))

@@ -11,14 +11,16 @@ import json
 from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
 from selfix_action.errors import InputError
 
 DEFAULT_CONFIG_FILE = ".github/selfix.yml"
+# How test runs are isolated (selfix_action.sandbox.isolation.IsolationConfig.mode): auto takes the best that works.
+IsolationMode = Literal["auto", "bwrap", "unshare", "none"]
 MAX_CONFIG_BYTES = 256 * 1024
 
 
@@ -61,6 +63,8 @@ class FileConfig(BaseModel):
     protected_paths: tuple[str, ...] | None = Field(None, description="globs selfix never edits")
     labels: tuple[str, ...] | None = None
     draft: bool | None = None
+    isolation: IsolationMode | None = Field(None, description="auto (best that works), bwrap, unshare or none")
+    require_isolation: bool | None = Field(None, description="refuse to run the project's tests unisolated")
     rules: tuple[PathRule, ...] = ()
 
 
@@ -85,10 +89,13 @@ INPUT_DEFAULTS: dict[str, Any] = {
     "protected_paths": (),
     "labels": ("selfix",),
     "draft": False,
+    "isolation": "auto",
+    "require_isolation": False,
     "config_file": DEFAULT_CONFIG_FILE,
 }
 SECRET_INPUTS = frozenset({"github_token", "anthropic_api_key", "openai_api_key"})
 LIST_INPUTS = frozenset({"junit_paths", "allowed_users", "allowed_bots", "protected_paths", "labels"})
+BOOL_INPUTS = frozenset({"draft", "require_isolation"})
 
 
 class Settings(BaseModel):
@@ -116,6 +123,8 @@ class Settings(BaseModel):
     protected_paths: tuple[str, ...] = ()
     labels: tuple[str, ...] = ("selfix",)
     draft: bool = False
+    isolation: IsolationMode = "auto"
+    require_isolation: bool = False
     config_file: str = DEFAULT_CONFIG_FILE
     rules: tuple[PathRule, ...] = ()
 
@@ -138,6 +147,12 @@ class Settings(BaseModel):
     api_write_interval: float = 1.0
     api_max_rate_limit_wait: float = 90.0
     api_backoff: float = 0.5
+
+    @model_validator(mode="after")
+    def _isolation_consistent(self) -> Settings:
+        if self.require_isolation and self.isolation == "none":
+            raise ValueError("require_isolation contradicts isolation: none")
+        return self
 
     @field_validator("repository")
     @classmethod
@@ -233,7 +248,7 @@ def load_settings(env: Mapping[str, str]) -> Settings:
         if raw is not None:
             if name in LIST_INPUTS:
                 values[name] = _split_list(raw)
-            elif name == "draft":
+            elif name in BOOL_INPUTS:
                 values[name] = _bool(name, raw)
             else:
                 values[name] = raw

@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping
 from typing import TextIO
 
-from selfix_action.action.publish import Log, write_outputs, write_summary
+from selfix_action.action.publish import Log, _escape_data, clean, stop_commands, write_outputs, write_summary
 from selfix_action.action.runner import ActionOutcome, ActionRunner, Healer
 from selfix_action.action.settings import load_settings
 from selfix_action.errors import SelfixError
@@ -41,8 +41,10 @@ def run_action(
         outcome = ActionRunner(settings, env, log, healer=healer).run()
         code = 0
     except SelfixError as exc:
-        log.line(f"::error title=selfix::{str(exc).replace(chr(10), ' ')}")
-        print(f"selfix: error: {exc}", file=err)
+        # The annotation carries only the first line (ours); the rest may quote test output: fenced below.
+        first = clean(str(exc).split("\n", 1)[0], 300)
+        log.line(f"::error title=selfix::{_escape_data(first)}")
+        print(stop_commands(f"selfix: error: {exc}"), file=err)  # may quote test output
         outcome = ActionOutcome("error", notes=[str(exc)])
         write_summary(settings.summary_path, f"# selfix: error\n\n{exc}\n")
         code = 1

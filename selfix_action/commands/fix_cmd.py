@@ -22,6 +22,7 @@ from selfix_action.engine.report import render_markdown
 from selfix_action.errors import ExitCode, InputError
 from selfix_action.heal import heal_repository
 from selfix_action.junit import Outcome, parse_reports
+from selfix_action.learn.hooks import attach_memory, learn_from_run, open_memory, outcome_fields, trace_header
 from selfix_action.offline.engine import OfflineEngine
 from selfix_action.sandbox.isolation import IsolationConfig, detect_isolation
 from selfix_action.sandbox.process import Limits
@@ -59,6 +60,9 @@ class FixOptions(BaseModel):
     # sandbox isolation
     isolation: str = "auto"
     require_isolation: bool = False
+    # memory of past fixes (selfix_action.learn.memory): None = OUT/memory.db; use_memory=False turns it off
+    memory: Path | None = None
+    use_memory: bool = True
 
 
 def resolve_test_cmd(test_cmd: str | None, repo: Path) -> tuple[str, ...]:
@@ -87,8 +91,10 @@ def resolve_test_cmd(test_cmd: str | None, repo: Path) -> tuple[str, ...]:
 class RunOutput:
     """trace.jsonl (one event per step) and the progress lines a person sees on the terminal."""
 
-    def __init__(self, trace_path: Path, stream: TextIO, quiet: bool) -> None:
+    def __init__(self, trace_path: Path, stream: TextIO, quiet: bool, header: dict[str, Any] | None = None) -> None:
         self._handle = open(trace_path, "w", encoding="utf-8")
+        if header is not None:  # the trace schema's header record (selfix_action.learn.trace_schema)
+            self._handle.write(json.dumps(header, default=str) + "\n")
         self._stream = stream
         self._quiet = quiet
         self._started = time.monotonic()
@@ -209,9 +215,16 @@ def run_fix(options: FixOptions, out: TextIO | None = None, err: TextIO | None =
     isolation = detect_isolation(IsolationConfig(mode=options.isolation, require_isolation=options.require_isolation))
     out_dir.mkdir(parents=True, exist_ok=True)
     _exclude_from_git(repo, out_dir)
-    trace = RunOutput(out_dir / "trace.jsonl", err, options.quiet)
+    trace = RunOutput(out_dir / "trace.jsonl", err, options.quiet, header=trace_header(str(options.repo), engine.name))
     if hasattr(engine, "trace"):
         engine.trace = trace  # every prompt and response goes into trace.jsonl
+    memory = None
+    if options.use_memory:
+        memory = open_memory(
+            options.memory or out_dir / "memory.db", lambda m: print(f"selfix: warning: {m}", file=err)
+        )
+        if memory is not None:
+            attach_memory(engine, memory, trace)
     try:
         result = heal_repository(
             repo,
@@ -225,8 +238,12 @@ def run_fix(options: FixOptions, out: TextIO | None = None, err: TextIO | None =
             junit_failing=junit_failing,
             junit_passing=junit_passing,
         )
+        trace("outcome", result.report.stop_reason.value, **outcome_fields(result.report))
     finally:
         trace.close()
+    if memory is not None:
+        learn_from_run(memory, out_dir / "trace.jsonl", result.report)
+        memory.close()
 
     report = result.report
     (out_dir / "report.json").write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")

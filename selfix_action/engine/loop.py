@@ -374,6 +374,16 @@ class HealingLoop:
             VerifyStage.OK, detail=f"F2P pass, {len(guards)} guarding P2P pass", runs=2 if guards else 1
         )
 
+    def _originals(self, files: Mapping[str, str]) -> dict[str, str]:
+        """The unpatched text of each file the patch touches; a file the patch creates has none."""
+        originals = {}
+        for path in files:
+            try:
+                originals[path] = self.sandbox.read_file(path)
+            except (OSError, SandboxError, ValueError):
+                continue
+        return originals
+
     def _existing_files(self, files: Mapping[str, str]) -> set[str]:
         """Which of ``files`` exist in the unpatched copy, plus the project's source files when one is new
         (a new file must land in a folder that already holds source)."""
@@ -394,10 +404,10 @@ class HealingLoop:
         """P2P tests that run the functions the patch edits (all P2P when coverage is unavailable)."""
         if not evidence.coverage_used:
             return list(evidence.p2p_tests)
-        originals = {path: self.sandbox.read_file(path) for path in files}
+        originals = self._originals(files)
         guards: set[str] = set()
         for hunk in hunks(originals, files):
-            spans = function_spans(hunk.path, originals[hunk.path])
+            spans = function_spans(hunk.path, originals.get(hunk.path, ""))
             lo, hi = hunk.original_lines
             touched = [s for s in spans if s.start <= hi and lo <= s.end]
             lines = set(range(lo, hi + 1))
@@ -413,7 +423,7 @@ class HealingLoop:
     def _minimize(self, candidate: CandidatePatch, qa: QATest | None, evidence: Evidence) -> dict[str, str]:
         """Drop every hunk whose removal keeps all the selected tests green."""
         files = dict(candidate.files)
-        originals = {path: self.sandbox.read_file(path) for path in files}
+        originals = self._originals(files)
         changed = True
         while changed and len(hunks(originals, files)) > 1:
             changed = False
@@ -521,7 +531,7 @@ class HealingLoop:
         tests_after: dict[str, str] = {}
         if winner is not None:
             candidate, files, after = winner
-            originals = {path: self.sandbox.read_file(path) for path in files}
+            originals = self._originals(files)
             patch = PatchRecord(
                 candidate_id=candidate.id,
                 hypothesis_id=candidate.hypothesis_id,

@@ -24,10 +24,12 @@ def unified_diff(originals: Mapping[str, str], files: Mapping[str, str]) -> str:
             tofile=f"b/{path}",
             n=3,
         )
-        text = ""
+        text = f"diff --git a/{path} b/{path}\n"
+        if path not in originals:
+            text += "new file mode 100644\n"  # git apply needs it to create the file
         for line in lines:
             text += line if line.endswith("\n") else line + "\n" + NO_NEWLINE
-        chunks.append(f"diff --git a/{path} b/{path}\n" + text)
+        chunks.append(text)
     return "".join(chunks)
 
 

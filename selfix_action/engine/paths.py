@@ -7,7 +7,7 @@ configuration. These checks run at the edit layer and again on the final diff.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import PurePosixPath
 
 # Scratch folder (inside the sandbox copy only) where QA reproduction tests are written.
@@ -56,8 +56,27 @@ PROTECTED_FILE_NAMES = frozenset(
         "uv.lock",
         "Pipfile.lock",
         "requirements.txt",
+        "pytest.toml",
+        ".pytest.ini",
+        "constraints.txt",
+        "pdm.lock",
+        "pixi.lock",
+        "package-lock.json",
+        "npm-shrinkwrap.json",
+        "yarn.lock",
+        "pnpm-lock.yaml",
+        "bun.lockb",
+        "Cargo.lock",
+        "Gemfile.lock",
+        "composer.lock",
+        "go.sum",
+        "conda-lock.yml",
+        "sitecustomize.py",
+        "usercustomize.py",
     }
 )
+# Files the interpreter runs at start-up: a patch must never add one (nor edit one).
+STARTUP_HOOK_NAMES = frozenset({"sitecustomize.py", "usercustomize.py"})
 PROTECTED_DIR_NAMES = frozenset({".github", ".circleci", ".buildkite"})
 
 
@@ -83,8 +102,12 @@ def protected_reason(path: str, extra_patterns: Iterable[str] = ()) -> str | Non
         return "outside the repository"
     if is_test_path(path):
         return "test file"
+    if pure.name in STARTUP_HOOK_NAMES or pure.suffix == ".pth":
+        return "interpreter start-up hook"
     if pure.name in PROTECTED_FILE_NAMES:
         return "test, build or CI configuration"
+    if pure.suffix == ".lock" or (pure.name.startswith("requirements") and pure.suffix in (".txt", ".in")):
+        return "lockfile or pinned requirements"
     if any(part in PROTECTED_DIR_NAMES for part in pure.parts):
         return "CI configuration"
     for pattern in extra_patterns:
@@ -96,3 +119,40 @@ def protected_reason(path: str, extra_patterns: Iterable[str] = ()) -> str | Non
 def is_source_path(path: str) -> bool:
     """A Python file of the project's own code that engines may edit."""
     return path.endswith(".py") and not is_ignored_path(path) and protected_reason(path) is None
+
+
+def source_dirs(source_files: Iterable[str]) -> set[str]:
+    """Folders that already hold project source ("." for the repository root)."""
+    return {PurePosixPath(p).parent.as_posix() for p in source_files if is_source_path(p)}
+
+
+def new_file_reason(path: str, existing_source_dirs: Collection[str]) -> str | None:
+    """Why a patch may not create ``path`` (which does not exist yet), or None when it may."""
+    pure = PurePosixPath(path)
+    if pure.name in STARTUP_HOOK_NAMES or pure.suffix == ".pth":
+        return "new interpreter start-up hook"
+    if pure.parent.as_posix() not in existing_source_dirs:
+        return "new file outside the project's source folders"
+    return None
+
+
+def patch_violations(
+    files: Iterable[str],
+    existing_files: Collection[str],
+    extra_patterns: Iterable[str] = (),
+) -> list[tuple[str, str]]:
+    """Every ``(path, reason)`` that makes a patch unacceptable. ``existing_files``: all files of the unpatched
+    tree (repo-relative POSIX paths); a patched path not among them is a new file and must land in a folder
+    that already holds project source."""
+    patterns = tuple(extra_patterns)
+    dirs: set[str] | None = None
+    out: list[tuple[str, str]] = []
+    for path in files:
+        reason = protected_reason(path, patterns)
+        if reason is None and path not in existing_files:
+            if dirs is None:
+                dirs = source_dirs(existing_files)
+            reason = new_file_reason(path, dirs)
+        if reason is not None:
+            out.append((path, reason))
+    return out

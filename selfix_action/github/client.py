@@ -27,6 +27,8 @@ from selfix_action.github.errors import ArtifactRefused, GitHubError, GitHubRate
 
 T = TypeVar("T")
 WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
+# Who comments with the workflow's GITHUB_TOKEN (an installation token: GET /user is refused for it).
+DEFAULT_BOT_LOGIN = "github-actions[bot]"
 
 
 @dataclass(frozen=True)
@@ -108,8 +110,11 @@ class GitHubClient:
         max_rate_limit_wait: float = 90.0,
         write_interval: float = 1.0,
         timeout: float = 30.0,
+        bot_login: str = DEFAULT_BOT_LOGIN,
     ) -> None:
         self.repository = repository
+        self._bot_login = bot_login
+        self._own_login: str | None = None
         self._owner = repository.split("/", 1)[0]
         self._token = token
         self._timeout = timeout
@@ -180,6 +185,28 @@ class GitHubClient:
             raise _translate(exc, f"read the permission of {login}") from exc
         except _API_ERRORS as exc:
             raise _translate(exc, f"read the permission of {login}") from exc
+
+    def own_login(self) -> str:
+        """The token's own identity: GET /user for a user or app user token; installation tokens (the workflow's
+        GITHUB_TOKEN, GitHub App tokens) are refused there and comment as ``bot_login``."""
+        if self._own_login is None:
+            try:
+                self._own_login = str(self._gh.get_user().login)
+            except GithubException as exc:
+                if exc.status not in (401, 403, 404) or isinstance(exc, RateLimitExceededException):
+                    raise _translate(exc, "read the token's own login") from exc
+                self._own_login = self._bot_login
+            except _API_ERRORS as exc:
+                raise _translate(exc, "read the token's own login") from exc
+        return self._own_login
+
+    def _is_ours(self, comment: Any, marker: str) -> bool:
+        """Our tracking comment: carries the marker AND was written by this token's identity (anyone can paste
+        the marker into a comment of their own; editing theirs would put our text under their name)."""
+        if marker not in (comment.body or ""):
+            return False
+        author = comment.user.login if comment.user is not None else ""
+        return bool(author) and author == self.own_login()
 
     def react_to_comment(self, comment_id: int, content: str) -> None:
         def go() -> None:
@@ -272,7 +299,7 @@ class GitHubClient:
     def find_issue_comment(self, number: int, marker: str) -> CommentInfo | None:
         def go() -> CommentInfo | None:
             for comment in self._repo.get_issue(number).get_comments():
-                if marker in (comment.body or ""):
+                if self._is_ours(comment, marker):
                     return self._comment_info(comment)
             return None
 
@@ -304,7 +331,7 @@ class GitHubClient:
 
         def find() -> CommentInfo | None:
             for comment in self._repo.get_commit(sha).get_comments():
-                if marker in (comment.body or ""):
+                if self._is_ours(comment, marker):
                     return self._comment_info(comment)
             return None
 

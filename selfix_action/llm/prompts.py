@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterable, Sequence
 
 from selfix_action.engine.localize import function_spans
 from selfix_action.engine.models import Evidence, Hypothesis, Verification
+from selfix_action.untrusted import NOTICE as UNTRUSTED_NOTICE
+from selfix_action.untrusted import block, inline
 
 MAX_FAILURES = 5
 MAX_MESSAGE_LINES = 8
@@ -40,7 +42,8 @@ Rules:
 - Ground every claim in the evidence below: failing tests, tracebacks, the localization ranking and the code.
 - Keep fixes minimal: change the fewest lines that make the failing tests pass without breaking others.
 - Always answer by calling the tool named in the request, with arguments matching its schema.
-- Code below is shown with line numbers ("   12 | code"); line numbers are not part of the file."""
+- Code below is shown with line numbers ("   12 | code"); line numbers are not part of the file.
+- """ + UNTRUSTED_NOTICE
 
 
 # -- the shared repository context -----------------------------------------------------------------------
@@ -55,10 +58,11 @@ def build_context(evidence: Evidence, read_file: ReadFile, similar_fixes: str = 
         "## The failing tests",
         render_slices(test_slices(evidence, read_file), read_file),
         "## Similar past fixes",
-        similar_fixes.strip() or "(none recorded yet)",
+        block("similar past fixes", similar_fixes.strip()) if similar_fixes.strip() else "(none recorded yet)",
     ]
     if evidence.user_hint.strip():
-        sections += ["## Hint from the maintainer", evidence.user_hint.strip()]
+        # Comment or dispatch text: anyone with write access (or a listed bot) typed it; still data, not orders.
+        sections += ["## Hint from the maintainer", block("maintainer hint", evidence.user_hint.strip(), limit=2000)]
     return "\n\n".join(sections) + "\n"
 
 
@@ -70,20 +74,24 @@ def baseline_context(evidence: Evidence, read_file: ReadFile, files: Iterable[st
             text = read_file(path)
         except OSError:
             continue
-        parts.append(f"### {path}\n" + "\n".join(f"{n:>5} | {line}" for n, line in enumerate(text.splitlines(), 1)))
+        numbered = "\n".join(f"{n:>5} | {line}" for n, line in enumerate(text.splitlines(), 1))
+        parts.append(f"### {inline(path)}\n" + block(f"file {path}", numbered, code=True, limit=len(numbered) + 1))
     return "\n\n".join(parts) + "\n"
 
 
 def _failures_section(evidence: Evidence) -> str:
     out = [f"## Failing tests ({len(evidence.f2p_tests)} fail, {len(evidence.p2p_tests)} pass)"]
     for failure in evidence.failures[:MAX_FAILURES]:
-        out.append(f"- {failure.nodeid}: {failure.status.value} {failure.exc_type}".rstrip())
+        out.append(f"- {inline(failure.nodeid)}: {failure.status.value} {inline(failure.exc_type, 100)}".rstrip())
+        output: list[str] = []
         message = _clip(failure.message)
         if message:
-            out += [f"    {line}" for line in message.splitlines()]
+            output += message.splitlines()
         if failure.frames:
-            out.append("    traceback (project frames, outermost first):")
-            out += [f"      {f.file}:{f.line} in {f.function}: {f.code.strip()}" for f in failure.frames[-6:]]
+            output.append("traceback (project frames, outermost first):")
+            output += [f"  {f.file}:{f.line} in {f.function}: {f.code.strip()}" for f in failure.frames[-6:]]
+        if output:
+            out.append(block("test output", "\n".join(output)))
     if len(evidence.failures) > MAX_FAILURES:
         out.append(f"- ... and {len(evidence.failures) - MAX_FAILURES} more failing test(s)")
     return "\n".join(out)
@@ -194,16 +202,18 @@ def render_slices(wanted: dict[str, set[int]], read_file: ReadFile) -> str:
         except OSError:
             continue
         shown = sorted(n for n in lines if 1 <= n <= len(text))
-        block = [f"### {path} ({len(text)} lines)"]
+        lines = []
         previous = 0
         for n in shown:
             if n > previous + 1:
-                block.append("  ...")
-            block.append(f"{n:>5} | {text[n - 1]}")
+                lines.append("  ...")
+            lines.append(f"{n:>5} | {text[n - 1]}")
             previous = n
         if previous < len(text):
-            block.append("  ...")
-        out.append("\n".join(block))
+            lines.append("  ...")
+        body = "\n".join(lines)
+        fenced = block(f"file {path}", body, code=True, limit=len(body) + 1)
+        out.append(f"### {inline(path)} ({len(text)} lines)\n{fenced}")
     return "\n\n".join(out)
 
 
@@ -316,7 +326,7 @@ Call the propose_edits tool.{correction}"""
 
 def describe_failure(verdict: Verification) -> str:
     detail = verdict.detail or ", ".join(verdict.failing_tests[:3])
-    return f"verification failed at {verdict.stage.value}: {detail}"
+    return f"verification failed at {verdict.stage.value}:\n" + block("verification output", detail, limit=1500)
 
 
 def corrective_request(tool: str, problem: str) -> str:

@@ -4,7 +4,7 @@ templates applied at their most suspicious lines, most likely first."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from selfix_action.engine.models import CandidatePatch, Evidence, Hypothesis, QATest, Verification
@@ -17,8 +17,11 @@ MAX_LINES_PER_HYPOTHESIS = 12
 class OfflineEngine:
     name = "offline"
 
-    def __init__(self) -> None:
+    def __init__(self, template_scores: Callable[[Evidence], Mapping[str, float]] | None = None) -> None:
         self._seen: set[str] = set()  # normalized candidate sources, across hypotheses
+        # Memory hook (selfix_action.learn): templates that fixed similar failures -> score; tried first.
+        self.template_scores = template_scores
+        self._boost: Mapping[str, float] | None = None
 
     def usage(self) -> dict[str, Any]:
         return {}
@@ -64,6 +67,9 @@ class OfflineEngine:
     ) -> Iterator[CandidatePatch]:
         source = sandbox.read_file(hypothesis.file)
         score_of = {s.line: s.score for s in evidence.suspicious_lines if s.file == hypothesis.file}
+        if self._boost is None:
+            self._boost = dict(self.template_scores(evidence)) if self.template_scores else {}
+        boost = self._boost
         scored = []
         for order, line in enumerate(hypothesis.lines):
             for edit in candidate_edits(source, hypothesis.file, [line]):
@@ -72,8 +78,10 @@ class OfflineEngine:
                 self._seen.add(edit.normalized)
                 # Ties in suspiciousness are common in small programs: within a tie, the template's prior
                 # decides, so every line of the top tie group gets its likeliest repairs first.
-                scored.append((-score_of.get(line, 0.0), -edit.prior, order, len(scored), edit))
-        scored.sort(key=lambda item: item[:4])
+                scored.append(
+                    (-boost.get(edit.template, 0.0), -score_of.get(line, 0.0), -edit.prior, order, len(scored), edit)
+                )
+        scored.sort(key=lambda item: item[:5])
         for number, (*_, edit) in enumerate(scored, 1):
             yield CandidatePatch(
                 id=f"{hypothesis.id}-C{number}",

@@ -81,9 +81,12 @@ class ForkServer:
             self._buffer += chunk
         line, _, self._buffer = self._buffer.partition(b"\n")
         try:
-            return json.loads(line)
-        except json.JSONDecodeError:
+            reply = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
             return None
+        # The code under test runs in a child of the worker and can write to the reply pipe: anything that is not
+        # the expected shape is a broken worker, never a crash here.
+        return reply if isinstance(reply, dict) else None
 
     def run(
         self, args: Sequence[str], env: Mapping[str, str], log: Path, timeout: float
@@ -102,8 +105,14 @@ class ForkServer:
         reply = self._read_reply(timeout + _REPLY_GRACE_SECONDS)
         if reply is None:
             self.close()
-            raise ForkServerUnavailable("the warm worker did not answer")
-        return reply["rc"], bool(reply["timed_out"])
+            raise ForkServerUnavailable("the warm worker did not answer, or answered with a malformed reply")
+        rc, timed_out = reply.get("rc"), reply.get("timed_out")
+        if set(reply) != {"rc", "timed_out"} or not (
+            (rc is None or (isinstance(rc, int) and not isinstance(rc, bool))) and isinstance(timed_out, bool)
+        ):
+            self.close()
+            raise ForkServerUnavailable("the warm worker sent a malformed reply")
+        return rc, timed_out
 
     def close(self) -> None:
         if self._proc.poll() is None:

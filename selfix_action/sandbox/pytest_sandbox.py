@@ -15,6 +15,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from selfix_action.engine.models import Frame, TestResult, TestRun, TestStatus
 from selfix_action.engine.paths import IGNORED_DIR_NAMES, QA_TEST_DIR, is_ignored_path, is_source_path
 from selfix_action.errors import InputError, SandboxError
@@ -164,9 +166,12 @@ class PytestSandbox:
             proc, records = self._run_once(pending, list(results), stop_first, coverage, warm)
             hung = self._merge(records, results)
             for record in records:
-                if record["event"] == "coverage":
-                    coverage_data = self._relative_coverage(record["data"], coverage_data)
-                elif record["event"] == "coverage_unavailable":
+                if record["event"] == "coverage" and isinstance(record.get("data"), dict):
+                    try:
+                        coverage_data = self._relative_coverage(record["data"], coverage_data)
+                    except (TypeError, ValueError, AttributeError):
+                        continue  # malformed coverage data: skipped
+                elif record["event"] == "coverage_unavailable" and isinstance(record.get("reason"), str):
                     note = record["reason"]
             if not proc.timed_out:
                 break
@@ -270,9 +275,12 @@ class PytestSandbox:
         if results_file.exists():
             for line in results_file.read_text(encoding="utf-8", errors="replace").splitlines():
                 try:
-                    records.append(json.loads(line))
-                except json.JSONDecodeError:
+                    record = json.loads(line)
+                except (json.JSONDecodeError, RecursionError):
                     continue  # a line cut short by a kill
+                # The code under test can write this file too: keep only records of the right basic shape.
+                if isinstance(record, dict) and isinstance(record.get("event"), str):
+                    records.append(record)
             results_file.unlink()
         if not records and proc.returncode not in (0, 5) and not proc.timed_out:
             tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
@@ -285,18 +293,28 @@ class PytestSandbox:
         """Add finished tests to ``results``; return the test that started but never finished, if any."""
         unfinished = None
         for record in records:
+            nodeid = record.get("nodeid")
+            if not isinstance(nodeid, str) or not nodeid:
+                continue  # malformed: skipped
             if record["event"] == "start":
-                unfinished = record["nodeid"]
+                unfinished = nodeid
             elif record["event"] == "result":
-                results[record["nodeid"]] = TestResult(
-                    nodeid=record["nodeid"],
-                    status=TestStatus(record["status"]),
-                    duration=record.get("duration", 0.0),
-                    exc_type=record.get("exc_type", ""),
-                    message=record.get("message", ""),
-                    frames=tuple(self._project_frames(record.get("frames", []))),
-                )
-                if record["nodeid"] == unfinished:
+                try:
+                    frames = record.get("frames", [])
+                    if not isinstance(frames, list):
+                        raise TypeError("frames is not a list")
+                    result = TestResult(
+                        nodeid=nodeid,
+                        status=TestStatus(record.get("status")),
+                        duration=record.get("duration", 0.0),
+                        exc_type=record.get("exc_type", ""),
+                        message=record.get("message", ""),
+                        frames=tuple(self._project_frames(frames)),
+                    )
+                except (ValidationError, ValueError, TypeError, KeyError, AttributeError):
+                    continue  # malformed: skipped
+                results[nodeid] = result
+                if nodeid == unfinished:
                     unfinished = None
         return unfinished
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import atexit
 import io
 import json
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,7 +73,27 @@ class Repos:
     feature_sha: str  # branch "feature/avg" holds the bug; main is the clean base
 
 
+# Built once per (worker) process and per file set, then copied: a dozen git processes per test made the suite slow.
+_TEMPLATES: dict[str, Repos] = {}
+
+
 def make_repos(root: Path, files: dict[str, str]) -> Repos:
+    """A bare ``origin`` (main + feature/avg) and a clone of it in ``root``, copied from a per-process template."""
+    key = json.dumps(files, sort_keys=True)
+    template = _TEMPLATES.get(key)
+    if template is None:
+        base = Path(tempfile.mkdtemp(prefix="selfix-test-repos-"))
+        atexit.register(shutil.rmtree, base, True)
+        template = _TEMPLATES[key] = _build_repos(base, files)
+    origin, workspace = root / "origin.git", root / "workspace"
+    shutil.copytree(template.origin, origin, symlinks=True)
+    shutil.copytree(template.workspace, workspace, symlinks=True)
+    config = workspace / ".git" / "config"  # the clone's origin is the copy, not the template
+    config.write_text(config.read_text().replace(str(template.origin), str(origin)))
+    return Repos(origin, workspace, template.main_sha, template.feature_sha)
+
+
+def _build_repos(root: Path, files: dict[str, str]) -> Repos:
     origin = root / "origin.git"
     git(root, "init", "--bare", "-b", "main", str(origin))
     seed = root / "seed"
@@ -184,6 +207,11 @@ def parse_outputs(path: Path) -> dict[str, str]:
     lines = path.read_text().splitlines()
     i = 0
     while i < len(lines):
+        if "<<" not in lines[i]:  # key=value, as an earlier step may have written
+            key, _, plain = lines[i].partition("=")
+            out[key] = plain
+            i += 1
+            continue
         key, _, delim = lines[i].partition("<<")
         value = []
         i += 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -35,9 +36,20 @@ def test_action_yml_matches_schema() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def test_workflows_match_schema() -> None:
+def readme_workflow() -> str:
+    """The setup snippet of the README's ``selfix action`` section."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("### `selfix action`", 1)[1].split("\n## ", 1)[0]
+    snippet = re.search(r"```yaml\n(.*?)```", section, re.DOTALL)
+    assert snippet is not None and "GITHUB_TOKEN" in section
+    return snippet.group(1)
+
+
+def test_workflows_match_schema(tmp_path: Path) -> None:
+    readme = tmp_path / "readme-selfix.yml"
+    readme.write_text(readme_workflow())
     proc = subprocess.run(
-        [_tool("check-jsonschema"), "--builtin-schema", "vendor.github-workflows", *map(str, WORKFLOWS)],
+        [_tool("check-jsonschema"), "--builtin-schema", "vendor.github-workflows", *map(str, WORKFLOWS), str(readme)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -75,6 +87,8 @@ def test_every_declared_input_is_read_and_vice_versa(tmp_path: Path) -> None:
         "protected_paths": "src/secret/**",
         "labels": "a,b",
         "draft": "true",
+        "isolation": "bwrap",
+        "require_isolation": "true",
         "config_file": "cfg.yml",
     }
     assert set(values) == declared
@@ -97,3 +111,24 @@ def test_config_schema_is_up_to_date() -> None:
     assert committed == render_config_schema(), (
         "run: python -m selfix_action.action.settings > selfix_action/action/config_schema.json"
     )
+
+
+def test_dockerfile_is_coherent_with_the_sandbox() -> None:
+    """The image carries what isolation.py uses, installs this repository, and invents no other runner user."""
+    from selfix_action.sandbox.isolation import IsolationConfig
+
+    text = (ROOT / "Dockerfile").read_text()
+    for package in ("bubblewrap=", "util-linux=", "git="):  # util-linux: setpriv and unshare
+        assert package in text, package
+    assert "COPY selfix_action ./selfix_action" in text and "pip install --no-cache-dir ." in text
+    assert text.rstrip().splitlines()[-1] == 'ENTRYPOINT ["selfix", "action"]'
+    # The sandbox drops test runs to IsolationConfig's uid (nobody, present in the base image): no other user.
+    assert IsolationConfig().sandbox_uid == 65534
+    assert "useradd" not in text and "\nUSER " not in text
+
+
+def test_readme_setup_snippet_uses_the_action_with_least_permissions() -> None:
+    workflow = yaml.safe_load(readme_workflow())  # schema-checked in test_workflows_match_schema
+    steps = workflow["jobs"]["heal"]["steps"]
+    assert any(str(step.get("uses", "")).startswith("selfix-action/selfix-action@") for step in steps)
+    assert workflow["permissions"] == {"contents": "write", "pull-requests": "write", "actions": "read"}

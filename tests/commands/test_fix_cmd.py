@@ -95,8 +95,10 @@ def test_heals_every_example(name: str, tmp_path: Path, capsys: pytest.CaptureFi
     assert report["coverage_used"] is True
     assert all(report["tests_after"][t] == "passed" for t in report["f2p_tests"] + report["p2p_tests"])
     assert (out / "report.md").read_text(encoding="utf-8").startswith("# selfix: healed")
-    steps = [json.loads(line)["step"] for line in (out / "trace.jsonl").read_text().splitlines()]
-    assert steps[:2] == ["sandbox", "start"] and steps[-1] == "stop" and "verify" in steps
+    records = [json.loads(line) for line in (out / "trace.jsonl").read_text().splitlines()]
+    assert records[0]["schema_version"] == 1  # the trace schema header (selfix_action.learn.trace_schema)
+    steps = [r["step"] for r in records[1:]]
+    assert steps[:2] == ["sandbox", "start"] and steps[-2:] == ["stop", "outcome"] and "verify" in steps
     # selfix's output folder is kept out of git status.
     status = subprocess.run(
         ["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True, timeout=60

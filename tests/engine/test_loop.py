@@ -237,3 +237,17 @@ def test_engine_budget_stop_is_a_named_stop_reason(make_sandbox: Callable[..., P
     assert "spent $0.50 of $0.50" in report.notes
     assert report.usage == engine.usage()  # whatever the engine reports is carried into the report
     assert len(report.hypotheses) == 1  # H2 was never reached
+
+
+def test_a_patch_that_creates_a_source_file_is_verified_and_diffed(make_sandbox: Callable[..., PytestSandbox]) -> None:
+    sandbox = make_sandbox(CALC)
+    uses_helper = "from ops import plus\n\n\n" + FIXED.replace("a + b", "plus(a, b)")
+    engine = ScriptedEngine(
+        [hyp("H1", 1)], {}, {"H1": [{"calc.py": uses_helper, "ops.py": "def plus(a, b):\n    return a + b\n"}]}
+    )
+    result = HealingLoop(sandbox, engine).run()
+    assert result.report.stop_reason is StopReason.HEALED
+    assert result.originals.keys() == {"calc.py"}
+    assert result.report.patch is not None
+    assert "new file mode 100644\n--- /dev/null\n+++ b/ops.py" in result.report.patch.diff
+    assert not (sandbox.root / "ops.py").exists()  # the scratch copy is restored

@@ -53,3 +53,15 @@ def test_protected_and_test_paths() -> None:
     assert is_source_path("pkg/core.py")
     assert not is_source_path(".venv/lib/site.py")
     assert not is_source_path("pkg/readme.md")
+
+
+def test_diff_that_creates_a_file_applies_with_git_apply(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "m.py").write_text(ORIGINAL)
+    files = {"pkg/helpers.py": "def helper():\n    return 1\n", "pkg/m.py": ORIGINAL.replace("a = 1", "a = 2")}
+    diff = unified_diff({"pkg/m.py": ORIGINAL}, files)
+    assert "new file mode 100644\n--- /dev/null\n+++ b/pkg/helpers.py" in diff
+    (tmp_path / "p.diff").write_text(diff)
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True, timeout=30)
+    subprocess.run(["git", "apply", "p.diff"], cwd=tmp_path, check=True, timeout=30)
+    assert (tmp_path / "pkg" / "helpers.py").read_text() == files["pkg/helpers.py"]

@@ -38,6 +38,7 @@ def load_exchanges(name: str) -> list[dict[str, Any]]:
             {
                 "method": block[1],
                 "path": block[4],
+                "request_body": json.loads(block[6]) if block[6].strip() not in ("", "None") else None,
                 "status": int(block[7]),
                 "headers": dict(ast.literal_eval(block[8])),
                 "body": json.loads(block[9]) if block[9].strip() else None,
@@ -85,6 +86,9 @@ class State:
     blobs: dict[int, bytes] = field(default_factory=dict)
     next_id: int = 1000
     next_number: int = 100
+    # GET /user: None answers 403 like GitHub does for the workflow's installation token.
+    token_login: str | None = None
+    bot_login: str = "github-actions[bot]"  # the author of comments the token creates
 
 
 class FakeGitHub:
@@ -177,6 +181,15 @@ class FakeGitHub:
             )
             return number
 
+    def add_issue_comment(self, number: int, body: str, *, login: str, user_type: str = "User") -> int:
+        """A comment written by someone else (e.g. a user pasting selfix's hidden marker)."""
+        with self._lock:
+            cid = self._new_id()
+            comment = self._comment(cid, body, f"{self.url}/repos/{self.state.repo}/issues/{number}")
+            comment["user"] = {**comment["user"], "login": login, "type": user_type}
+            self.state.issue_comments[cid] = {**comment, "_issue": number}
+            return cid
+
     def add_artifact(self, run_id: int, name: str, data: bytes, *, expired: bool = False) -> int:
         with self._lock:
             art_id = self._new_id()
@@ -264,7 +277,8 @@ class FakeGitHub:
     def _comment(self, cid: int, body: str, issue_url: str, template: str = "comment") -> dict[str, Any]:
         comment = self._rewrite_urls(copy.deepcopy(self._templates[template]))
         comment.update(id=cid, body=body, html_url=f"https://github.com/{self.state.repo}#comment-{cid}")
-        comment["user"] = {**comment["user"], "login": "github-actions[bot]", "type": "Bot"}
+        login = self.state.token_login or self.state.bot_login
+        comment["user"] = {**comment["user"], "login": login, "type": "User" if self.state.token_login else "Bot"}
         if template == "comment":
             comment.update(url=f"{self.url}/repos/{self.state.repo}/issues/comments/{cid}", issue_url=issue_url)
         else:
@@ -290,6 +304,8 @@ class FakeGitHub:
         prefix = f"/repos/{st.repo}"
         if path.startswith("/_blob/"):
             return 200, {"content-type": "application/zip"}, st.blobs[int(path.rsplit("/", 1)[1])]
+        if path == "/user" and method == "GET":
+            return self._get_user()
         if not path.startswith(prefix + "/"):
             return 404, {}, {"message": "Not Found"}
         rest = path[len(prefix) :]
@@ -318,6 +334,13 @@ class FakeGitHub:
             if verb == method and match:
                 return func(query=query, body=body, **match.groupdict())
         return 404, {}, {"message": f"fake GitHub has no route {method} {rest}"}
+
+    def _get_user(self) -> tuple[int, dict[str, str], Any]:
+        if self.state.token_login is None:
+            return 403, {}, {"message": "Resource not accessible by integration"}
+        user = self._rewrite_urls(copy.deepcopy(self._templates["permission"]["user"]))
+        user.update(login=self.state.token_login, type="User")
+        return 200, {}, user
 
     def _get_permission(self, login: str, **_: Any) -> tuple[int, dict[str, str], Any]:
         perm = self.state.permissions.get(login)

@@ -8,6 +8,7 @@ runs with it, the file stays as it was, and the loop goes on to heal with the ho
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,6 +50,16 @@ HOSTILE = {
     "fix_plus_test_edit": {"calc.py": FIXED, "tests/test_calc.py": "def test_add():\n    pass\n"},
     # A user-configured protected path.
     "settings_protected_paths": {"setup_extra/settings.py": "DEBUG = True\n"},
+    # Code that every later interpreter start runs: a new sitecustomize.py / usercustomize.py / .pth file.
+    "new_sitecustomize": {"sitecustomize.py": "import os\nos.environ['X'] = '1'\n"},
+    "new_usercustomize": {"usercustomize.py": "import os\n"},
+    "new_pth_file": {"zz_hook.pth": "import os; os.system('id')\n"},
+    # A new file outside every folder that already holds project source.
+    "new_file_outside_source": {"scripts/payload.py": "print('hi')\n"},
+    # New-style pytest configuration and a lockfile.
+    "pytest_toml": {"pytest.toml": "[pytest]\naddopts = ['-p', 'no:python']\n"},
+    "dot_pytest_ini": {".pytest.ini": "[pytest]\naddopts = -p no:python\n"},
+    "lockfile": {"yarn.lock": "# evil\n"},
 }
 
 
@@ -61,12 +72,19 @@ class _Outcome:
     result: HealResult
 
 
+def _maybe_read(read: Callable[[str], str], path: str) -> str | None:
+    try:
+        return read(path)
+    except OSError:
+        return None  # a file the hostile patch tried to create
+
+
 @pytest.fixture(scope="module")
 def outcome(isolation: Isolation, tmp_path_factory: pytest.TempPathFactory) -> _Outcome:
     """One healing loop over all hostile candidates in turn, then the honest one (one loop keeps it fast)."""
     tmp_path = tmp_path_factory.mktemp("patches")
     repo = write_project(tmp_path / "repo", PROJECT)
-    before = {path: (repo / path).read_text() for files in HOSTILE.values() for path in files}
+    before = {path: _maybe_read(lambda p: (repo / p).read_text(), path) for files in HOSTILE.values() for path in files}
     names = sorted(HOSTILE)
     with PytestSandbox(
         repo,
@@ -77,7 +95,7 @@ def outcome(isolation: Isolation, tmp_path_factory: pytest.TempPathFactory) -> _
     ) as sandbox:
         engine = ScriptedEngine([hyp("H1", 1)], {}, {"H1": [*(HOSTILE[name] for name in names), {"calc.py": FIXED}]})
         result = HealingLoop(sandbox, engine, LoopConfig(protected_paths=("setup_extra/*",))).run()
-        after_scratch = {path: sandbox.read_file(path) for path in before}
+        after_scratch = {path: _maybe_read(sandbox.read_file, path) for path in before}
     # feedback[i] is the verdict on candidate i, handed to the engine before candidate i + 1.
     return _Outcome(repo, before, after_scratch, dict(zip(names, engine.feedback, strict=False)), result)
 
@@ -90,7 +108,7 @@ def test_patch_editing_protected_files_is_refused(attack: str, outcome: _Outcome
     assert refusal.test_runs == 0  # refused before any test ran with it
     for path in HOSTILE[attack]:
         assert outcome.after_scratch[path] == outcome.before[path]
-        assert (outcome.repo / path).read_text() == outcome.before[path]
+        assert _maybe_read(lambda p: (outcome.repo / p).read_text(), path) == outcome.before[path]
     # ... and the loop went on and healed with the honest candidate.
     report = outcome.result.report
     assert report.stop_reason is StopReason.HEALED

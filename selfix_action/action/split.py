@@ -1,0 +1,301 @@
+"""Split-privilege mode: ``selfix heal`` (read-only job) writes a patch bundle; ``selfix publish`` (write job)
+checks it and only then pushes and comments.
+
+The heal job runs the project's code and the model with a read-only token and no write secrets; whatever it does,
+all it can hand over is a bundle. The publish job runs no project code and no model. It trusts nothing in the
+bundle: it re-checks every hash, that the patch applies cleanly on the recorded commit, that this commit is still
+the head of the recorded branch, and that the diff (as git itself sees it, after applying) touches only allowed
+paths, with the protected-path settings of its own checkout (the default branch), not the bundle's.
+
+Bundle layout (one folder, uploaded as an artifact)::
+
+    manifest.json   {"format", "repository", "base_sha", "branch", "default_branch", "pull_number", "fingerprint",
+                     "status", "files": {name: sha256}}
+    patch.diff      the verified patch (empty when not healed)
+    report.json     the HealReport
+    report.md       the same, rendered
+
+The manifest is not signed: anyone who can replace the whole artifact can write a consistent one. The hashes catch
+corruption and partial tampering; the checks above are what hold against a hostile heal job.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from selfix_action.action import publish
+from selfix_action.action.events import CommentTrigger, Trigger
+from selfix_action.action.gitops import Git, GitError, check_ref, check_sha, fingerprint
+from selfix_action.action.runner import ActionOutcome, ActionRunner, Target, junit_sets, protected_patterns
+from selfix_action.engine.loop import HealResult
+from selfix_action.engine.paths import patch_violations
+from selfix_action.engine.report import HealReport, StopReason, render_markdown
+from selfix_action.errors import InputError
+
+FORMAT = "selfix-bundle/1"
+BUNDLE_FILES = ("patch.diff", "report.json", "report.md")
+MAX_FILE_BYTES = 20 * 1024 * 1024
+_REGULAR_MODES = frozenset({"100644", "100755"})
+
+
+class BundleRefused(InputError):
+    """The bundle failed a check; nothing was pushed or commented."""
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Bundle:
+    root: Path
+    repository: str
+    base_sha: str
+    branch: str
+    default_branch: str
+    pull_number: int | None
+    fingerprint: str
+    status: str
+    diff: str
+    report: HealReport
+
+
+# -- heal side -------------------------------------------------------------------------------------------------
+def write_bundle(
+    root: Path,
+    *,
+    repository: str,
+    target: Target,
+    fp: str,
+    status: str,
+    result: HealResult,
+) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    report = result.report
+    contents = {
+        "patch.diff": report.patch.diff if report.patch is not None else "",
+        "report.json": report.model_dump_json(indent=2) + "\n",
+        "report.md": render_markdown(report),
+    }
+    for name, text in contents.items():
+        (root / name).write_text(text, encoding="utf-8")
+    manifest = {
+        "format": FORMAT,
+        "repository": repository,
+        "base_sha": target.sha,
+        "branch": target.branch,
+        "default_branch": target.default_branch,
+        "pull_number": target.pull.number if target.pull is not None else None,
+        "fingerprint": fp,
+        "status": status,
+        "files": {name: _sha256(root / name) for name in contents},
+    }
+    (root / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    return root
+
+
+class HealOnlyRunner(ActionRunner):
+    """``selfix heal``: the action's trigger handling and heal, then a bundle instead of publishing."""
+
+    def __init__(self, *args: Any, bundle_dir: Path, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.bundle_dir = bundle_dir
+
+    def _on_comment(self, trigger: CommentTrigger, default_branch: str) -> ActionOutcome:
+        raise InputError("selfix heal does not handle comment commands (they need a write token); use selfix action")
+
+    def _heal_and_publish(self, trigger: Trigger, target: Target, junit: tuple[Path, ...], hint: str) -> ActionOutcome:
+        if junit:
+            failing, _ = junit_sets(junit, self.log)
+            if not failing:
+                return self._finish_nothing(target, "the JUnit reports show no failing test")
+        result = self._heal(junit, hint)
+        report = result.report
+        report_md, patch_path = self._write_outputs(result)
+        status = "healed" if report.stop_reason is StopReason.HEALED else "not_healed"
+        if report.stop_reason.exit_code == 3:
+            status = "nothing_to_heal"
+        fp = fingerprint(target.branch, report.f2p_tests)
+        write_bundle(
+            self.bundle_dir, repository=self.settings.repository, target=target, fp=fp, status=status, result=result
+        )
+        self.log.line(f"selfix: bundle written to {self.bundle_dir} (status {status}); nothing published")
+        extra = [f"Trigger: {trigger.name}", f"Failing branch: `{target.branch}`", f"Bundle: `{self.bundle_dir}`"]
+        publish.write_summary(
+            self.settings.summary_path, publish.summary_markdown(status, render_markdown(report), extra)
+        )
+        return ActionOutcome(
+            status,
+            report_path=str(report_md),
+            patch_path=str(patch_path or ""),
+            cost_usd=publish.cost_usd(report),
+            tokens=publish.tokens(report),
+        )
+
+
+# -- publish side ----------------------------------------------------------------------------------------------
+def load_bundle(root: Path) -> Bundle:
+    """Read the bundle and check its manifest and hashes; BundleRefused on any mismatch."""
+    manifest_path = root / "manifest.json"
+    if not root.is_dir() or manifest_path.is_symlink() or not manifest_path.is_file():
+        raise BundleRefused(f"{root} holds no manifest.json")
+    if manifest_path.stat().st_size > 1024 * 1024:
+        raise BundleRefused("manifest.json is too large")
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        raise BundleRefused(f"manifest.json is not valid JSON: {exc}") from exc
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise BundleRefused(f"not a {FORMAT} manifest")
+    hashes = manifest.get("files")
+    if not isinstance(hashes, dict) or set(hashes) != set(BUNDLE_FILES):
+        raise BundleRefused(f"the manifest must list exactly {', '.join(BUNDLE_FILES)}")
+    texts: dict[str, str] = {}
+    for name in BUNDLE_FILES:
+        path = root / name
+        if path.is_symlink() or not path.is_file():
+            raise BundleRefused(f"{name} is missing or not a regular file")
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise BundleRefused(f"{name} is too large")
+        if not isinstance(hashes[name], str) or _sha256(path) != hashes[name]:
+            raise BundleRefused(f"{name} does not match its sha256 in the manifest: the bundle was altered")
+        texts[name] = path.read_text(encoding="utf-8")
+    for key in ("repository", "base_sha", "branch", "default_branch", "fingerprint", "status"):
+        if not isinstance(manifest.get(key), str):
+            raise BundleRefused(f"manifest field {key!r} is missing or not a string")
+    pull_number = manifest.get("pull_number")
+    if pull_number is not None and (not isinstance(pull_number, int) or isinstance(pull_number, bool)):
+        raise BundleRefused("manifest field 'pull_number' is not a number")
+    try:
+        report = HealReport.model_validate_json(texts["report.json"])
+        base_sha = check_sha(manifest["base_sha"])
+        branch = check_ref(manifest["branch"])
+        default_branch = check_ref(manifest["default_branch"]) if manifest["default_branch"] else ""
+    except (ValidationError, GitError) as exc:
+        raise BundleRefused(f"the bundle is malformed: {exc}") from exc
+    return Bundle(
+        root=root,
+        repository=manifest["repository"],
+        base_sha=base_sha,
+        branch=branch,
+        default_branch=default_branch,
+        pull_number=pull_number,
+        fingerprint=manifest["fingerprint"],
+        status=manifest["status"],
+        diff=texts["patch.diff"],
+        report=report,
+    )
+
+
+def apply_in_private_index(git: Git, base_sha: str, diff: str) -> tuple[dict[str, str], dict[str, str]]:
+    """Apply ``diff`` to ``base_sha`` in a private index (never the working tree); (new texts, old texts) of the
+    changed files, as git sees them. Refuses a patch that does not apply cleanly, deletes, renames, changes a
+    mode, or creates anything but a regular file."""
+    with tempfile.TemporaryDirectory(prefix="selfix-publish-") as tmp:
+        env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+        git.run("read-tree", base_sha, extra_env=env)
+        try:
+            git.run("apply", "--cached", "--check", "--whitespace=nowarn", input_text=diff, extra_env=env)
+            git.run("apply", "--cached", "--whitespace=nowarn", input_text=diff, extra_env=env)
+        except GitError as exc:
+            raise BundleRefused(f"the patch does not apply cleanly on {base_sha[:12]}: {exc}") from exc
+        raw = git.run("diff-index", "--cached", "--raw", "-z", "--no-renames", base_sha, extra_env=env)
+        fields = raw.split("\0")
+        files: dict[str, str] = {}
+        originals: dict[str, str] = {}
+        for meta, path in zip(fields[0::2], fields[1::2], strict=False):
+            if not meta:
+                continue
+            match = re.match(r"^:(\d{6}) (\d{6}) [0-9a-f]+ [0-9a-f]+ ([A-Z])", meta)
+            if match is None:
+                raise BundleRefused(f"cannot read git's view of the patch: {meta!r}")
+            old_mode, new_mode, status = match.groups()
+            if status not in ("A", "M") or new_mode not in _REGULAR_MODES or (status == "M" and old_mode != new_mode):
+                raise BundleRefused(f"the patch {status}/{old_mode}->{new_mode} {path!r}: only edits and new files")
+            files[path] = git.run("cat-file", "blob", f":{path}", extra_env=env)
+            originals[path] = git.run("cat-file", "blob", f"{base_sha}:{path}") if status == "M" else ""
+    if not files:
+        raise BundleRefused("the patch changes nothing")
+    return files, originals
+
+
+class PublishRunner(ActionRunner):
+    """``selfix publish BUNDLE``: verify, then publish with the action's own code (``_publish_fix``/``_escalate``)."""
+
+    def publish_bundle(self, root: Path) -> ActionOutcome:
+        bundle = load_bundle(root)
+        if bundle.repository != self.settings.repository:
+            raise BundleRefused(f"the bundle is for {bundle.repository!r}, this run is {self.settings.repository!r}")
+        report = bundle.report
+        if report.stop_reason.exit_code == 3 or bundle.status == "nothing_to_heal":
+            self.log.line("selfix: the bundle says there was nothing to heal; nothing to publish")
+            return ActionOutcome("nothing_to_heal")
+        self.git.ensure_commit(bundle.base_sha, bundle.branch)
+        head = self.git.remote_branch_sha(bundle.branch)
+        if head != bundle.base_sha:
+            raise BundleRefused(
+                f"{bundle.branch} moved since the heal job (now {str(head)[:12]}, bundle {bundle.base_sha[:12]}); "
+                "not publishing a fix for an old commit"
+            )
+        healed = report.stop_reason is StopReason.HEALED
+        files: dict[str, str] | None = None
+        originals: dict[str, str] = {}
+        if healed:
+            if report.patch is None or report.patch.diff != bundle.diff:
+                raise BundleRefused("report.json and patch.diff disagree")
+            files, originals = apply_in_private_index(self.git, bundle.base_sha, bundle.diff)
+            if set(files) != set(report.patch.files):
+                raise BundleRefused("the files the patch changes differ from the files the report lists")
+            tracked = self.git.tracked_files(bundle.base_sha)
+            refused = patch_violations(files, tracked, protected_patterns(self.settings))
+            if refused:
+                raise BundleRefused(
+                    "the patch touches paths selfix may not change: " + ", ".join(f"{p} ({why})" for p, why in refused)
+                )
+        elif bundle.diff.strip():
+            raise BundleRefused("a bundle that is not healed carries a patch")
+        pull = self.client.get_pull(bundle.pull_number) if bundle.pull_number is not None else None
+        if pull is not None and pull.head_sha != bundle.base_sha:
+            raise BundleRefused(f"pull request #{pull.number} moved since the heal job; not publishing")
+        fork = pull is not None and pull.head_repo != self.settings.repository
+        default_branch = self._default_branch() or bundle.default_branch
+        target = Target(bundle.base_sha, bundle.branch, pull, fork, default_branch)
+        fp = fingerprint(bundle.branch, report.f2p_tests)  # recomputed, not taken from the bundle
+        outcome = ActionOutcome(
+            "healed" if healed else "not_healed",
+            cost_usd=publish.cost_usd(report),
+            tokens=publish.tokens(report),
+        )
+        with self.log.group("selfix: publish"):
+            if healed:
+                self._publish_fix(target, HealResult(report=report, files=files, originals=originals), fp, outcome)
+            else:
+                self._escalate(target, HealResult(report=report, files=None), fp, False)
+        extra = [f"Bundle: `{root}`", f"Failing branch: `{bundle.branch}`", f"Fingerprint: `{fp}`", *outcome.notes]
+        if outcome.pr_url:
+            extra.append(f"Pull request: {outcome.pr_url}")
+        publish.write_summary(
+            self.settings.summary_path, publish.summary_markdown(outcome.status, render_markdown(report), extra)
+        )
+        return outcome
+
+    def _default_branch(self) -> str:
+        """The default branch from this job's own event payload (trusted), if it says."""
+        path = self.settings.event_path
+        if path is None or not path.is_file():
+            return ""
+        try:
+            payload = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            return ""
+        repo = payload.get("repository") if isinstance(payload, dict) else None
+        branch = repo.get("default_branch") if isinstance(repo, dict) else None
+        return branch if isinstance(branch, str) else ""

@@ -1,0 +1,56 @@
+"""The ``selfix bench`` subcommand: its arguments and its entry point (kept here so cli.py stays small)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from selfix_action.errors import InputError
+
+
+def add_bench_parser(sub: argparse._SubParsersAction, parser_class: type[argparse.ArgumentParser]) -> None:  # type: ignore[type-arg]
+    bench = sub.add_parser("bench", help="run benchmark tasks (bench/tasks) and report the resolve rate")
+    bench.add_argument("tasks", nargs="?", default="bench/tasks", type=Path, help="task directory or file")
+    bench.add_argument("--out", type=Path, default=Path("results"), help="results root (default: results)")
+    bench.add_argument("--run", default="", help="run name: results go to OUT/RUN (default: the mode)")
+    bench.add_argument("--engine", default="offline", help="offline (default) or module:factory")
+    mode = bench.add_mutually_exclusive_group()
+    mode.add_argument("--oracle", action="store_true", help="apply the reference fix (must resolve all)")
+    mode.add_argument("--noop", action="store_true", help="change nothing (must resolve none)")
+    bench.add_argument("--workers", type=int, default=2, help="tasks in parallel (2)")
+    bench.add_argument("--time-limit", type=float, default=300.0, help="seconds per task for the tool (300)")
+    bench.add_argument("--max-candidates", type=int, default=500, help="candidates per task at most (500)")
+    bench.add_argument("--limit", type=int, default=0, help="only the first N tasks (0: all)")
+    bench.add_argument("--compare", type=Path, help="another run's folder: paired comparison (exact McNemar)")
+
+
+def run_bench_command(args: argparse.Namespace) -> int:
+    from selfix_action.bench.runner import BenchOptions, read_records, run_bench
+
+    if args.workers < 1 or args.time_limit <= 0 or args.max_candidates < 1 or args.limit < 0:
+        raise InputError("--workers, --time-limit and --max-candidates must be positive")
+    if not args.tasks.exists():
+        raise InputError(f"no such task directory: {args.tasks}")
+    mode = "oracle" if args.oracle else "noop" if args.noop else args.engine
+    options = BenchOptions(
+        tasks=args.tasks,
+        out=args.out,
+        run=args.run,
+        mode=mode,
+        workers=args.workers,
+        time_limit=args.time_limit,
+        max_candidates=args.max_candidates,
+        compare=args.compare,
+        limit=args.limit,
+    )
+    run_dir = run_bench(options, log=lambda m: print(m, flush=True))
+    print((run_dir / "report.md").read_text(encoding="utf-8").split("\n## Tasks")[0])
+    records = read_records(run_dir / "results.jsonl")
+    resolved = sum(1 for r in records if r.get("resolved"))
+    print(f"wrote {run_dir}/results.jsonl, report.md, chart.svg", file=sys.stderr)
+    if mode == "oracle":
+        return 0 if resolved == len(records) else 1
+    if mode == "noop":
+        return 0 if resolved == 0 else 1
+    return 0

@@ -1,0 +1,135 @@
+"""``report.md`` and ``chart.svg`` for one benchmark run (hand-written SVG, no plotting dependency)."""
+
+from __future__ import annotations
+
+import html
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from selfix_action.bench.stats import median, paired_comparison, wilson_interval
+
+
+def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    n = len(records)
+    k = sum(1 for r in records if r.get("resolved"))
+    lo, hi = wilson_interval(k, n)
+    resolved = [r for r in records if r.get("resolved")]
+    return {
+        "tasks": n,
+        "resolved": k,
+        "rate": k / n if n else 0.0,
+        "ci": (lo, hi),
+        "median_seconds": median(r.get("seconds", 0.0) for r in records),
+        "median_test_runs": median(r.get("test_runs", 0) for r in records),
+        "median_candidates": median(r.get("candidates", 0) for r in records),
+        "median_seconds_resolved": median(r.get("seconds", 0.0) for r in resolved),
+        "median_candidates_resolved": median(r.get("candidates", 0) for r in resolved),
+        "errors": sum(1 for r in records if r.get("error")),
+        "tokens": sum(int(r.get("tokens", 0)) for r in records),
+        "cost": sum(float(r.get("cost", 0.0)) for r in records),
+    }
+
+
+def _by_library(records: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for record in records:
+        groups[str(record.get("library", "?"))].append(record)
+    return dict(sorted(groups.items()))
+
+
+def render_markdown(
+    records: Sequence[dict[str, Any]], name: str, other: Sequence[dict[str, Any]] | None = None, other_name: str = ""
+) -> str:
+    s = summarize(records)
+    lo, hi = s["ci"]
+    lines = [
+        f"# Benchmark run `{name}`",
+        "",
+        f"- resolved: **{s['resolved']}/{s['tasks']} = {s['rate']:.1%}** (95% Wilson interval {lo:.1%}-{hi:.1%})",
+        f"- median time per task: {s['median_seconds']:.2f} s (resolved tasks: {s['median_seconds_resolved']:.2f} s)",
+        f"- median test runs per task: {s['median_test_runs']:g}",
+        f"- median candidates tried: {s['median_candidates']:g} (resolved tasks: {s['median_candidates_resolved']:g})",
+        f"- tokens: {s['tokens']}, cost: ${s['cost']:.2f}, errors/timeouts: {s['errors']}",
+        "",
+        "| library | tasks | resolved | rate | 95% CI | median s | median runs |",
+        "|---|---:|---:|---:|---|---:|---:|",
+    ]
+    for library, group in _by_library(records).items():
+        g = summarize(group)
+        glo, ghi = g["ci"]
+        lines.append(
+            f"| {library} | {g['tasks']} | {g['resolved']} | {g['rate']:.1%} | {glo:.1%}-{ghi:.1%} | "
+            f"{g['median_seconds']:.2f} | {g['median_test_runs']:g} |"
+        )
+    kinds: dict[str, list[bool]] = defaultdict(list)
+    for record in records:
+        kinds[str(record.get("template", "?"))].append(bool(record.get("resolved")))
+    lines += ["", "| bug kind | tasks | resolved |", "|---|---:|---:|"]
+    for kind, flags in sorted(kinds.items()):
+        lines.append(f"| {kind} | {len(flags)} | {sum(flags)} |")
+    if other is not None:
+        a = {r["id"]: bool(r.get("resolved")) for r in records}
+        b = {r["id"]: bool(r.get("resolved")) for r in other}
+        p = paired_comparison(a, b)
+        lines += [
+            "",
+            f"## Paired comparison with `{other_name}` ({p.shared} shared tasks, exact McNemar)",
+            "",
+            f"- both resolved {p.both}, only `{name}` {p.only_a}, only `{other_name}` {p.only_b}, neither {p.neither}",
+            f"- two-sided exact McNemar p = {p.p_value:.4g}",
+        ]
+    lines += ["", "## Tasks", "", "| task | resolved | s | runs | candidates | stop |", "|---|---|---:|---:|---:|---|"]
+    for r in sorted(records, key=lambda r: r["id"]):
+        stop = r.get("error") or r.get("stop_reason", "")
+        lines.append(
+            f"| {r['id']} | {'yes' if r.get('resolved') else 'no'} | {r.get('seconds', 0):.1f} | "
+            f"{r.get('test_runs', 0)} | {r.get('candidates', 0)} | {html.escape(str(stop))[:60]} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def render_svg(records: Sequence[dict[str, Any]], name: str) -> str:
+    """Resolve rate per library (bars) with 95% Wilson intervals (whiskers), plus the overall rate."""
+    groups = [("all", list(records)), *_by_library(records).items()]
+    width, bar_h, gap, left, top = 640, 26, 14, 120, 40
+    plot_w = width - left - 60
+    height = top + len(groups) * (bar_h + gap) + 40
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">',
+        f'<rect width="{width}" height="{height}" fill="white"/>',
+        f'<text x="{left}" y="22" font-size="14" font-weight="bold">'
+        f"Resolve rate, run {html.escape(name)} (95% Wilson interval)</text>",
+    ]
+    for tick in range(0, 101, 25):
+        x = left + plot_w * tick / 100
+        out.append(f'<line x1="{x:.1f}" y1="{top - 6}" x2="{x:.1f}" y2="{height - 30}" stroke="#ddd"/>')
+        out.append(f'<text x="{x:.1f}" y="{height - 14}" text-anchor="middle">{tick}%</text>')
+    for index, (label, group) in enumerate(groups):
+        s = summarize(group)
+        y = top + index * (bar_h + gap)
+        lo, hi = s["ci"]
+        out.append(f'<text x="{left - 8}" y="{y + bar_h / 2 + 4}" text-anchor="end">'
+                   f'{html.escape(label)} (n={s["tasks"]})</text>')
+        out.append(f'<rect x="{left}" y="{y}" width="{plot_w * s["rate"]:.1f}" height="{bar_h}" fill="#4c78a8"/>')
+        cy = y + bar_h / 2
+        x1, x2 = left + plot_w * lo, left + plot_w * hi
+        out.append(f'<line x1="{x1:.1f}" y1="{cy}" x2="{x2:.1f}" y2="{cy}" stroke="black" stroke-width="1.5"/>')
+        for x in (x1, x2):
+            out.append(f'<line x1="{x:.1f}" y1="{cy - 6}" x2="{x:.1f}" y2="{cy + 6}" stroke="black"/>')
+        out.append(f'<text x="{left + plot_w * hi + 6:.1f}" y="{cy + 4}">{s["rate"]:.0%}</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
+def write_report(
+    run_dir: Path,
+    records: Sequence[dict[str, Any]],
+    name: str,
+    other: Sequence[dict[str, Any]] | None = None,
+    other_name: str = "",
+) -> None:
+    (run_dir / "report.md").write_text(render_markdown(records, name, other, other_name), encoding="utf-8")
+    (run_dir / "chart.svg").write_text(render_svg(records, name), encoding="utf-8")

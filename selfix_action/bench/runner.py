@@ -1,0 +1,127 @@
+"""``selfix bench``: run a directory of tasks in parallel workers, resumably, and summarize.
+
+Each task runs in its own ``python -m selfix_action.bench.worker`` process with a hard timeout (the per-task
+time limit plus set-up and judging time). Records are appended to ``results/<run>/results.jsonl`` as tasks
+finish; a rerun with the same run name skips the tasks already recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from selfix_action.bench.report import write_report
+from selfix_action.bench.tasks import Task, load_tasks
+
+SETUP_GRACE_SECONDS = 180.0
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    tasks: Path
+    out: Path = Path("results")
+    run: str = ""
+    mode: str = "offline"  # offline | oracle | noop | module:factory
+    workers: int = 2
+    time_limit: float = 300.0
+    max_candidates: int = 500
+    compare: Path | None = None  # another run's directory, for the paired comparison
+    limit: int = 0  # run only the first N tasks (0: all)
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    records = []
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue  # a line cut short by an interrupted run; that task is run again
+    return records
+
+
+def _task_file(task: Task) -> Path:
+    return Path(task.base_dir) / f"{task.id}.json"
+
+
+def run_one(task: Task, task_file: Path, options: BenchOptions) -> dict[str, Any]:
+    argv = [
+        sys.executable,
+        "-m",
+        "selfix_action.bench.worker",
+        str(task_file),
+        "--mode",
+        options.mode,
+        "--time-limit",
+        str(options.time_limit),
+        "--max-candidates",
+        str(options.max_candidates),
+    ]
+    started = time.monotonic()
+    base = {"id": task.id, "library": task.source.get("name", task.source.get("kind")), "mode": options.mode}
+    try:
+        proc = subprocess.run(
+            argv, capture_output=True, text=True, timeout=options.time_limit + SETUP_GRACE_SECONDS, check=False
+        )
+    except subprocess.TimeoutExpired:
+        return {**base, "resolved": False, "error": "time limit", "seconds": round(time.monotonic() - started, 3),
+                "test_runs": 0, "candidates": 0, "patch": ""}
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        tail = "\n".join(proc.stderr.strip().splitlines()[-5:])
+        return {**base, "resolved": False, "error": f"worker exit {proc.returncode}: {tail}",
+                "seconds": round(time.monotonic() - started, 3), "test_runs": 0, "candidates": 0, "patch": ""}
+    return json.loads(lines[-1])
+
+
+def run_bench(options: BenchOptions, log: Callable[[str], None] = print) -> Path:
+    tasks = load_tasks(options.tasks)
+    if options.limit:
+        tasks = tasks[: options.limit]
+    name = options.run or options.mode.replace(":", "-")
+    run_dir = options.out / name
+    run_dir.mkdir(parents=True, exist_ok=True)
+    results = run_dir / "results.jsonl"
+    if results.exists() and not results.read_bytes().endswith(b"\n") and results.stat().st_size:
+        with open(results, "a", encoding="utf-8") as handle:
+            handle.write("\n")  # close a line cut short by an interrupted run; read_records skips it
+    done = {r["id"] for r in read_records(results) if r.get("mode") == options.mode}
+    pending = [t for t in tasks if t.id not in done]
+    (run_dir / "meta.json").write_text(
+        json.dumps({"tasks": str(options.tasks), "mode": options.mode, "workers": options.workers,
+                    "time_limit": options.time_limit, "task_count": len(tasks)}, indent=1) + "\n",
+        encoding="utf-8",
+    )
+    log(f"{len(tasks)} task(s), {len(done & {t.id for t in tasks})} already recorded, {len(pending)} to run "
+        f"with {options.workers} worker(s) -> {run_dir}")
+    lock = threading.Lock()
+    counter = {"done": 0, "resolved": 0}
+
+    def work(task: Task) -> None:
+        record = run_one(task, _task_file(task), options)
+        with lock:
+            with open(results, "a", encoding="utf-8") as handle:
+                handle.write(json.dumps(record) + "\n")
+            counter["done"] += 1
+            counter["resolved"] += bool(record.get("resolved"))
+            log(f"[{counter['done']}/{len(pending)}] {task.id}: {'RESOLVED' if record.get('resolved') else 'no'} "
+                f"{record.get('seconds', 0):.1f}s runs={record.get('test_runs', 0)} "
+                f"cands={record.get('candidates', 0)}{' ' + record['error'] if record.get('error') else ''}")
+
+    with ThreadPoolExecutor(max_workers=max(1, options.workers)) as pool:
+        list(pool.map(work, pending))
+    ids = {t.id for t in tasks}
+    records = [r for r in read_records(results) if r.get("mode") == options.mode and r["id"] in ids]
+    other = None
+    if options.compare is not None:
+        other = read_records(options.compare / "results.jsonl")
+    write_report(run_dir, records, name, other, options.compare.name if options.compare else "")
+    return run_dir

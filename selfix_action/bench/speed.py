@@ -1,0 +1,206 @@
+"""Validation speed, side by side in one run: selfix's fast path against the naive path on the same candidates.
+
+    python -m selfix_action.bench.speed bench/tasks --tasks 8 --candidates 25
+
+For each task: reproduce + localize once, take the offline engine's first N candidates (in its own order), then
+validate every one of them
+
+- fast: F2P first with stop at the first failure, then the P2P tests covering the edited function, in the warm
+  fork-server worker, two sandboxes validating candidates in parallel (both cores), with a verdict cache per
+  normalized patched source; the warm workers' start-up is inside the timed region;
+- fast-1: the same on one sandbox (one core), no parallelism;
+- naive: a fresh cold ``pytest`` over the whole suite for every candidate (``full_suite_per_candidate``).
+
+It reports candidates validated per second for each path, the ratios, and every candidate whose verdict
+differs between the paths (the naive verdict is the ground truth: a clean pytest run of the whole suite).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import hashlib
+import json
+import queue
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from selfix_action.bench.tasks import Task, load_tasks, materialize, test_python
+from selfix_action.engine.loop import HealingLoop, LoopConfig
+from selfix_action.engine.models import CandidatePatch, Evidence
+from selfix_action.offline.engine import OfflineEngine
+from selfix_action.sandbox.hotswap import HotPytestSandbox
+from selfix_action.sandbox.process import Limits
+from selfix_action.sandbox.pytest_sandbox import PytestSandbox
+
+
+class VerdictCache:
+    """Verdicts keyed by the normalized ASTs of the patched files: equivalent candidates are validated once."""
+
+    def __init__(self) -> None:
+        self._data: dict[str, bool] = {}
+        self._lock = threading.Lock()
+        self.hits = 0
+
+    @staticmethod
+    def key(files: dict[str, str]) -> str:
+        digest = hashlib.sha256()
+        for path in sorted(files):
+            try:
+                text = ast.dump(ast.parse(files[path]))
+            except SyntaxError:
+                text = files[path]
+            digest.update(path.encode() + b"\0" + text.encode() + b"\0")
+        return digest.hexdigest()
+
+    def get(self, files: dict[str, str]) -> bool | None:
+        with self._lock:
+            found = self._data.get(self.key(files))
+            if found is not None:
+                self.hits += 1
+            return found
+
+    def put(self, files: dict[str, str], ok: bool) -> None:
+        with self._lock:
+            self._data[self.key(files)] = ok
+
+
+def candidates_for(task: Task, repo: Path, python: str, count: int) -> tuple[Evidence, list[CandidatePatch]]:
+    """Evidence and the engine's first ``count`` candidates, exactly as the healing loop would get them."""
+    with PytestSandbox(repo, [python, "-m", "pytest"], limits=Limits(wall_seconds=60)) as box:
+        loop = HealingLoop(box, OfflineEngine(), LoopConfig())
+        baseline, f2p, p2p, _ = loop._reproduce((), ())
+        evidence = loop._localize(baseline, f2p, p2p)
+        engine = OfflineEngine()
+        found: list[CandidatePatch] = []
+        for hypothesis in engine.hypotheses(evidence, box, 3):
+            for candidate in engine.candidates(hypothesis, evidence, box, []):
+                found.append(candidate)
+                if len(found) >= count:
+                    return evidence, found
+    return evidence, found
+
+
+def validate(
+    repo: Path, python: str, evidence: Evidence, candidates: list[CandidatePatch], *, naive: bool, workers: int
+) -> tuple[float, list[bool], int, int]:
+    """(seconds, ok per candidate, test runs, cache hits) validating ``candidates`` on one path."""
+    config = LoopConfig(full_suite_per_candidate=naive)
+    limits = Limits(wall_seconds=60)
+    started = time.perf_counter()
+    kind = PytestSandbox if naive else HotPytestSandbox
+    boxes = [kind(repo, [python, "-m", "pytest"], limits=limits) for _ in range(workers)]
+    free: queue.Queue[HealingLoop] = queue.Queue()
+    for box in boxes:
+        free.put(HealingLoop(box, OfflineEngine(), config))
+    cache = None if naive else VerdictCache()
+
+    def check(candidate: CandidatePatch) -> bool:
+        if cache is not None:
+            known = cache.get(candidate.files)
+            if known is not None:
+                return known
+        loop = free.get()
+        try:
+            ok = loop._verify(candidate, None, evidence).ok
+        finally:
+            free.put(loop)
+        if cache is not None:
+            cache.put(candidate.files, ok)
+        return ok
+
+    try:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            verdicts = list(pool.map(check, candidates))
+        elapsed = time.perf_counter() - started
+        runs = sum(box.runs for box in boxes)
+    finally:
+        for box in boxes:
+            box.close()
+    return elapsed, verdicts, runs, cache.hits if cache else 0
+
+
+def measure(tasks: Sequence[Task], count: int, log=print) -> dict[str, Any]:
+    rows = []
+    for task in tasks:
+        python = test_python(task)
+        with tempfile.TemporaryDirectory(prefix="selfix-speed-") as tmp:
+            repo = materialize(task, Path(tmp) / "repo")
+            evidence, candidates = candidates_for(task, repo, python, count)
+            if not candidates:
+                log(f"{task.id}: no candidates")
+                continue
+            fast = validate(repo, python, evidence, candidates, naive=False, workers=2)
+            fast1 = validate(repo, python, evidence, candidates, naive=False, workers=1)
+            naive = validate(repo, python, evidence, candidates, naive=True, workers=1)
+        mismatches = [c.description for c, a, b in zip(candidates, fast[1], naive[1], strict=True) if a != b]
+        mismatches1 = [c.description for c, a, b in zip(candidates, fast1[1], naive[1], strict=True) if a != b]
+        row = {
+            "id": task.id,
+            "candidates": len(candidates),
+            "passing": sum(naive[1]),
+            "fast_seconds": round(fast[0], 3),
+            "fast1_seconds": round(fast1[0], 3),
+            "naive_seconds": round(naive[0], 3),
+            "fast_runs": fast[2],
+            "naive_runs": naive[2],
+            "cache_hits": fast[3],
+            "mismatches": mismatches,
+            "mismatches_fast1": mismatches1,
+        }
+        rows.append(row)
+        log(
+            f"{task.id}: {len(candidates)} candidates, fast {fast[0]:.2f}s, fast-1 {fast1[0]:.2f}s, "
+            f"naive {naive[0]:.2f}s, ratio {naive[0] / fast[0]:.1f}x / {naive[0] / fast1[0]:.1f}x, "
+            f"verdict mismatches {len(mismatches)}/{len(mismatches1)}"
+        )
+    total = sum(r["candidates"] for r in rows)
+    fast_s = sum(r["fast_seconds"] for r in rows)
+    fast1_s = sum(r["fast1_seconds"] for r in rows)
+    naive_s = sum(r["naive_seconds"] for r in rows)
+    summary = {
+        "tasks": len(rows),
+        "candidates": total,
+        "fast_per_second": total / fast_s if fast_s else 0.0,
+        "fast1_per_second": total / fast1_s if fast1_s else 0.0,
+        "naive_per_second": total / naive_s if naive_s else 0.0,
+        "ratio": naive_s / fast_s if fast_s else 0.0,
+        "ratio_one_core": naive_s / fast1_s if fast1_s else 0.0,
+        "mismatches": sum(len(r["mismatches"]) for r in rows),
+        "mismatches_one_core": sum(len(r["mismatches_fast1"]) for r in rows),
+        "rows": rows,
+    }
+    log(
+        f"\n{len(rows)} tasks, {total} candidates: fast {summary['fast_per_second']:.2f}/s (2 workers), "
+        f"fast-1 {summary['fast1_per_second']:.2f}/s, naive {summary['naive_per_second']:.3f}/s; "
+        f"speed-up {summary['ratio']:.1f}x (one core: {summary['ratio_one_core']:.1f}x); "
+        f"verdict mismatches {summary['mismatches']} (one core: {summary['mismatches_one_core']})"
+    )
+    return summary
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Validation speed: fast path vs naive path, side by side.")
+    parser.add_argument("tasks", type=Path)
+    parser.add_argument("--tasks", dest="count_tasks", type=int, default=8, help="tasks to use (spread evenly)")
+    parser.add_argument("--candidates", type=int, default=25, help="candidates per task")
+    parser.add_argument("--match", default="", help="only task ids containing this")
+    parser.add_argument("--json", type=Path, help="write the measurements here")
+    args = parser.parse_args(argv)
+    tasks = [t for t in load_tasks(args.tasks) if args.match in t.id]
+    step = max(1, len(tasks) // max(1, args.count_tasks))
+    chosen = tasks[::step][: args.count_tasks]
+    summary = measure(chosen, args.candidates, log=lambda m: print(m, flush=True))
+    if args.json:
+        args.json.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    return 0 if summary["mismatches"] == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

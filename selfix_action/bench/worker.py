@@ -1,0 +1,130 @@
+"""One benchmark task in its own process: materialize, heal (or apply the oracle / nothing), judge.
+
+    python -m selfix_action.bench.worker TASK_FILE --mode offline|oracle|noop [--time-limit S]
+
+Prints one JSON record on stdout. The runner (``runner.py``) starts one of these per task with a hard timeout.
+Judging never trusts the tool's copy: a fresh buggy repo gets the tool's edits to non-test files, the task's
+original tests are restored from the pristine source, and the F2P + P2P tests run in a clean ``pytest``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from selfix_action.bench.tasks import Task, load_task, materialize, reference_fix, restore_tests, test_python
+from selfix_action.engine.loop import HealingLoop, LoopConfig
+from selfix_action.engine.models import TestStatus
+from selfix_action.engine.patches import unified_diff
+from selfix_action.engine.protocols import Engine
+from selfix_action.sandbox.process import Limits
+from selfix_action.sandbox.pytest_sandbox import PytestSandbox
+
+JUDGE_WALL_SECONDS = 120.0
+
+
+def make_engine(spec: str) -> Engine:
+    """``offline`` or ``package.module:factory`` (any callable returning an Engine)."""
+    if spec == "offline":
+        from selfix_action.offline.engine import OfflineEngine
+
+        return OfflineEngine()
+    module, _, attr = spec.partition(":")
+    if not attr:
+        raise ValueError(f"unknown engine {spec!r} (use offline or module:factory)")
+    return getattr(importlib.import_module(module), attr)()
+
+
+def _is_test_path(task: Task, path: str) -> bool:
+    return any(path == t or path.startswith(t.rstrip("/") + "/") for t in task.test_paths)
+
+
+def judge(task: Task, files: Mapping[str, str], python: str, workdir: Path) -> dict[str, Any]:
+    """Resolved iff every F2P and P2P test passes on a fresh buggy copy + the edits + the original tests."""
+    repo = materialize(task, workdir / "judge", buggy=True)
+    for path, text in files.items():
+        if _is_test_path(task, path):
+            continue  # the tool's test edits never count
+        target = (repo / path).resolve()
+        if not target.is_relative_to(repo.resolve()):
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    restore_tests(task, repo)
+    with PytestSandbox(repo, [python, "-m", "pytest"], limits=Limits(wall_seconds=JUDGE_WALL_SECONDS)) as box:
+        run = box.run_tests([*task.f2p, *task.p2p])
+    def bad(ids: Sequence[str]) -> list[str]:
+        return [n for n in ids if n not in run.results or run.results[n].status is not TestStatus.PASSED]
+
+    f2p_bad, p2p_bad = bad(task.f2p), bad(task.p2p)
+    return {
+        "resolved": not f2p_bad and not p2p_bad,
+        "f2p_failing": len(f2p_bad),
+        "p2p_failing": len(p2p_bad),
+    }
+
+
+def run_task(task: Task, mode: str, time_limit: float, max_candidates: int = 500) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "id": task.id,
+        "library": task.source.get("name", task.source.get("kind")),
+        "mode": mode,
+        "template": task.bug.template,
+    }
+    python = test_python(task)
+    with tempfile.TemporaryDirectory(prefix="selfix-task-") as tmp:
+        repo = materialize(task, Path(tmp) / "repo", buggy=True)
+        started = time.monotonic()
+        files: dict[str, str] = {}
+        originals: dict[str, str] = {}
+        if mode == "oracle":
+            buggy = (repo / task.bug.path).read_text(encoding="utf-8")
+            files = {task.bug.path: reference_fix(task, buggy)}
+            originals = {task.bug.path: buggy}
+        elif mode != "noop":
+            engine = make_engine(mode)
+            config = LoopConfig(time_limit_seconds=time_limit, max_candidates=max_candidates, user_hint=task.bug_report)
+            with PytestSandbox(repo, [python, "-m", "pytest"], limits=Limits(wall_seconds=60)) as box:
+                result = HealingLoop(box, engine, config, repo_label=task.id).run()
+                record["warm_runs"] = box.warm_runs
+                record["cold_runs"] = box.runs - box.warm_runs
+            report = result.report
+            files, originals = dict(result.files or {}), result.originals
+            usage = report.usage or {}
+            record.update(
+                stop_reason=report.stop_reason.value,
+                test_runs=report.test_runs,
+                candidates=report.candidates_tried,
+                timings=report.timings,
+                tokens=int(usage.get("total_tokens", usage.get("tokens", 0)) or 0),
+                cost=float(usage.get("cost", usage.get("cost_usd", 0.0)) or 0.0),
+            )
+        record["seconds"] = round(time.monotonic() - started, 3)
+        record["patch"] = unified_diff(originals, files) if files else ""
+        record.setdefault("test_runs", 0)
+        record.setdefault("candidates", 0)
+        record.update(judge(task, files, python, Path(tmp)))
+    return record
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("task", type=Path)
+    parser.add_argument("--mode", default="offline", help="offline, oracle, noop, or module:factory")
+    parser.add_argument("--time-limit", type=float, default=300.0)
+    parser.add_argument("--max-candidates", type=int, default=500)
+    args = parser.parse_args(argv)
+    record = run_task(load_task(args.task), args.mode, args.time_limit, args.max_candidates)
+    print(json.dumps(record), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

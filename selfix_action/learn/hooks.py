@@ -1,0 +1,86 @@
+"""Where ``selfix fix`` meets the learning layer: the trace header and outcome, and the memory before/after a run."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from selfix_action import __version__
+from selfix_action.engine.fingerprint import FailureSignature, failure_signature
+from selfix_action.engine.models import Evidence
+from selfix_action.engine.report import HealReport
+from selfix_action.learn.memory import Memory
+from selfix_action.learn.runs import summarize
+from selfix_action.learn.trace_schema import TraceError, TraceHeader, read_trace
+
+Trace = Callable[..., None]
+
+
+def trace_header(repo: str, engine: str) -> dict[str, Any]:
+    return TraceHeader(repo=repo, engine=engine, selfix_version=__version__).model_dump()
+
+
+def outcome_fields(report: HealReport) -> dict[str, Any]:
+    """The ``outcome`` event's fields: the final outcome with tokens and cost."""
+    usage = report.usage or {}
+    signatures = [failure_signature(f) for f in report.failures[:10]]
+    return {
+        "stop_reason": report.stop_reason.value,
+        "healed": report.patch is not None,
+        "exit_code": report.exit_code,
+        "candidates_tried": report.candidates_tried,
+        "test_runs": report.test_runs,
+        "patch_template": report.patch.template if report.patch else "",
+        "patch_hypothesis": report.patch.hypothesis_id if report.patch else "",
+        "patch_description": report.patch.description if report.patch else "",
+        "patch_diff": report.patch.diff if report.patch else "",
+        "tokens": int(usage.get("tokens", 0) or 0),
+        "cost_usd": float(usage.get("cost_usd", 0.0) or 0.0),
+        "calls": int(usage.get("calls", 0) or 0),
+        "seconds": float(report.timings.get("total", 0.0)),
+        "fingerprint": signatures[0].fingerprint if signatures else "",
+        "signatures": [s.model_dump() for s in signatures],
+    }
+
+
+def evidence_signatures(evidence: Evidence) -> list[FailureSignature]:
+    return [failure_signature(f) for f in evidence.failures[:10]]
+
+
+def open_memory(path: Path | None, warn: Callable[[str], None]) -> Memory | None:
+    if path is None:
+        return None
+    memory = Memory(path, warn=warn)
+    return memory if memory.db is not None else None
+
+
+def attach_memory(engine: Any, memory: Memory, trace: Trace) -> None:
+    """Give the engine the memory: template boosts for the offline engine, past cases for the Detective."""
+
+    def boosts(evidence: Evidence) -> dict[str, float]:
+        scores = memory.boosted_templates(evidence_signatures(evidence))
+        ranked = ", ".join(f"{t} {s:.2f}" for t, s in sorted(scores.items(), key=lambda kv: -kv[1]))
+        trace("memory", f"templates that fixed similar failures: {ranked or 'none'}", boosted=scores)
+        return scores
+
+    def similar(evidence: Evidence) -> str:
+        text = memory.prompt_section(evidence_signatures(evidence))
+        count = sum(line.startswith("- ") for line in text.splitlines())
+        trace("memory", f"{count} similar past case(s) for the Detective", similar_fixes=text)
+        return text
+
+    if hasattr(engine, "template_scores"):
+        engine.template_scores = boosts
+    if hasattr(engine, "similar_fixes"):
+        engine.similar_fixes = similar
+
+
+def learn_from_run(memory: Memory, trace_path: Path, report: HealReport) -> bool:
+    """Record the run (read back from its trace) in the memory; never raises."""
+    try:
+        run = summarize(read_trace(trace_path))
+    except TraceError as exc:
+        memory.warnings.append(f"memory: could not read the trace: {exc}")
+        return False
+    return memory.record(run, diff=report.patch.diff if report.patch else "")

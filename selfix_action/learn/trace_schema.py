@@ -1,0 +1,233 @@
+"""The ``trace.jsonl`` schema, version 1: what every ``selfix fix`` run records, one JSON object per line.
+
+Line 1 is a :class:`TraceHeader` (``{"record": "header", "schema_version": 1, ...}``). Every further line is
+an event ``{"t": seconds since start, "step": ..., "message": ..., <step fields>}``; the step fields are flat
+(not nested) so a line reads on its own. Typed steps:
+
+==============  ======================================================================================
+``sandbox``     the isolation every test run had (:class:`SandboxEvent`)
+``start``       the engine that heals
+``reproduce``   baseline run and re-runs of the failing tests
+``localize``    evidence: failing tests with exception, message and project frames, their fingerprints,
+                the ranked suspicious lines (:class:`LocalizeEvent`)
+``hypotheses``  the Detective's ranked hypotheses with confidence (:class:`HypothesesEvent`)
+``expose``      the QA test for one hypothesis and its verdict (:class:`ExposeEvent`)
+``verify``      one patch attempt (hypothesis, template, prior, line) and its verification (:class:`VerifyEvent`)
+``minimize``    a hunk dropped from the winning patch
+``confirm``     the whole suite on the patched copy
+``stop``        the loop's stop reason, counts and engine usage (:class:`StopEvent`)
+``model_call``  one LLM request: role, prompt, response, tokens, cost (:class:`ModelCallEvent`)
+``outcome``     the final outcome as ``selfix fix`` saw it: healed?, patch, tokens and cost
+                (:class:`OutcomeEvent`)
+==============  ======================================================================================
+
+Unknown steps are kept as plain :class:`TraceEvent` (extra fields allowed), so new steps do not need a new
+version; a *changed meaning* of an existing field does. :func:`read_trace` refuses any other
+``schema_version`` with a clear message and skips a truncated last line (a run killed mid-write).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from selfix_action.engine.fingerprint import FailureSignature
+from selfix_action.engine.models import Hypothesis, TestResult
+
+SCHEMA_VERSION = 1
+
+
+class TraceError(Exception):
+    """A trace file that cannot be read."""
+
+
+class TraceVersionError(TraceError):
+    """A trace written with a schema version this selfix does not read."""
+
+
+class TraceHeader(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    record: Literal["header"] = "header"
+    schema_version: int = SCHEMA_VERSION
+    run_id: str = Field(default_factory=lambda: uuid.uuid4().hex[:16])
+    created: str = Field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+    repo: str = ""
+    engine: str = ""
+    selfix_version: str = ""
+
+
+class TraceEvent(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    t: float = 0.0
+    step: str
+    message: str = ""
+
+
+class SandboxEvent(TraceEvent):
+    isolation: dict[str, Any] = Field(default_factory=dict)
+
+
+class LocalizeEvent(TraceEvent):
+    lines: list[dict[str, Any]] = Field(default_factory=list)
+    failures: list[TestResult] = Field(default_factory=list)
+    signatures: list[FailureSignature] = Field(default_factory=list)
+    fingerprint: str = ""  # of the first failing test
+
+
+class HypothesesEvent(TraceEvent):
+    hypotheses: list[Hypothesis] = Field(default_factory=list)
+
+
+class ExposeEvent(TraceEvent):
+    hypothesis: str
+    exposed: bool
+    qa_path: str | None = None
+    qa_test: str | None = None  # the QA test's source; None when the failing tests themselves expose it
+
+
+class VerifyEvent(TraceEvent):
+    candidate: str
+    ok: bool
+    stage: str
+    detail: str = ""
+    hypothesis: str = ""
+    template: str = ""
+    description: str = ""
+    line: int = 0
+    prior: float = 0.0
+    test_runs: int = 0
+
+
+class StopEvent(TraceEvent):
+    stop_reason: str
+    test_runs: int = 0
+    candidates: int = 0
+    usage: dict[str, Any] = Field(default_factory=dict)
+
+
+class ModelCallEvent(TraceEvent):
+    role: str = ""
+    model: str = ""
+    prompt: Any = None
+    response: str = ""
+    usage: dict[str, Any] = Field(default_factory=dict)
+    cost_usd: float = 0.0
+
+
+class OutcomeEvent(TraceEvent):
+    stop_reason: str
+    healed: bool
+    exit_code: int = 1
+    candidates_tried: int = 0
+    test_runs: int = 0
+    patch_template: str = ""
+    patch_hypothesis: str = ""
+    patch_description: str = ""
+    patch_diff: str = ""
+    tokens: int = 0
+    cost_usd: float = 0.0
+    calls: int = 0
+    seconds: float = 0.0
+    fingerprint: str = ""
+    signatures: list[FailureSignature] = Field(default_factory=list)
+
+
+EVENT_TYPES: dict[str, type[TraceEvent]] = {
+    "sandbox": SandboxEvent,
+    "localize": LocalizeEvent,
+    "hypotheses": HypothesesEvent,
+    "expose": ExposeEvent,
+    "verify": VerifyEvent,
+    "stop": StopEvent,
+    "model_call": ModelCallEvent,
+    "outcome": OutcomeEvent,
+}
+
+
+def parse_event(obj: dict[str, Any]) -> TraceEvent:
+    return EVENT_TYPES.get(str(obj.get("step", "")), TraceEvent).model_validate(obj)
+
+
+class Trace(BaseModel):
+    """One run's trace as read back."""
+
+    path: str = ""
+    header: TraceHeader
+    events: list[TraceEvent]
+    truncated: bool = False  # the last line was cut off and skipped
+
+    def steps(self, step: str) -> list[TraceEvent]:
+        return [e for e in self.events if e.step == step]
+
+    def first(self, step: str) -> TraceEvent | None:
+        return next((e for e in self.events if e.step == step), None)
+
+
+def parse_lines(lines: Iterable[str], source: str = "<trace>") -> Trace:
+    """Parse trace lines; raises :class:`TraceVersionError` / :class:`TraceError` with the line number."""
+    raw = [line for line in lines]
+    while raw and not raw[-1].strip():
+        raw.pop()
+    truncated = False
+    objects: list[tuple[int, dict[str, Any]]] = []
+    for number, line in enumerate(raw, 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            if number == len(raw):
+                truncated = True  # a run killed mid-write leaves half a line: skip it
+                break
+            raise TraceError(f"{source}:{number}: not JSON ({exc.msg})") from exc
+        if not isinstance(obj, dict):
+            raise TraceError(f"{source}:{number}: expected a JSON object")
+        objects.append((number, obj))
+    if not objects:
+        raise TraceError(f"{source}: empty trace")
+    number, first = objects[0]
+    if "schema_version" not in first:
+        raise TraceVersionError(
+            f"{source}: no schema header on line 1 (a trace written before schema version {SCHEMA_VERSION}); "
+            f"this selfix reads trace schema version {SCHEMA_VERSION} only"
+        )
+    version = first.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise TraceVersionError(
+            f"{source}: trace schema version {version!r} is not supported; this selfix reads version "
+            f"{SCHEMA_VERSION} (written by a {'newer' if isinstance(version, int) and version > 1 else 'different'}"
+            " selfix: upgrade or re-run)"
+        )
+    try:
+        header = TraceHeader.model_validate(first)
+        events = [parse_event(obj) for _, obj in objects[1:]]
+    except ValidationError as exc:
+        raise TraceError(f"{source}: invalid record: {exc.errors()[0]['msg']} at {exc.errors()[0]['loc']}") from exc
+    return Trace(path=source, header=header, events=events, truncated=truncated)
+
+
+def read_trace(path: str | Path) -> Trace:
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise TraceError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    return parse_lines(text.splitlines(), str(path))
+
+
+def expand_paths(paths: Iterable[str | Path]) -> Iterator[Path]:
+    """Trace files named directly, or every ``trace.jsonl``/``*.trace.jsonl`` below a folder, sorted."""
+    for item in paths:
+        path = Path(item)
+        if path.is_dir():
+            found = path.rglob("*.jsonl")
+            yield from sorted(p for p in found if p.name == "trace.jsonl" or p.name.endswith(".trace.jsonl"))
+        else:
+            yield path

@@ -1,0 +1,172 @@
+"""``selfix view``: one run's trace as one self-contained HTML page (inline CSS, no script, no external asset).
+
+A Content-Security-Policy of ``default-src 'none'`` makes the no-network promise enforceable by the browser.
+Every text from the trace is HTML-escaped (test output and model answers are untrusted).
+"""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+from selfix_action.learn.reward import hypothesis_reward
+from selfix_action.learn.runs import summarize
+from selfix_action.learn.trace_schema import (
+    ExposeEvent,
+    HypothesesEvent,
+    LocalizeEvent,
+    ModelCallEvent,
+    OutcomeEvent,
+    Trace,
+    VerifyEvent,
+)
+
+_CSS = """
+body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#1b1f24;background:#fafbfc}
+h1{font-size:20px;margin:0 0 4px} h2{font-size:16px;margin:24px 0 8px}
+.meta{color:#57606a} .card{background:#fff;border:1px solid #d0d7de;border-radius:6px;padding:12px;margin:8px 0}
+.healed{border-left:6px solid #1a7f37} .not-healed{border-left:6px solid #cf222e}
+table{border-collapse:collapse;width:100%;background:#fff} td,th{border:1px solid #d0d7de;padding:4px 8px;
+text-align:left;vertical-align:top} th{background:#f6f8fa}
+.ok{color:#1a7f37;font-weight:600} .fail{color:#cf222e} pre{background:#f6f8fa;padding:8px;overflow:auto;
+max-height:320px;white-space:pre-wrap} ol.timeline{list-style:none;padding:0;border-left:2px solid #d0d7de}
+ol.timeline li{margin:0 0 6px 0;padding-left:12px;position:relative}
+ol.timeline li:before{content:"";position:absolute;left:-6px;top:6px;width:10px;height:10px;border-radius:50%;
+background:#8c959f} li.step-verify.ok:before{background:#1a7f37} li.step-verify.fail:before{background:#cf222e}
+li.step-hypotheses:before,li.step-expose:before{background:#8250df} li.step-localize:before{background:#bf8700}
+.t{color:#57606a;font-family:ui-monospace,monospace;display:inline-block;min-width:64px}
+.step{font-weight:600;display:inline-block;min-width:90px}
+"""
+
+
+def _e(value: object) -> str:
+    return escape(str(value), quote=True)
+
+
+def _table(headers: list[str], rows: list[list[str]], table_id: str) -> str:
+    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>" for row in rows)
+    return f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def render_html(trace: Trace) -> str:
+    run = summarize(trace)
+    outcome = next((e for e in trace.events if isinstance(e, OutcomeEvent)), None)
+    localize = next((e for e in trace.events if isinstance(e, LocalizeEvent)), None)
+    parts: list[str] = []
+    status = "healed" if run.healed else "not-healed"
+    parts.append(
+        f'<div id="outcome" class="card {status}"><strong>{_e(run.stop_reason or "unknown")}</strong>'
+        f" · {run.candidates} candidate patch(es) · {run.test_runs} test run(s)"
+        + (f" · fixed by <code>{_e(run.patch_template)}</code>" if run.patch_template else "")
+        + "</div>"
+    )
+    parts.append(
+        f'<div id="cost" class="card">Model calls: {run.calls} · tokens: {run.tokens} · cost: '
+        f"${run.cost_usd:.4f}" + (f" · {outcome.seconds:.1f}s" if outcome else "") + "</div>"
+    )
+    if trace.truncated:
+        parts.append('<div class="card fail">The last line of the trace was cut off and skipped.</div>')
+
+    parts.append("<h2>Evidence</h2>")
+    if localize is not None and localize.failures:
+        rows = []
+        for failure in localize.failures:
+            frames = "<br>".join(_e(f"{f.file}:{f.line} in {f.function}") for f in failure.frames[-4:])
+            rows.append(
+                [
+                    f"<code>{_e(failure.nodeid)}</code>",
+                    _e(failure.exc_type),
+                    f"<pre>{_e(failure.message[:800])}</pre>",
+                    frames,
+                ]
+            )
+        parts.append(_table(["test", "exception", "message", "project frames"], rows, "evidence"))
+        parts.append(f'<p class="meta">Fingerprint <code>{_e(run.fingerprint)}</code></p>')
+    else:
+        parts.append('<p id="evidence">No failure evidence recorded.</p>')
+
+    parts.append("<h2>Hypotheses</h2>")
+    rows = []
+    for h in run.hypotheses:
+        reward = hypothesis_reward(h)
+        verdict = (
+            '<span class="ok">fixed</span>'
+            if h.fixed
+            else ("not reached" if not h.reached else ("exposed, no patch" if h.exposed else "not exposed"))
+        )
+        rows.append(
+            [
+                str(h.rank),
+                f"{h.confidence:.2f}",
+                _e(h.title),
+                f"<code>{_e(h.file)}</code> {_e(h.symbol)}",
+                verdict,
+                str(len(h.attempts)),
+                "-" if reward is None else f"{reward.total:+.3f}",
+            ]
+        )
+    parts.append(
+        _table(["rank", "confidence", "hypothesis", "where", "verdict", "attempts", "reward"], rows, "hypotheses")
+    )
+
+    parts.append("<h2>QA tests</h2>")
+    qa = [e for e in trace.events if isinstance(e, ExposeEvent)]
+    qa_rows = [
+        [
+            _e(e.hypothesis),
+            '<span class="ok">exposes the bug</span>' if e.exposed else '<span class="fail">does not expose</span>',
+            f"<pre>{_e(e.qa_test)}</pre>" if e.qa_test else _e(e.message),
+        ]
+        for e in qa
+    ]
+    parts.append(_table(["hypothesis", "verdict", "QA test"], qa_rows, "qa"))
+
+    parts.append("<h2>Patches</h2>")
+    patch_rows = [
+        [
+            _e(e.candidate),
+            _e(e.template),
+            _e(e.description or e.message),
+            f'<span class="{"ok" if e.ok else "fail"}">{_e(e.stage)}</span>',
+            _e(e.detail[:300]),
+        ]
+        for e in trace.events
+        if isinstance(e, VerifyEvent)
+    ]
+    parts.append(_table(["candidate", "template", "edit", "verdict", "detail"], patch_rows, "patches"))
+    if outcome is not None and outcome.patch_diff:
+        parts.append(f'<h2>Verified patch</h2><pre id="patch">{_e(outcome.patch_diff)}</pre>')
+
+    parts.append('<h2>Timeline</h2><ol id="timeline" class="timeline">')
+    for event in trace.events:
+        classes = f"step-{_e(event.step)}"
+        if isinstance(event, VerifyEvent):
+            classes += " ok" if event.ok else " fail"
+        extra = ""
+        if isinstance(event, HypothesesEvent):
+            extra = "<br>" + "<br>".join(_e(f"#{h.rank} ({h.confidence:.2f}) {h.title}") for h in event.hypotheses)
+        if isinstance(event, ModelCallEvent):
+            extra = f" <span class=meta>{_e(event.role)} · ${event.cost_usd:.4f}</span>"
+        parts.append(
+            f'<li class="{classes}"><span class="t">{event.t:7.2f}s</span> <span class="step">{_e(event.step)}'
+            f"</span> {_e(event.message[:400])}{extra}</li>"
+        )
+    parts.append("</ol>")
+
+    header = trace.header
+    title = f"selfix run {header.run_id}"
+    return (
+        "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">"
+        f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>"
+        f"<h1>{_e(title)}</h1><p class=meta>repo <code>{_e(header.repo)}</code> · engine <code>"
+        f"{_e(header.engine)}</code> · {_e(header.created)} · trace schema v{header.schema_version}</p>"
+        + "\n".join(parts)
+        + "</body></html>\n"
+    )
+
+
+def summary_counts(trace: Trace) -> dict[str, Any]:
+    run = summarize(trace)
+    return {"hypotheses": len(run.hypotheses), "candidates": run.candidates, "healed": run.healed}

@@ -1,0 +1,140 @@
+"""Hot pytest worker: import the project and collect its tests once, then fork per candidate and swap code.
+
+Run as ``python -m selfix_hotswap PYTEST_ARGS...`` inside the sandbox with the project's interpreter. It runs
+``pytest.main`` with those arguments; when collection is done, instead of running the tests it serves requests
+(one JSON object per line on stdin): {"files": {path: source}, "nodeids": [...], "stop_first": bool,
+"results": path, "log": path, "timeout": seconds}. Each request is served by a forked child that compiles the
+patched sources, swaps the new code objects into the already-imported functions (matched by qualified name),
+runs the requested test items through pytest's normal runtest protocol and exits. The worker itself is never
+modified. Replies: {"rc": int | None, "timed_out": bool}; rc 75 means "cannot swap this patch, run it cold",
+76 "a requested test is not among the collected ones". The first line written is {"ready": true, "items": N}.
+"""
+
+import gc
+import json
+import os
+import sys
+import types
+
+from selfix_forkserver import _wait
+
+UNSWAPPABLE = 75
+UNKNOWN_TEST = 76
+
+
+class _Server:
+    def __init__(self, replies, requests):
+        self.replies = replies
+        self.requests = requests  # the original stdin: pytest replaces sys.stdin while it runs
+        self.failed = False
+
+    def pytest_runtest_logreport(self, report):
+        if report.failed:
+            self.failed = True
+
+    def pytest_runtestloop(self, session):
+        if session.testsfailed and not session.config.option.continue_on_collection_errors:
+            self.replies.write(json.dumps({"ready": False, "reason": "collection errors"}) + "\n")
+            return True
+        items = {item.nodeid: item for item in session.items}
+        functions = {}
+        for obj in gc.get_objects():
+            if isinstance(obj, types.FunctionType):
+                functions.setdefault(obj.__code__.co_filename, []).append(obj)
+        self.replies.write(json.dumps({"ready": True, "items": len(items)}) + "\n")
+        for line in self.requests:
+            request = json.loads(line)
+            pid = os.fork()
+            if pid == 0:
+                self._child(request, items, functions)
+            code = _wait(pid, request["timeout"])
+            timed_out = code is None
+            try:
+                os.killpg(pid, 9)
+            except (ProcessLookupError, PermissionError):
+                pass
+            if timed_out:
+                os.waitpid(pid, 0)
+            self.replies.write(json.dumps({"rc": code, "timed_out": timed_out}) + "\n")
+        return True
+
+    def _child(self, request, items, functions):
+        os.setpgid(0, 0)
+        log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        code = 70
+        try:
+            for path, source in request["files"].items():
+                if not _swap(path, source, functions):
+                    os._exit(UNSWAPPABLE)
+            selected = []
+            for nodeid in request["nodeids"]:
+                if nodeid not in items:
+                    os._exit(UNKNOWN_TEST)
+                selected.append(items[nodeid])
+            import selfix_collector
+
+            selfix_collector._OUT = request["results"]
+            for index, item in enumerate(selected):
+                last = request["stop_first"] and self.failed
+                following = selected[index + 1] if index + 1 < len(selected) and not last else None
+                item.ihook.pytest_runtest_protocol(item=item, nextitem=following)
+                if request["stop_first"] and self.failed:
+                    break
+            code = 1 if self.failed else 0
+        except BaseException:
+            import traceback
+
+            traceback.print_exc()
+        finally:
+            try:
+                sys.stdout.flush()
+                sys.stderr.flush()
+            except Exception:
+                pass
+            os._exit(code)
+
+
+def _code_objects(code, found):
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            found.setdefault(const.co_qualname, []).append(const)
+            _code_objects(const, found)
+    return found
+
+
+def _swap(path, source, functions):
+    """Point every live function defined in ``path`` at its new code; False when that is not possible."""
+    filenames = [name for name in functions if name and os.path.realpath(name) == os.path.realpath(path)]
+    if not filenames:
+        return True  # nothing from this file is imported yet: it will be imported from disk (patched)
+    for filename in filenames:
+        new = _code_objects(compile(source, filename, "exec", dont_inherit=True), {})
+        for function in functions[filename]:
+            old = function.__code__
+            choices = new.get(old.co_qualname, [])
+            if len(choices) != 1:
+                if not choices or any(c.co_code != choices[0].co_code for c in choices):
+                    return False  # gone, or ambiguous (several lambdas with one qualified name)
+            replacement = choices[0]
+            if replacement.co_freevars != old.co_freevars:
+                return False
+            function.__code__ = replacement
+    return True
+
+
+def main():
+    replies = os.fdopen(os.dup(1), "w", buffering=1)
+    requests = os.fdopen(os.dup(0), "r")
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    import pytest
+
+    server = _Server(replies, requests)
+    pytest.main(sys.argv[1:], plugins=[server])
+    replies.write(json.dumps({"ready": False, "reason": "pytest ended"}) + "\n")
+
+
+if __name__ == "__main__":
+    main()
