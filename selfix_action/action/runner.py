@@ -2,6 +2,10 @@
 
 Order of work: settings -> event -> (authorize a commenter) -> find the failing commit and its JUnit reports ->
 heal with the ``selfix fix`` loop -> publish according to the mode -> job summary, annotations, outputs.
+
+Like ``selfix fix``, every heal writes ``trace.jsonl`` (the trace schema of ``selfix_action.learn``), reads and
+then updates the memory of past fixes (input ``memory_path``), and renders the trace as ``view.html`` beside
+``report.md`` in the report folder that the example workflows upload.
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ from selfix_action.action.gitops import (
 )
 from selfix_action.action.publish import Log
 from selfix_action.action.settings import Mode, Settings
-from selfix_action.commands.fix_cmd import resolve_test_cmd
+from selfix_action.commands.fix_cmd import RunOutput, resolve_test_cmd
 from selfix_action.engine.loop import HealResult, LoopConfig
 from selfix_action.engine.paths import patch_violations
 from selfix_action.engine.report import StopReason, render_markdown
@@ -51,11 +55,16 @@ from selfix_action.github.errors import ArtifactRefused, GitHubError
 from selfix_action.heal import heal_repository
 from selfix_action.junit import Outcome as CaseOutcome
 from selfix_action.junit import parse_reports
+from selfix_action.learn.hooks import attach_memory, learn_from_run, open_memory, outcome_fields, trace_header
+from selfix_action.learn.memory import Memory
+from selfix_action.learn.trace_schema import TraceError, read_trace
+from selfix_action.learn.viewer import render_html
 from selfix_action.offline.engine import OfflineEngine
 from selfix_action.sandbox.isolation import IsolationConfig, detect_isolation
 from selfix_action.sandbox.process import Limits
 
 MAX_JUNIT_FILES = 200
+REPORT_DIR = Path(".selfix") / "report"  # report.md, report.json, patch.diff, trace.jsonl, view.html
 # Never handed to the project's setup command (the sandbox applies its own allowlist to test runs).
 _SECRET_HINTS = ("TOKEN", "SECRET", "KEY", "PASSWORD", "CREDENTIAL", "INPUT_", "ACTIONS_")
 
@@ -68,6 +77,9 @@ class HealRequest:
     hint: str
     settings: Settings
     env: Mapping[str, str]
+    # Set by the runner: the trace.jsonl writer (trace(step, message, **data)) and the memory of past fixes.
+    trace: Callable[..., None] | None = None
+    memory: Memory | None = None
 
 
 Healer = Callable[[HealRequest], HealResult]
@@ -157,18 +169,40 @@ def default_healer(request: HealRequest) -> HealResult:
         user_hint=request.hint,
     )
     limits = Limits(wall_seconds=min(120.0, time_limit))
+    engine = build_engine(settings)
+    if request.trace is not None and hasattr(engine, "trace"):
+        engine.trace = request.trace  # every prompt and response goes into trace.jsonl, as with selfix fix
+    if request.memory is not None and request.trace is not None:
+        attach_memory(engine, request.memory, request.trace)
     return heal_repository(
         request.repo,
         request.test_cmd,
-        build_engine(settings),
+        engine,
         config,
         limits=limits,
         isolation=detect_isolation(isolation_config(settings)),  # the report and the job summary say which
         env_source=request.env,
+        trace=request.trace,
         repo_label=settings.repository or ".",
         junit_failing=failing,
         junit_passing=passing,
     )
+
+
+def no_links(root: Path, path: Path) -> bool:
+    """False if ``path`` (inside ``root``) goes through a symbolic link below ``root``: a committed link must not
+    make selfix write outside the workspace. Paths outside ``root`` (an absolute memory_path input) are the
+    workflow author's choice and pass."""
+    try:
+        rel = path.relative_to(root)
+    except ValueError:
+        return True
+    current = root
+    for part in rel.parts:
+        current = current / part
+        if current.is_symlink():
+            return False
+    return True
 
 
 def isolation_config(settings: Settings) -> IsolationConfig:
@@ -217,7 +251,9 @@ class ActionRunner:
         self.git = Git(settings.workspace, env=env)
         self._client: GitHubClient | None = None
         self._tracking: CommentInfo | None = None
-        self.out_dir = (settings.temp_dir or settings.workspace / ".selfix") / "selfix-out"
+        # In the workspace, not RUNNER_TEMP: a container action's RUNNER_TEMP is not visible to the later
+        # actions/upload-artifact step, the workspace is (the example workflows upload .selfix/report/).
+        self.out_dir = settings.workspace / REPORT_DIR
 
     # -- entry -------------------------------------------------------------------------------------------
     def run(self) -> ActionOutcome:
@@ -416,19 +452,79 @@ class ActionRunner:
         if proc.returncode != 0:
             raise InputError(f"setup_command exited with {proc.returncode}")
 
+    def _checked_out_dir(self) -> Path:
+        """The report folder, refused if the checked-out commit plants a link on the way to it."""
+        if not no_links(self.settings.workspace, self.out_dir):
+            raise InputError(f"{REPORT_DIR} is a symbolic link in the checked-out commit; not writing through it")
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        return self.out_dir
+
     def _heal(self, junit: tuple[Path, ...], hint: str) -> HealResult:
+        """One heal, as ``selfix fix`` does it: trace.jsonl in the trace schema, the memory read before (by the
+        engine) and updated after. The memory never fails a run: problems become warnings."""
         self._setup()
         test_cmd = resolve_test_cmd(self.settings.test_command or None, self.settings.workspace.resolve())
-        request = HealRequest(self.settings.workspace.resolve(), junit, test_cmd, hint, self.settings, self.env)
-        with self.log.group("selfix: heal"):
-            return self.healer(request)
+        trace_path = self._checked_out_dir() / "trace.jsonl"
+        header = trace_header(self.settings.repository or ".", self.settings.engine)
+        trace = RunOutput(trace_path, io.StringIO(), quiet=True, header=header)
+        memory: Memory | None = None
+        memory_file = self.settings.memory_file
+        warned: list[str] = []
+
+        def warn(message: str) -> None:
+            warned.append(message)
+            self.log.note("::warning::selfix: ", message)
+
+        try:
+            if memory_file is not None and not no_links(self.settings.workspace, memory_file):
+                warn(f"memory disabled: {self.settings.memory_path} goes through a symbolic link in the workspace")
+            elif memory_file is not None:
+                memory = open_memory(memory_file, warn)
+            request = HealRequest(
+                self.settings.workspace.resolve(),
+                junit,
+                test_cmd,
+                hint,
+                self.settings,
+                self.env,
+                trace=trace,
+                memory=memory,
+            )
+            with self.log.group("selfix: heal"):
+                result = self.healer(request)
+            trace("outcome", result.report.stop_reason.value, **outcome_fields(result.report))
+            trace.close()
+            if memory is not None:
+                recorded = learn_from_run(memory, trace_path, result.report)
+                for message in [m for m in memory.warnings if m not in warned]:
+                    warn(message)
+                if recorded:
+                    self.log.line(f"selfix: recorded this run in the memory ({memory_file})")
+            return result
+        finally:
+            trace.close()
+            if memory is not None:
+                memory.close()
+
+    def _write_view(self) -> None:
+        """view.html: the trace as one self-contained page, uploaded with the report (best effort)."""
+        view = self.out_dir / "view.html"
+        view.unlink(missing_ok=True)
+        trace_path = self.out_dir / "trace.jsonl"
+        if not trace_path.is_file():
+            return
+        try:
+            view.write_text(render_html(read_trace(trace_path)), encoding="utf-8")
+        except (TraceError, OSError) as exc:
+            self.log.note("::warning::selfix: no view.html: ", str(exc))
 
     def _write_outputs(self, result: HealResult) -> tuple[Path, Path | None]:
-        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self._checked_out_dir()
         report = result.report
         (self.out_dir / "report.json").write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
         report_md = self.out_dir / "report.md"
         report_md.write_text(render_markdown(report), encoding="utf-8")
+        self._write_view()
         patch_path = self.out_dir / "patch.diff"
         patch_path.unlink(missing_ok=True)
         if report.patch is not None:

@@ -22,6 +22,19 @@ DEFAULT_CONFIG_FILE = ".github/selfix.yml"
 # How test runs are isolated (selfix_action.sandbox.isolation.IsolationConfig.mode): auto takes the best that works.
 IsolationMode = Literal["auto", "bwrap", "unshare", "none"]
 MAX_CONFIG_BYTES = 256 * 1024
+DEFAULT_MEMORY_PATH = ".selfix/memory.db"
+# memory_path values that turn the memory of past fixes off
+NO_MEMORY = frozenset({"none", "off", "false"})
+
+
+def _check_memory_path(value: str | None, *, allow_absolute: bool) -> str | None:
+    """A workspace-relative path without ``..`` (the config file may not name an absolute one)."""
+    if value is None or value.strip().lower() in NO_MEMORY:
+        return value
+    path = Path(value)
+    if not value.strip() or ".." in path.parts or (path.is_absolute() and not allow_absolute):
+        raise ValueError(f"memory_path must be a path inside the workspace (no '..'), got {value!r}")
+    return value
 
 
 class Mode(StrEnum):
@@ -65,7 +78,15 @@ class FileConfig(BaseModel):
     draft: bool | None = None
     isolation: IsolationMode | None = Field(None, description="auto (best that works), bwrap, unshare or none")
     require_isolation: bool | None = Field(None, description="refuse to run the project's tests unisolated")
+    memory_path: str | None = Field(
+        None, description="SQLite memory of past fixes, relative to the workspace ('none' turns it off)"
+    )
     rules: tuple[PathRule, ...] = ()
+
+    @field_validator("memory_path")
+    @classmethod
+    def _memory_inside(cls, value: str | None) -> str | None:
+        return _check_memory_path(value, allow_absolute=False)
 
 
 # Every input declared in action.yml and its built-in default ("" = no default).
@@ -91,6 +112,7 @@ INPUT_DEFAULTS: dict[str, Any] = {
     "draft": False,
     "isolation": "auto",
     "require_isolation": False,
+    "memory_path": DEFAULT_MEMORY_PATH,
     "config_file": DEFAULT_CONFIG_FILE,
 }
 SECRET_INPUTS = frozenset({"github_token", "anthropic_api_key", "openai_api_key"})
@@ -125,6 +147,7 @@ class Settings(BaseModel):
     draft: bool = False
     isolation: IsolationMode = "auto"
     require_isolation: bool = False
+    memory_path: str = DEFAULT_MEMORY_PATH  # relative to the workspace; "none" turns the memory off
     config_file: str = DEFAULT_CONFIG_FILE
     rules: tuple[PathRule, ...] = ()
 
@@ -160,6 +183,19 @@ class Settings(BaseModel):
         if value and (value.count("/") != 1 or any(not part for part in value.split("/"))):
             raise ValueError(f"GITHUB_REPOSITORY must be owner/name, got {value!r}")
         return value
+
+    @field_validator("memory_path")
+    @classmethod
+    def _memory_path_shape(cls, value: str) -> str:
+        return _check_memory_path(value, allow_absolute=True) or DEFAULT_MEMORY_PATH
+
+    @property
+    def memory_file(self) -> Path | None:
+        """Where the memory of past fixes lives for this run (None: turned off)."""
+        if self.memory_path.strip().lower() in NO_MEMORY:
+            return None
+        path = Path(self.memory_path)
+        return path if path.is_absolute() else self.workspace / path
 
     @property
     def owner(self) -> str:

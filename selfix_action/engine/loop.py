@@ -98,6 +98,7 @@ class HealingLoop:
         self.timings: dict[str, float] = {}
         self.notes: list[str] = []
         self._deadline = 0.0
+        self._spans: dict[tuple[str, str], list] = {}  # function spans of unpatched files (see _guarding_tests)
 
     # -- the loop ------------------------------------------------------------------------------------
     def run(self, junit_failing: Sequence[str] = (), junit_passing: Sequence[str] = ()) -> HealResult:
@@ -407,7 +408,11 @@ class HealingLoop:
         originals = self._originals(files)
         guards: set[str] = set()
         for hunk in hunks(originals, files):
-            spans = function_spans(hunk.path, originals.get(hunk.path, ""))
+            original = originals.get(hunk.path, "")
+            key = (hunk.path, original)
+            if key not in self._spans:  # the originals never change during a run: parse each once
+                self._spans[key] = function_spans(hunk.path, original)
+            spans = self._spans[key]
             lo, hi = hunk.original_lines
             touched = [s for s in spans if s.start <= hi and lo <= s.end]
             lines = set(range(lo, hi + 1))

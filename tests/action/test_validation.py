@@ -89,6 +89,7 @@ def test_every_declared_input_is_read_and_vice_versa(tmp_path: Path) -> None:
         "draft": "true",
         "isolation": "bwrap",
         "require_isolation": "true",
+        "memory_path": "cache/memory.db",
         "config_file": "cfg.yml",
     }
     assert set(values) == declared

@@ -58,3 +58,59 @@ def test_second_run_with_memory_needs_fewer_candidates(tmp_path: Path, capsys: p
     assert candidates[1] == 1
     boosted = [e for e in trace.steps("memory") if e.model_dump().get("boosted")]
     assert boosted and "binop_replace" in boosted[0].model_dump()["boosted"]
+
+
+# Another project with a failure like examples/average's (AssertionError `assert <num> == <num>`, a `//` that
+# should be `/`), in a differently named module and function: only the exception and message shape match.
+SCORING = {
+    "pyproject.toml": '[tool.pytest.ini_options]\npythonpath = ["."]\ntestpaths = ["tests"]\n',
+    "scoring.py": (
+        '"""Scores of a quiz."""\n\n\ndef mean_score(scores):\n'
+        '    """The mean of the scores, as a float (0.0 when there are none)."""\n'
+        "    if not scores:\n        return 0.0\n    return sum(scores) // len(scores)\n"
+    ),
+    "tests/test_scoring.py": (
+        "from scoring import mean_score\n\n\ndef test_mean_score_of_two():\n    assert mean_score([3, 4]) == 3.5\n\n\n"
+        "def test_mean_score_whole():\n    assert mean_score([2, 4]) == 3\n\n\n"
+        "def test_mean_score_empty():\n    assert mean_score([]) == 0.0\n"
+    ),
+}
+
+
+def _fix(repo: Path, out: Path, *memory: str) -> dict[str, object]:
+    code = main(["fix", str(repo), "--quiet", "--out", str(out), "--isolation", "none", *memory])
+    assert code == 0, code
+    report: dict[str, object] = json.loads((out / "report.json").read_text())
+    return report
+
+
+@pytest.mark.slow
+def test_memory_carries_a_fix_to_a_different_project(tmp_path: Path) -> None:
+    """examples/average healed once fills the memory; then scoring.py's similar bug needs fewer candidates with
+    that memory than without it (the figure in docs/LEARNING.md)."""
+    memory = str(tmp_path / "memory.db")
+    average = tmp_path / "average"
+    shutil.copytree(EXAMPLES / "average", average, ignore=shutil.ignore_patterns("__pycache__", ".selfix"))
+    seeded = _fix(average, tmp_path / "out-average", "--memory", memory)
+    assert seeded["patch"]["template"] == "binop_replace"  # type: ignore[index]
+
+    runs = {}
+    for name, flags in (("without", ["--no-memory"]), ("with", ["--memory", memory])):
+        repo = tmp_path / name / "scoring"
+        for rel, text in SCORING.items():
+            (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+            (repo / rel).write_text(text)
+        runs[name] = _fix(repo, tmp_path / name / "out", *flags)
+        assert runs[name]["patch"]["template"] == "binop_replace", name  # type: ignore[index]
+        assert "sum(scores) / len(scores)" in runs[name]["patch"]["diff"]  # type: ignore[index]
+    without, with_memory = runs["without"]["candidates_tried"], runs["with"]["candidates_tried"]
+    assert with_memory < without, (with_memory, without)  # type: ignore[operator]
+    assert with_memory == 1
+
+    trace = read_trace(tmp_path / "with" / "out" / "trace.jsonl")
+    (localize,) = trace.steps("localize")
+    signature = localize.model_dump()["signatures"][0]
+    assert signature["frame"] == "tests/test_scoring.py:test_mean_score_of_two"  # not average's frame...
+    assert signature["message_shape"] == "assert <num> == <num>"  # ...only the exception and message shape match
+    boosted = [e.model_dump()["boosted"] for e in trace.steps("memory") if e.model_dump().get("boosted")]
+    assert boosted and "binop_replace" in boosted[0]
