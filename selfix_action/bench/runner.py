@@ -82,6 +82,20 @@ def run_one(task: Task, task_file: Path, options: BenchOptions) -> dict[str, Any
     return json.loads(lines[-1])
 
 
+def _interleave(tasks: list[Task]) -> list[Task]:
+    """Round-robin over libraries, so a run stopped early still samples every library alike."""
+    groups: dict[str, list[Task]] = {}
+    for task in tasks:
+        groups.setdefault(str(task.source.get("name", task.source.get("kind"))), []).append(task)
+    ordered: list[Task] = []
+    queues = list(groups.values())
+    while any(queues):
+        for queue in queues:
+            if queue:
+                ordered.append(queue.pop(0))
+    return ordered
+
+
 def run_bench(options: BenchOptions, log: Callable[[str], None] = print) -> Path:
     tasks = load_tasks(options.tasks)
     if options.limit:
@@ -94,7 +108,7 @@ def run_bench(options: BenchOptions, log: Callable[[str], None] = print) -> Path
         with open(results, "a", encoding="utf-8") as handle:
             handle.write("\n")  # close a line cut short by an interrupted run; read_records skips it
     done = {r["id"] for r in read_records(results) if r.get("mode") == options.mode}
-    pending = [t for t in tasks if t.id not in done]
+    pending = _interleave([t for t in tasks if t.id not in done])
     (run_dir / "meta.json").write_text(
         json.dumps({"tasks": str(options.tasks), "mode": options.mode, "workers": options.workers,
                     "time_limit": options.time_limit, "task_count": len(tasks)}, indent=1) + "\n",

@@ -24,6 +24,7 @@ from selfix_action.engine.loop import HealingLoop, LoopConfig
 from selfix_action.engine.models import TestStatus
 from selfix_action.engine.patches import unified_diff
 from selfix_action.engine.protocols import Engine
+from selfix_action.sandbox.hotswap import HotPytestSandbox
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
 
@@ -91,10 +92,11 @@ def run_task(task: Task, mode: str, time_limit: float, max_candidates: int = 500
         elif mode != "noop":
             engine = make_engine(mode)
             config = LoopConfig(time_limit_seconds=time_limit, max_candidates=max_candidates, user_hint=task.bug_report)
-            with PytestSandbox(repo, [python, "-m", "pytest"], limits=Limits(wall_seconds=60)) as box:
+            with HotPytestSandbox(repo, [python, "-m", "pytest"], limits=Limits(wall_seconds=60)) as box:
                 result = HealingLoop(box, engine, config, repo_label=task.id).run()
                 record["warm_runs"] = box.warm_runs
                 record["cold_runs"] = box.runs - box.warm_runs
+                record["hot_runs"] = box.hot_runs
             report = result.report
             files, originals = dict(result.files or {}), result.originals
             usage = report.usage or {}

@@ -119,7 +119,7 @@ class HotPytestSandbox(PytestSandbox):
                 self._hot_disabled = "the test command is not `<python> -m pytest ...`"
                 return None
             env = self._env(self._tmp / "hot-unused.jsonl", False)
-            args = [*self.test_cmd[3:], "-p", "selfix_collector", "-p", "no:cacheprovider", "-q", "--tb=short",
+            args = [*self.test_cmd[3:], "-p", "selfix_collector", "-p", "no:cacheprovider", "-q", "--tb=no",
                     "--color=no"]
             try:
                 self._hot = HotServer(self.test_cmd[0], self.root, env, args, self.limits)

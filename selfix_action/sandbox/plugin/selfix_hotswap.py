@@ -104,8 +104,14 @@ def _code_objects(code, found):
     return found
 
 
+def _key(code):
+    """What a code object does, without its line numbers (a splice elsewhere may shift them)."""
+    consts = tuple(_key(c) if isinstance(c, types.CodeType) else (type(c).__name__, repr(c)) for c in code.co_consts)
+    return (code.co_code, code.co_names, code.co_varnames, code.co_freevars, code.co_cellvars, consts)
+
+
 def _swap(path, source, functions):
-    """Point every live function defined in ``path`` at its new code; False when that is not possible."""
+    """Point every live function defined in ``path`` whose code changed at its new code; False if impossible."""
     filenames = [name for name in functions if name and os.path.realpath(name) == os.path.realpath(path)]
     if not filenames:
         return True  # nothing from this file is imported yet: it will be imported from disk (patched)
@@ -114,9 +120,11 @@ def _swap(path, source, functions):
         for function in functions[filename]:
             old = function.__code__
             choices = new.get(old.co_qualname, [])
+            old_key = _key(old)
+            if any(_key(c) == old_key for c in choices):
+                continue  # unchanged (for one of the definitions with this name)
             if len(choices) != 1:
-                if not choices or any(c.co_code != choices[0].co_code for c in choices):
-                    return False  # gone, or ambiguous (several lambdas with one qualified name)
+                return False  # gone, or ambiguous (several changed definitions with one qualified name)
             replacement = choices[0]
             if replacement.co_freevars != old.co_freevars:
                 return False

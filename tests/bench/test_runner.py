@@ -1,0 +1,86 @@
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from selfix_action.bench.generate import Library, generate_from_tree
+from selfix_action.bench.report import render_markdown, render_svg
+from selfix_action.bench.runner import BenchOptions, read_records, run_bench
+from selfix_action.bench.tasks import leak_reasons, load_task, materialize
+from selfix_action.bench.worker import judge
+from selfix_action.cli import main
+
+FIXTURES = Path(__file__).parent / "fixtures"
+TASKS = FIXTURES / "tasks"
+
+
+def _records(run_dir: Path) -> dict[str, dict]:
+    return {r["id"]: r for r in read_records(run_dir / "results.jsonl")}
+
+
+def test_oracle_resolves_every_task_and_noop_none(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", str(TASKS), "--out", str(tmp_path), "--oracle"]) == 0
+    oracle = _records(tmp_path / "oracle")
+    assert len(oracle) == 2 and all(r["resolved"] for r in oracle.values())
+    assert all("+++" in r["patch"] for r in oracle.values())
+    assert main(["bench", str(TASKS), "--out", str(tmp_path), "--noop", "--compare", str(tmp_path / "oracle")]) == 0
+    noop = _records(tmp_path / "noop")
+    assert len(noop) == 2 and not any(r["resolved"] for r in noop.values())
+    assert all(r["f2p_failing"] >= 1 for r in noop.values())
+    report = (tmp_path / "noop" / "report.md").read_text()
+    assert "0/2 = 0.0%" in report and "exact McNemar" in report
+    assert (tmp_path / "noop" / "chart.svg").read_text().startswith("<svg")
+
+
+def test_runs_resume_where_they_stopped(tmp_path: Path) -> None:
+    logs: list[str] = []
+    options = BenchOptions(tasks=TASKS, out=tmp_path, run="r", mode="oracle", workers=1, limit=1)
+    run_bench(options, log=logs.append)
+    assert len(read_records(tmp_path / "r" / "results.jsonl")) == 1
+    with open(tmp_path / "r" / "results.jsonl", "a") as handle:
+        handle.write('{"id": "cut sho')  # an interrupted write is ignored and its task run again
+    logs.clear()
+    run_bench(BenchOptions(tasks=TASKS, out=tmp_path, run="r", mode="oracle", workers=2), log=logs.append)
+    assert "1 already recorded, 1 to run" in logs[0]
+    assert sorted(_records(tmp_path / "r")) == ["tiny-clamp-name", "tiny-count_above-compare"]
+
+
+def test_judge_restores_the_original_tests(tmp_path: Path) -> None:
+    task = load_task(TASKS / "tiny-clamp-name.json")
+    cheat = {"tests/test_mathx.py": "def test_clamp_high():\n    pass\n"}  # the tool "fixes" the test instead
+    verdict = judge(task, cheat, sys.executable, tmp_path)
+    assert verdict["resolved"] is False and verdict["f2p_failing"] == 1
+
+
+def test_generator_keeps_only_validated_tasks(tmp_path: Path) -> None:
+    task = load_task(TASKS / "tiny-clamp-name.json")
+    tree = materialize(task, tmp_path / "tree", buggy=False)
+    library = Library("tinylib", "0", "tinylib", ("mathx.py",), ("tests",))
+    logs: list[str] = []
+    tasks = generate_from_tree(
+        library, {"kind": "dir", "path": "x"}, tree, sys.executable, max_tasks=3, max_mutants=10, log=logs.append
+    )
+    assert tasks, logs
+    suite = 6
+    for made in tasks:
+        assert 1 <= len(made.f2p) <= suite * 0.25  # at most 25% of the suite breaks: one test of six here
+        assert len(made.f2p) + len(made.p2p) == suite
+        assert not leak_reasons(made.bug_report, made.bug, "")
+        buggy = (tree / "mathx.py").read_text()
+        assert buggy[made.bug.start : made.bug.start + len(made.bug.original)] == made.bug.original
+    assert len({t.bug.mutated + str(t.bug.start) for t in tasks}) == len(tasks)  # no duplicates
+    assert any("dropped" in line for line in logs)  # mean() mutants break 1 test but most others break more
+
+
+def test_report_renders_intervals_and_table() -> None:
+    records = [
+        {"id": "a", "library": "x", "resolved": True, "seconds": 1.0, "test_runs": 3, "candidates": 2},
+        {"id": "b", "library": "x", "resolved": False, "seconds": 3.0, "test_runs": 9, "candidates": 7},
+    ]
+    text = render_markdown(records, "run")
+    assert "1/2 = 50.0%" in text and "9.5%-90.5%" in text
+    svg = render_svg(records, "run")
+    assert svg.count("<rect") == 3 and json.dumps(svg)
