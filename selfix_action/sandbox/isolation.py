@@ -325,9 +325,14 @@ def _plan_mounts(
         if clash is not None or path == Path("/") or any(_within(s, path) for s in _SYSTEM_DIRS):
             raise SandboxError(f"refusing to make {path} writable: it contains {clash or 'the system'}")
     covered = private + secret
-    # A cover below another cover adds nothing (and must not undo a private dir's writability).
+    # A hidden cover below another cover adds nothing (and must not undo a private dir's writability); a private
+    # dir below one (HOME=/tmp/home) is kept, mounted after its parent, so that it exists and stays writable.
     covers = sorted(
-        ((p, p in private) for p in covered if not any(o != p and _within(p, o) for o in covered)),
+        (
+            (p, p in private)
+            for p in covered
+            if p in private or not any(o != p and _within(p, o) for o in covered)
+        ),
         key=lambda item: len(item[0].parts),
     )
     readable: list[Path] = []

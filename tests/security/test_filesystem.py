@@ -7,6 +7,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from selfix_action.sandbox.isolation import Isolation, IsolationLevel
 from selfix_action.sandbox.process import Limits, run_process, sandbox_env
 from tests.conftest import REPO_ROOT
@@ -96,11 +98,19 @@ def test_writes_through_a_symlink_planted_in_the_repo_fail(
         Path("/etc/selfix-pwned").unlink(missing_ok=True)
 
 
-def test_the_scratch_copy_and_a_private_tmp_stay_writable(isolation: Isolation, tmp_path: Path) -> None:
-    # The other side of the boundary: what a test suite legitimately needs still works.
+@pytest.mark.parametrize("home_under_tmp", [False, True], ids=["home-as-is", "home-under-tmp"])
+def test_the_scratch_copy_and_a_private_tmp_stay_writable(
+    isolation: Isolation, tmp_path: Path, home_under_tmp: bool
+) -> None:
+    # The other side of the boundary: what a test suite legitimately needs still works, also when HOME itself
+    # lives under /tmp (covered by the private /tmp, it must still exist and be writable inside).
     need_level(isolation, IsolationLevel.BWRAP, "a read-only filesystem")
     scratch = tmp_path / "scratch"
     scratch.mkdir()
+    env = sandbox_env(os.environ)
+    if home_under_tmp:
+        (tmp_path / "home").mkdir()
+        env["HOME"] = str(tmp_path / "home")
     code = """
         import os, tempfile, pathlib
         pathlib.Path("out.txt").write_text("ok")
@@ -112,7 +122,7 @@ def test_the_scratch_copy_and_a_private_tmp_stay_writable(isolation: Isolation, 
     result = run_process(
         [sys.executable, "-c", textwrap.dedent(code)],
         cwd=scratch,
-        env=sandbox_env(os.environ),
+        env=env,
         limits=Limits(wall_seconds=60),
         isolation=isolation,
         writable=[scratch],
