@@ -71,8 +71,11 @@ class VerdictCache:
             self._data[self.key(files)] = ok
 
 
-def candidates_for(task: Task, repo: Path, python: str, count: int) -> tuple[Evidence, list[CandidatePatch]]:
-    """Evidence and the engine's first ``count`` candidates, exactly as the healing loop would get them."""
+def candidates_for(
+    task: Task, repo: Path, python: str, count: int
+) -> tuple[Evidence, list[CandidatePatch], dict[str, float]]:
+    """Evidence, the engine's first ``count`` candidates (exactly as the healing loop would get them) and the
+    per-test seconds of the baseline run on the unpatched code (the base of the adaptive candidate limit)."""
     with PytestSandbox(repo, [python, "-m", "pytest"], limits=Limits(wall_seconds=60)) as box:
         loop = HealingLoop(box, OfflineEngine(), LoopConfig())
         baseline, f2p, p2p, _ = loop._reproduce((), ())
@@ -83,22 +86,32 @@ def candidates_for(task: Task, repo: Path, python: str, count: int) -> tuple[Evi
             for candidate in engine.candidates(hypothesis, evidence, box, []):
                 found.append(candidate)
                 if len(found) >= count:
-                    return evidence, found
-    return evidence, found
+                    return evidence, found, loop.baseline_seconds
+    return evidence, found, loop.baseline_seconds
 
 
 def validate(
-    repo: Path, python: str, evidence: Evidence, candidates: list[CandidatePatch], *, naive: bool, workers: int
+    repo: Path,
+    python: str,
+    evidence: Evidence,
+    candidates: list[CandidatePatch],
+    *,
+    naive: bool,
+    workers: int,
+    baseline_seconds: dict[str, float] | None = None,
+    limit_factor: float = LoopConfig().candidate_limit_factor,
 ) -> tuple[float, list[bool], int, int]:
     """(seconds, ok per candidate, test runs, cache hits) validating ``candidates`` on one path."""
-    config = LoopConfig(full_suite_per_candidate=naive)
+    config = LoopConfig(full_suite_per_candidate=naive, candidate_limit_factor=limit_factor)
     limits = Limits(wall_seconds=60)
     started = time.perf_counter()
     kind = PytestSandbox if naive else HotPytestSandbox
     boxes = [kind(repo, [python, "-m", "pytest"], limits=limits) for _ in range(workers)]
     free: queue.Queue[HealingLoop] = queue.Queue()
     for box in boxes:
-        free.put(HealingLoop(box, OfflineEngine(), config))
+        loop = HealingLoop(box, OfflineEngine(), config)
+        loop.baseline_seconds = dict(baseline_seconds or {})  # measured once per task, as the loop's reproduce does
+        free.put(loop)
     cache = None if naive else VerdictCache()
 
     def check(candidate: CandidatePatch) -> bool:
@@ -126,18 +139,21 @@ def validate(
     return elapsed, verdicts, runs, cache.hits if cache else 0
 
 
-def measure(tasks: Sequence[Task], count: int, log=print) -> dict[str, Any]:
+def measure(
+    tasks: Sequence[Task], count: int, log=print, limit_factor: float = LoopConfig().candidate_limit_factor
+) -> dict[str, Any]:
     rows = []
     for task in tasks:
         python = test_python(task)
         with tempfile.TemporaryDirectory(prefix="selfix-speed-") as tmp:
             repo = materialize(task, Path(tmp) / "repo")
-            evidence, candidates = candidates_for(task, repo, python, count)
+            evidence, candidates, seconds = candidates_for(task, repo, python, count)
             if not candidates:
                 log(f"{task.id}: no candidates")
                 continue
-            fast = validate(repo, python, evidence, candidates, naive=False, workers=2)
-            fast1 = validate(repo, python, evidence, candidates, naive=False, workers=1)
+            adaptive = {"baseline_seconds": seconds, "limit_factor": limit_factor}
+            fast = validate(repo, python, evidence, candidates, naive=False, workers=2, **adaptive)
+            fast1 = validate(repo, python, evidence, candidates, naive=False, workers=1, **adaptive)
             naive = validate(repo, python, evidence, candidates, naive=True, workers=1)
         mismatches = [c.description for c, a, b in zip(candidates, fast[1], naive[1], strict=True) if a != b]
         mismatches1 = [c.description for c, a, b in zip(candidates, fast1[1], naive[1], strict=True) if a != b]
@@ -192,11 +208,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--candidates", type=int, default=25, help="candidates per task")
     parser.add_argument("--match", default="", help="only task ids containing this")
     parser.add_argument("--json", type=Path, help="write the measurements here")
+    parser.add_argument(
+        "--limit-factor",
+        type=float,
+        default=LoopConfig().candidate_limit_factor,
+        help="adaptive candidate wall limit: this x the tests' baseline seconds (floor 2 s); 0 = off (60 s limit)",
+    )
     args = parser.parse_args(argv)
     tasks = [t for t in load_tasks(args.tasks) if args.match in t.id]
     step = max(1, len(tasks) // max(1, args.count_tasks))
     chosen = tasks[::step][: args.count_tasks]
-    summary = measure(chosen, args.candidates, log=lambda m: print(m, flush=True))
+    summary = measure(chosen, args.candidates, log=lambda m: print(m, flush=True), limit_factor=args.limit_factor)
+    summary["limit_factor"] = args.limit_factor
     if args.json:
         args.json.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
     return 0 if summary["mismatches"] == 0 else 1

@@ -60,6 +60,10 @@ class LoopConfig(BaseModel):
     user_hint: str = ""
     # The naive verification path (whole suite, no early stop, for every candidate); benchmarks compare it.
     full_suite_per_candidate: bool = False
+    # Adaptive wall limit for warm candidate checks: max(floor, factor x the checked tests' time on the unpatched
+    # code, from the baseline run). 0 turns it off (the sandbox's own limits apply).
+    candidate_limit_factor: float = 10.0
+    candidate_limit_floor_seconds: float = 2.0
 
 
 @dataclass
@@ -99,6 +103,8 @@ class HealingLoop:
         self.notes: list[str] = []
         self._deadline = 0.0
         self._spans: dict[tuple[str, str], list] = {}  # function spans of unpatched files (see _guarding_tests)
+        # Per-test seconds on the unpatched code (the baseline run): the base of the adaptive candidate limit.
+        self.baseline_seconds: dict[str, float] = {}
 
     # -- the loop ------------------------------------------------------------------------------------
     def run(self, junit_failing: Sequence[str] = (), junit_passing: Sequence[str] = ()) -> HealResult:
@@ -244,6 +250,7 @@ class HealingLoop:
         """Baseline run of the suite with coverage, and re-runs of the failing tests to weed out flakes."""
         self.trace("reproduce", "running the test suite with per-test coverage")
         baseline = self._run(None, coverage=True)
+        self.baseline_seconds = {n: r.duration for n, r in baseline.results.items()}
         failing = [n for n in baseline.failing() if not n.startswith(QA_TEST_DIR)]
         if junit_failing:
             # The CI report names the failures; tests it names that pass here are re-run below like any other.
@@ -359,7 +366,8 @@ class HealingLoop:
         guards = self._guarding_tests(candidate.files, evidence)  # reads the unpatched originals
         with self.sandbox.patched(candidate.files):
             targets = [*evidence.f2p_tests, *qa_files]
-            run = self._run(targets, stop_first=True, extra_test_files=qa_files, warm=True)
+            wall = self._candidate_wall(targets)
+            run = self._run(targets, stop_first=True, extra_test_files=qa_files, warm=True, wall_seconds=wall)
             broken = _not_passing(run, targets)
             if broken:
                 stage = (
@@ -367,13 +375,27 @@ class HealingLoop:
                 )
                 return verdict(stage, broken, _describe(run, broken[0]), 1)
             if guards:
-                run = self._run(guards, stop_first=True, warm=True)
+                run = self._run(guards, stop_first=True, warm=True, wall_seconds=self._candidate_wall(guards))
                 broken = _not_passing(run, guards)
                 if broken:
                     return verdict(VerifyStage.P2P, broken, _describe(run, broken[0]), 2)
         return verdict(
             VerifyStage.OK, detail=f"F2P pass, {len(guards)} guarding P2P pass", runs=2 if guards else 1
         )
+
+    def _candidate_wall(self, tests: Sequence[str]) -> float | None:
+        """The adaptive wall limit for a candidate check of ``tests``, or None (the sandbox's limits).
+
+        ``factor`` x the seconds those tests took on the unpatched code in the baseline run, at least the floor.
+        The baseline ran under coverage tracing (slower than a check), so the real margin is larger than
+        ``factor``; the floor absorbs fork, fixture and scheduling noise. A test without a baseline time (a QA
+        test) or a baseline without any times (no durations recorded) leaves the sandbox's limit in place.
+        """
+        factor = self.config.candidate_limit_factor
+        if factor <= 0 or not self.baseline_seconds or any(t not in self.baseline_seconds for t in tests):
+            return None
+        spent = sum(self.baseline_seconds[t] for t in tests)
+        return max(self.config.candidate_limit_floor_seconds, factor * spent)
 
     def _originals(self, files: Mapping[str, str]) -> dict[str, str]:
         """The unpatched text of each file the patch touches; a file the patch creates has none."""
@@ -462,6 +484,7 @@ class HealingLoop:
         coverage: bool = False,
         extra_test_files: Mapping[str, str] | None = None,
         warm: bool = False,
+        wall_seconds: float | None = None,
     ) -> TestRun:
         if self.test_runs >= self.config.max_test_runs:
             raise _OutOfBudget(StopReason.TEST_RUN_BUDGET)
@@ -473,6 +496,7 @@ class HealingLoop:
                 coverage=coverage,
                 extra_test_files=extra_test_files,
                 warm=warm,
+                **({"wall_seconds": wall_seconds} if wall_seconds is not None else {}),
             )
         except SandboxError as exc:
             if self.test_runs == 1:

@@ -21,6 +21,7 @@ class Sandbox(Protocol):
         coverage: bool = False,
         extra_test_files: Mapping[str, str] | None = None,
         warm: bool = False,
+        wall_seconds: float | None = None,
     ) -> TestRun:
         """Run the given tests (None: the whole suite). ``extra_test_files`` are scratch QA tests (paths under
         ``QA_TEST_DIR``). ``warm`` allows a faster, already-started worker for repeated candidate checks."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import subprocess
 import time
 from collections.abc import Iterator, Mapping
@@ -134,9 +135,15 @@ class HotPytestSandbox(PytestSandbox):
             return super()._run_warm(args, results_file, coverage)
         log = self._tmp / "hot.log"
         request["log"] = str(log)
+        wall = self._call_wall or self.limits.wall_seconds
+        request["timeout"] = wall
+        if self._call_wall is not None:
+            # The CPU limit cut to match: a runaway dies at the wall limit or its CPU time, whichever comes first.
+            cpu = self.limits.cpu_seconds
+            request["cpu_seconds"] = max(1, math.ceil(wall)) if cpu is None else min(cpu, max(1, math.ceil(wall)))
         started = time.monotonic()
         try:
-            code, timed_out = server.check(request, self.limits.wall_seconds)
+            code, timed_out = server.check(request, wall)
         except ForkServerUnavailable as exc:
             self._hot, self._hot_disabled = None, str(exc)
             return super()._run_warm(args, results_file, coverage)
@@ -154,6 +161,7 @@ class HotPytestSandbox(PytestSandbox):
             duration=time.monotonic() - started,
             stdout_truncated=False,
             stderr_truncated=False,
+            wall_limit=wall if self._call_wall is not None else None,
         )
 
     def _hot_request(self, args: list[str], results_file: Path, coverage: bool) -> dict | None:

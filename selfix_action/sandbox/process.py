@@ -85,6 +85,7 @@ class ProcessResult:
     stdout_truncated: bool
     stderr_truncated: bool
     isolation: str = "none"  # the IsolationLevel value the command ran under
+    wall_limit: float | None = None  # the wall limit applied when not the run's Limits (adaptive hot checks)
 
 
 # --- environment -------------------------------------------------------------------------------------------

@@ -64,6 +64,7 @@ class PytestSandbox:
         self._fork_server: ForkServer | None = None
         self._fork_disabled = ""  # why the warm worker is not used, once known
         self.test_seconds = 0.0
+        self._call_wall: float | None = None  # a tighter wall limit for this run_tests call's hot checks
 
     # -- files ---------------------------------------------------------------------------------------
     def close(self) -> None:
@@ -140,14 +141,23 @@ class PytestSandbox:
         coverage: bool = False,
         extra_test_files: Mapping[str, str] | None = None,
         warm: bool = False,
+        wall_seconds: float | None = None,
     ) -> TestRun:
+        """Run the tests; ``wall_seconds`` (lower than the sandbox's limit) caps checks whose cost is the tests' own
+        time (the hot worker of ``HotPytestSandbox``), with the CPU limit cut to match. Runs that also pay for an
+        interpreter start, imports and collection (cold, fork-per-run warm) keep the sandbox's limits."""
         qa_files = dict(extra_test_files or {})
         for path in qa_files:
             if not path.startswith(QA_TEST_DIR + "/") or ".." in path.split("/"):
                 raise SandboxError(f"scratch tests must live under {QA_TEST_DIR}/: {path}")
         with self.patched(qa_files):
             selected = list(nodeids) if nodeids is not None else None
-            return self._run_until_done(selected, stop_first, coverage, warm and not coverage)
+            if wall_seconds is not None and wall_seconds < self.limits.wall_seconds:
+                self._call_wall = wall_seconds
+            try:
+                return self._run_until_done(selected, stop_first, coverage, warm and not coverage)
+            finally:
+                self._call_wall = None
 
     def _run_until_done(
         self, nodeids: list[str] | None, stop_first: bool, coverage: bool, warm: bool
@@ -159,11 +169,13 @@ class PytestSandbox:
         started = time.monotonic()
         proc: ProcessResult | None = None
         timed_out = False
+        limit = self.limits.wall_seconds
         for _attempt in range(_MAX_HANG_RETRIES + 1):
             pending = None if nodeids is None else [n for n in nodeids if n not in results]
             if pending == []:
                 break
             proc, records = self._run_once(pending, list(results), stop_first, coverage, warm)
+            limit = proc.wall_limit or self.limits.wall_seconds
             hung = self._merge(records, results)
             for record in records:
                 if record["event"] == "coverage" and isinstance(record.get("data"), dict):
@@ -182,7 +194,7 @@ class PytestSandbox:
                 nodeid=hung,
                 status=TestStatus.TIMEOUT,
                 exc_type="Timeout",
-                message=f"killed after {self.limits.wall_seconds:g}s wall-clock limit",
+                message=f"killed after {limit:g}s wall-clock limit",
             )
         if coverage and coverage_data is None and not note:
             note = "no coverage data was produced"

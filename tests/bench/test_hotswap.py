@@ -1,11 +1,14 @@
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 from selfix_action.bench.speed import VerdictCache
 from selfix_action.bench.tasks import load_task, materialize
+from selfix_action.engine.loop import HealingLoop, LoopConfig
 from selfix_action.engine.models import TestStatus
+from selfix_action.offline.engine import OfflineEngine
 from selfix_action.sandbox.hotswap import HotPytestSandbox, skeleton
 from selfix_action.sandbox.process import Limits
 
@@ -47,3 +50,35 @@ def test_verdict_cache_keys_on_normalized_source() -> None:
     assert cache.get({"m.py": "x = (1 + 2)  # same program\n"}) is True
     assert cache.get({"m.py": "x = 1 - 2\n"}) is None
     assert cache.hits == 1
+
+
+def test_adaptive_limit_cuts_a_runaway_candidate_near_it_not_at_the_global_limit(tmp_path: Path) -> None:
+    task = load_task(TASKS / "tiny-clamp-name.json")
+    repo = materialize(task, tmp_path / "repo")
+    buggy = (repo / "mathx.py").read_text()
+    fixed = buggy.replace("        return lo\n    return x", "        return hi\n    return x")
+    runaway = buggy.replace("if x > hi:", "while True:\n        pass\n    if x > hi:")
+    assert skeleton(runaway) == skeleton(buggy)  # a body-only edit: it goes to the hot worker
+    with HotPytestSandbox(repo, [sys.executable, "-m", "pytest"], limits=Limits(wall_seconds=60)) as box:
+        with box.patched({"mathx.py": runaway}):
+            started = time.monotonic()
+            run = box.run_tests([F2P], stop_first=True, warm=True, wall_seconds=2.0)
+            elapsed = time.monotonic() - started
+        with box.patched({"mathx.py": fixed}):
+            ok = box.run_tests([F2P], stop_first=True, warm=True, wall_seconds=2.0)
+        assert box.hot_runs == 2
+    assert elapsed < 30  # cut near the 2 s adaptive limit, not at the sandbox's 60 s
+    assert run.timed_out and F2P not in run.passing()
+    assert ok.results[F2P].status is TestStatus.PASSED  # a normal candidate is unaffected
+
+
+def test_loop_adaptive_limit_is_a_multiple_of_the_baseline_with_a_floor() -> None:
+    loop = HealingLoop(object(), OfflineEngine(), LoopConfig())  # type: ignore[arg-type]
+    assert loop._candidate_wall(["a"]) is None  # no baseline measured: the sandbox's limits apply
+    loop.baseline_seconds = {"a": 0.01, "b": 0.5, "c": 0.3}
+    assert loop._candidate_wall(["a"]) == 2.0  # the floor
+    assert loop._candidate_wall(["b", "c"]) == 8.0  # 10 x (0.5 + 0.3)
+    assert loop._candidate_wall(["a", "selfix_qa/test_x.py"]) is None  # a test without a baseline time
+    off = HealingLoop(object(), OfflineEngine(), LoopConfig(candidate_limit_factor=0))  # type: ignore[arg-type]
+    off.baseline_seconds = loop.baseline_seconds
+    assert off._candidate_wall(["b"]) is None

@@ -3,11 +3,12 @@
 Run as ``python -m selfix_hotswap PYTEST_ARGS...`` inside the sandbox with the project's interpreter. It runs
 ``pytest.main`` with those arguments; when collection is done, instead of running the tests it serves requests
 (one JSON object per line on stdin): {"files": {path: source}, "nodeids": [...], "stop_first": bool,
-"results": path, "log": path, "timeout": seconds}. Each request is served by a forked child that compiles the
-patched sources, swaps the new code objects into the already-imported functions (matched by qualified name),
-runs the requested test items through pytest's normal runtest protocol and exits. The worker itself is never
-modified. Replies: {"rc": int | None, "timed_out": bool}; rc 75 means "cannot swap this patch, run it cold",
-76 "a requested test is not among the collected ones". The first line written is {"ready": true, "items": N}.
+"results": path, "log": path, "timeout": seconds, optional "cpu_seconds": the child's CPU limit}. Each request
+is served by a forked child that compiles the patched sources, swaps the new code objects into the
+already-imported functions (matched by qualified name), runs the requested test items through pytest's normal
+runtest protocol and exits. The worker itself is never modified. Replies: {"rc": int | None, "timed_out": bool};
+rc 75 means "cannot swap this patch, run it cold", 76 "a requested test is not among the collected ones". The
+first line written is {"ready": true, "items": N}.
 """
 
 import gc
@@ -60,6 +61,15 @@ class _Server:
 
     def _child(self, request, items, functions):
         os.setpgid(0, 0)
+        if request.get("cpu_seconds"):
+            import resource
+
+            # A fork starts with zero CPU time: this caps the candidate's own run (soft: SIGXCPU, hard: SIGKILL).
+            soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+            cpu = int(request["cpu_seconds"])
+            if soft == resource.RLIM_INFINITY or cpu < soft:
+                new_hard = cpu + 1 if hard == resource.RLIM_INFINITY else min(hard, cpu + 1)
+                resource.setrlimit(resource.RLIMIT_CPU, (cpu, new_hard))
         log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         os.dup2(log, 1)
         os.dup2(log, 2)
