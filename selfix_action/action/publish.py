@@ -95,7 +95,7 @@ def _hypotheses_section(report: HealReport) -> list[str]:
     out = []
     for record in report.hypotheses:
         hyp = record.hypothesis
-        verdict = "held" if record.outcome == "healed" else f"dropped: {record.outcome or 'not reached'}"
+        verdict = "held" if record.outcome.startswith("healed") else f"dropped: {record.outcome or 'not reached'}"
         out.append(f"- **{clean(hyp.title, 300)}** (`{hyp.file}` `{hyp.symbol}`), {verdict}")
         if not record.exposed:
             out.append(f"  - not exposed: {clean(record.exposure, 300)}")
@@ -127,7 +127,7 @@ def _diff_summary(diff: str) -> list[str]:
 
 def pr_body(report: HealReport, *, run_url: str, fp: str) -> str:
     assert report.patch is not None
-    root = next((r for r in report.hypotheses if r.outcome == "healed"), None)
+    root = next((r for r in report.hypotheses if r.hypothesis.id == report.patch.hypothesis_id), None)
     lines = ["## selfix: verified fix", ""]
     if root is not None:
         lines += [f"**Root cause:** {clean(root.hypothesis.title, 500)}", ""]

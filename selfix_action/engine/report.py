@@ -65,7 +65,7 @@ class HypothesisRecord(Frozen):
     exposed: bool
     exposure: str  # how the hypothesis was exposed, or why it was not
     candidates_tried: int = 0
-    outcome: str = ""  # "healed", "rejected: ...", "not exposed", "not reached"
+    outcome: str = ""  # "healed by <patch>", "rejected: ...", "dropped: not exposed", "not reached"
     rejections: tuple[Verification, ...] = ()  # the first few failed verifications, as evidence
     rejections_by_stage: dict[str, int] = Field(default_factory=dict)
 

@@ -226,7 +226,12 @@ def test_real_heal_end_to_end(tmp_path: Path, fake: FakeGitHub) -> None:
     run = invoke(env)
     assert run.outputs["status"] == "healed", run.out
     assert Path(run.outputs["patch_path"]).read_text().count("+    return 10") == 1
-    assert fake.calls_of("POST", r"/pulls$")[0].body["head"].startswith("selfix/")
+    pr = fake.calls_of("POST", r"/pulls$")[0].body
+    assert pr["head"].startswith("selfix/")
+    # The body says what held and what was verified: the root cause, the tests, the cost and the run.
+    assert "**Root cause:** the bug is in `limit`" in pr["body"]
+    assert "### Hypotheses" in pr["body"] and "### Tests" in pr["body"] and "cost: $0.0000" in pr["body"]
+    assert "held" in pr["body"] and "dropped: healed" not in pr["body"]
 
 
 @pytest.mark.slow
