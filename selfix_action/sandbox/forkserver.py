@@ -38,8 +38,11 @@ class ForkServer:
         isolation: Isolation | None = None,
         writable: Sequence[str | Path] = (),
         hidden: Sequence[str | Path] = (),
+        module: str = "selfix_forkserver",
+        module_args: Sequence[str] = (),
+        label: str = "warm worker",
     ) -> None:
-        argv = [interpreter, "-m", "selfix_forkserver"]
+        argv = [interpreter, "-m", module, *module_args]
         max_processes = None
         try:
             if isolation is not None:  # the same boundary as every cold run (see process.run_process)
@@ -61,12 +64,12 @@ class ForkServer:
                 close_fds=True,
             )
         except OSError as exc:
-            raise ForkServerUnavailable(f"cannot start the warm worker: {exc}") from exc
+            raise ForkServerUnavailable(f"cannot start the {label}: {exc}") from exc
         self._buffer = b""
         reply = self._read_reply(_START_SECONDS)
         if reply is None or not reply.get("ready"):
             self.close()
-            raise ForkServerUnavailable("the warm worker did not start")
+            raise ForkServerUnavailable(f"the {label} did not start")
 
     def _read_reply(self, timeout: float) -> dict | None:
         assert self._proc.stdout is not None

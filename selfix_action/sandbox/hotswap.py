@@ -13,14 +13,13 @@ from __future__ import annotations
 import ast
 import json
 import math
-import subprocess
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
 from selfix_action.sandbox.forkserver import ForkServer, ForkServerUnavailable
-from selfix_action.sandbox.process import ProcessResult, _make_preexec, _rlimit_plan
+from selfix_action.sandbox.process import ProcessResult
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
 
 _START_SECONDS = 120.0
@@ -42,25 +41,8 @@ def skeleton(source: str) -> str | None:
 
 class HotServer(ForkServer):
     def __init__(self, interpreter: str, cwd: Path, env: Mapping[str, str], args: list[str], limits) -> None:  # type: ignore[no-untyped-def]
-        try:
-            self._proc = subprocess.Popen(
-                [interpreter, "-m", "selfix_hotswap", *args],
-                cwd=cwd,
-                env=dict(env),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                start_new_session=True,
-                preexec_fn=_make_preexec(_rlimit_plan(limits, None)),
-                close_fds=True,
-            )
-        except OSError as exc:
-            raise ForkServerUnavailable(f"cannot start the hot worker: {exc}") from exc
-        self._buffer = b""
-        reply = self._read_reply(_START_SECONDS)
-        if reply is None or not reply.get("ready"):
-            self.close()
-            raise ForkServerUnavailable("the hot worker did not start")
+        # The warm worker's start-up, running the hot module instead (bench only: no isolation wrapper yet).
+        super().__init__(interpreter, cwd, env, limits, module="selfix_hotswap", module_args=args, label="hot worker")
 
     def check(self, request: dict, timeout: float) -> tuple[int | None, bool]:
         if self._proc.poll() is not None:
