@@ -20,7 +20,7 @@ from pathlib import Path
 
 from selfix_action.sandbox.forkserver import ForkServer, ForkServerUnavailable
 from selfix_action.sandbox.process import ProcessResult
-from selfix_action.sandbox.pytest_sandbox import PytestSandbox
+from selfix_action.sandbox.pytest_sandbox import PytestSandbox, worker_result
 
 _START_SECONDS = 120.0
 UNSWAPPABLE = 75
@@ -133,18 +133,8 @@ class HotPytestSandbox(PytestSandbox):
             results_file.unlink(missing_ok=True)
             return super()._run_warm(args, results_file, coverage)
         self.hot_runs += 1
-        output = log.read_text(encoding="utf-8", errors="replace")[-20000:] if log.exists() else ""
-        return ProcessResult(
-            argv=("<hot worker>", *args),
-            returncode=code,
-            stdout=output,
-            stderr="",
-            timed_out=timed_out,
-            duration=time.monotonic() - started,
-            stdout_truncated=False,
-            stderr_truncated=False,
-            wall_limit=wall if self._call_wall is not None else None,
-        )
+        limit = wall if self._call_wall is not None else None
+        return worker_result("<hot worker>", args, code, timed_out, log, started, limit)
 
     def _hot_request(self, args: list[str], results_file: Path, coverage: bool) -> dict | None:
         if coverage or "--" not in args or any(a == "--deselect" for a in args):

@@ -244,17 +244,7 @@ class PytestSandbox:
             self._fork_server = None
             self._fork_disabled = str(exc)
             return None
-        output = log.read_text(encoding="utf-8", errors="replace")[-20000:] if log.exists() else ""
-        return ProcessResult(
-            argv=("<warm worker>", *args),
-            returncode=code,
-            stdout=output,
-            stderr="",
-            timed_out=timed_out,
-            duration=time.monotonic() - started,
-            stdout_truncated=False,
-            stderr_truncated=False,
-        )
+        return worker_result("<warm worker>", args, code, timed_out, log, started)
 
     def _run_once(
         self, nodeids: list[str] | None, deselect: list[str], stop_first: bool, coverage: bool, warm: bool
@@ -355,3 +345,27 @@ class PytestSandbox:
                 if rel is not None and not rel.startswith(QA_TEST_DIR + "/"):
                     merged.setdefault(nodeid, {})[rel] = sorted(lines)
         return merged
+
+
+def worker_result(
+    label: str,
+    args: list[str],
+    code: int | None,
+    timed_out: bool,
+    log: Path,
+    started: float,
+    wall_limit: float | None = None,
+) -> ProcessResult:
+    """A forked worker child's run, shaped like a cold ``run_process`` result (output: the tail of its log)."""
+    output = log.read_text(encoding="utf-8", errors="replace")[-20000:] if log.exists() else ""
+    return ProcessResult(
+        argv=(label, *args),
+        returncode=code,
+        stdout=output,
+        stderr="",
+        timed_out=timed_out,
+        duration=time.monotonic() - started,
+        stdout_truncated=False,
+        stderr_truncated=False,
+        wall_limit=wall_limit,
+    )
