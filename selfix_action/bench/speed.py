@@ -18,8 +18,6 @@ differs between the paths (the naive verdict is the ground truth: a clean pytest
 from __future__ import annotations
 
 import argparse
-import ast
-import hashlib
 import json
 import queue
 import sys
@@ -34,41 +32,31 @@ from typing import Any
 from selfix_action.bench.tasks import Task, load_tasks, materialize, test_python
 from selfix_action.engine.loop import HealingLoop, LoopConfig
 from selfix_action.engine.models import CandidatePatch, Evidence
+from selfix_action.engine.patches import program_key
 from selfix_action.offline.engine import OfflineEngine
-from selfix_action.sandbox.hotswap import HotPytestSandbox
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
 
 
 class VerdictCache:
-    """Verdicts keyed by the normalized ASTs of the patched files: equivalent candidates are validated once."""
+    """Verdicts keyed by the normalized ASTs of the patched files (``program_key``): equivalent candidates are
+    validated once."""
 
     def __init__(self) -> None:
         self._data: dict[str, bool] = {}
         self._lock = threading.Lock()
         self.hits = 0
 
-    @staticmethod
-    def key(files: dict[str, str]) -> str:
-        digest = hashlib.sha256()
-        for path in sorted(files):
-            try:
-                text = ast.dump(ast.parse(files[path]))
-            except SyntaxError:
-                text = files[path]
-            digest.update(path.encode() + b"\0" + text.encode() + b"\0")
-        return digest.hexdigest()
-
     def get(self, files: dict[str, str]) -> bool | None:
         with self._lock:
-            found = self._data.get(self.key(files))
+            found = self._data.get(program_key(files))
             if found is not None:
                 self.hits += 1
             return found
 
     def put(self, files: dict[str, str], ok: bool) -> None:
         with self._lock:
-            self._data[self.key(files)] = ok
+            self._data[program_key(files)] = ok
 
 
 def candidates_for(
@@ -105,8 +93,7 @@ def validate(
     config = LoopConfig(full_suite_per_candidate=naive, candidate_limit_factor=limit_factor)
     limits = Limits(wall_seconds=60)
     started = time.perf_counter()
-    kind = PytestSandbox if naive else HotPytestSandbox
-    boxes = [kind(repo, [python, "-m", "pytest"], limits=limits) for _ in range(workers)]
+    boxes = [PytestSandbox(repo, [python, "-m", "pytest"], limits=limits, hot=not naive) for _ in range(workers)]
     free: queue.Queue[HealingLoop] = queue.Queue()
     for box in boxes:
         loop = HealingLoop(box, OfflineEngine(), config)

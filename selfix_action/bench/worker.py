@@ -24,7 +24,6 @@ from selfix_action.engine.loop import HealingLoop, LoopConfig
 from selfix_action.engine.models import TestStatus
 from selfix_action.engine.patches import unified_diff
 from selfix_action.engine.protocols import Engine
-from selfix_action.sandbox.hotswap import HotPytestSandbox
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
 
@@ -92,7 +91,7 @@ def run_task(task: Task, mode: str, time_limit: float, max_candidates: int = 500
         elif mode != "noop":
             engine = make_engine(mode)
             config = LoopConfig(time_limit_seconds=time_limit, max_candidates=max_candidates, user_hint=task.bug_report)
-            with HotPytestSandbox(repo, [python, "-m", "pytest"], limits=Limits(wall_seconds=60)) as box:
+            with PytestSandbox(repo, [python, "-m", "pytest"], limits=Limits(wall_seconds=60)) as box:
                 result = HealingLoop(box, engine, config, repo_label=task.id).run()
                 record["warm_runs"] = box.warm_runs
                 record["cold_runs"] = box.runs - box.warm_runs

@@ -27,7 +27,7 @@ from selfix_action.engine.models import (
     Verification,
     VerifyStage,
 )
-from selfix_action.engine.patches import changed_line_count, hunks, unified_diff, without_hunk
+from selfix_action.engine.patches import changed_line_count, hunks, program_key, unified_diff, without_hunk
 from selfix_action.engine.paths import QA_TEST_DIR, patch_violations, protected_reason
 from selfix_action.engine.protocols import Engine, EngineStopped, Sandbox
 from selfix_action.engine.report import (
@@ -142,7 +142,7 @@ class HealingLoop:
         records: list[HypothesisRecord] = []
         stop = StopReason.HYPOTHESES_EXHAUSTED
         winner: tuple[CandidatePatch, dict[str, str], TestRun] | None = None
-        seen_patches: set[frozenset[tuple[str, str]]] = set()
+        seen_patches: set[str] = set()  # normalized programs already verified (see program_key)
         for index, hypothesis in enumerate(hypotheses):
             # 4. QA: the hypothesis must be exposed by a test that fails on the unpatched code.
             try:
@@ -176,9 +176,9 @@ class HealingLoop:
             tried = 0
             try:
                 for candidate in self.engine.candidates(hypothesis, evidence, self.sandbox, history):
-                    key = frozenset(candidate.files.items())
+                    key = program_key(candidate.files)
                     if key in seen_patches:
-                        continue  # a repeated identical edit teaches nothing
+                        continue  # the same program again (formatting aside): its verdict is known
                     seen_patches.add(key)
                     self._check_budget()
                     tried += 1

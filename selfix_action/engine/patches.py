@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import difflib
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -82,3 +84,17 @@ def changed_line_count(originals: Mapping[str, str], files: Mapping[str, str]) -
             if line[:1] in "+-" and not line.startswith(("+++", "---")):
                 count += 1
     return count
+
+
+def program_key(files: Mapping[str, str]) -> str:
+    """Identity of a patch by the programs it produces: files compared by normalized syntax tree, so edits that
+    differ only in formatting or comments are one patch (their verdicts are the same). A file that does not
+    parse is compared by its text."""
+    digest = hashlib.sha256()
+    for path in sorted(files):
+        try:
+            text = ast.dump(ast.parse(files[path]))
+        except (SyntaxError, ValueError):
+            text = files[path]
+        digest.update(path.encode() + b"\0" + text.encode() + b"\0")
+    return digest.hexdigest()

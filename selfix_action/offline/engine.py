@@ -3,7 +3,7 @@ templates applied at their most suspicious lines, most likely first."""
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -70,17 +70,24 @@ class OfflineEngine:
         if self._boost is None:
             self._boost = dict(self.template_scores(evidence)) if self.template_scores else {}
         boost = self._boost
-        scored = []
+        fresh = []
         for order, line in enumerate(hypothesis.lines):
             for edit in candidate_edits(source, hypothesis.file, [line]):
                 if edit.normalized in self._seen:
                     continue
                 self._seen.add(edit.normalized)
-                # Ties in suspiciousness are common in small programs: within a tie, the template's prior
-                # decides, so every line of the top tie group gets its likeliest repairs first.
-                scored.append(
-                    (-boost.get(edit.template, 0.0), -score_of.get(line, 0.0), -edit.prior, order, len(scored), edit)
-                )
+                fresh.append((order, line, edit))
+        fan_out = Counter((line, edit.template) for _, line, edit in fresh)
+        scored = []
+        for order, line, edit in fresh:
+            # A template's prior is the chance that the bug is of its kind; one of its k variants on a line is
+            # the fix with about prior / k. Ordering by that puts a lone operator swap ahead of the 8th renamed
+            # identifier. Ties in suspiciousness are common in small programs: within a tie this weight decides,
+            # so every line of the top tie group gets its likeliest repairs first.
+            weight = edit.prior / fan_out[(line, edit.template)]
+            scored.append(
+                (-boost.get(edit.template, 0.0), -score_of.get(line, 0.0), -weight, order, len(scored), edit)
+            )
         scored.sort(key=lambda item: item[:5])
         for number, (*_, edit) in enumerate(scored, 1):
             yield CandidatePatch(

@@ -12,12 +12,13 @@ import os
 import select
 import signal
 import subprocess
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from selfix_action.errors import SelfixError
 from selfix_action.sandbox.isolation import Isolation
-from selfix_action.sandbox.process import Limits, _make_preexec, _rlimit_plan
+from selfix_action.sandbox.process import Limits, ProcessResult, _make_preexec, _rlimit_plan
 
 _START_SECONDS = 30.0
 _REPLY_GRACE_SECONDS = 5.0  # the worker enforces the wall limit itself; this covers the worker dying
@@ -43,6 +44,7 @@ class ForkServer:
         label: str = "warm worker",
     ) -> None:
         argv = [interpreter, "-m", module, *module_args]
+        self._label = label
         max_processes = None
         try:
             if isolation is not None:  # the same boundary as every cold run (see process.run_process)
@@ -95,26 +97,29 @@ class ForkServer:
         self, args: Sequence[str], env: Mapping[str, str], log: Path, timeout: float
     ) -> tuple[int | None, bool]:
         """Run ``pytest.main(args)`` in a forked child; (exit code or None, timed out)."""
+        return self.exchange({"args": list(args), "env": dict(env), "log": str(log), "timeout": timeout}, timeout)
+
+    def exchange(self, request: dict, timeout: float) -> tuple[int | None, bool]:
+        """Send one request, read its reply: (the child's exit code or None, timed out)."""
         if self._proc.poll() is not None:
-            raise ForkServerUnavailable("the warm worker has exited")
-        request = {"args": list(args), "env": dict(env), "log": str(log), "timeout": timeout}
+            raise ForkServerUnavailable(f"the {self._label} has exited")
         assert self._proc.stdin is not None
         try:
             self._proc.stdin.write((json.dumps(request) + "\n").encode())
             self._proc.stdin.flush()
         except OSError as exc:
             self.close()
-            raise ForkServerUnavailable(f"the warm worker stopped reading: {exc}") from exc
+            raise ForkServerUnavailable(f"the {self._label} stopped reading: {exc}") from exc
         reply = self._read_reply(timeout + _REPLY_GRACE_SECONDS)
         if reply is None:
             self.close()
-            raise ForkServerUnavailable("the warm worker did not answer, or answered with a malformed reply")
+            raise ForkServerUnavailable(f"the {self._label} did not answer, or answered with a malformed reply")
         rc, timed_out = reply.get("rc"), reply.get("timed_out")
         if set(reply) != {"rc", "timed_out"} or not (
             (rc is None or (isinstance(rc, int) and not isinstance(rc, bool))) and isinstance(timed_out, bool)
         ):
             self.close()
-            raise ForkServerUnavailable("the warm worker sent a malformed reply")
+            raise ForkServerUnavailable(f"the {self._label} sent a malformed reply")
         return rc, timed_out
 
     def close(self) -> None:
@@ -130,3 +135,27 @@ class ForkServer:
         for stream in (self._proc.stdin, self._proc.stdout):
             if stream is not None:
                 stream.close()
+
+
+def worker_result(
+    label: str,
+    args: list[str],
+    code: int | None,
+    timed_out: bool,
+    log: Path,
+    started: float,
+    wall_limit: float | None = None,
+) -> ProcessResult:
+    """A forked worker child's run, shaped like a cold ``run_process`` result (output: the tail of its log)."""
+    output = log.read_text(encoding="utf-8", errors="replace")[-20000:] if log.exists() else ""
+    return ProcessResult(
+        argv=(label, *args),
+        returncode=code,
+        stdout=output,
+        stderr="",
+        timed_out=timed_out,
+        duration=time.monotonic() - started,
+        stdout_truncated=False,
+        stderr_truncated=False,
+        wall_limit=wall_limit,
+    )

@@ -7,6 +7,7 @@ collector plugin loaded to record per-test outcomes, exceptions and (optionally)
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -20,7 +21,8 @@ from pydantic import ValidationError
 from selfix_action.engine.models import Frame, TestResult, TestRun, TestStatus
 from selfix_action.engine.paths import IGNORED_DIR_NAMES, QA_TEST_DIR, is_ignored_path, is_source_path
 from selfix_action.errors import InputError, SandboxError
-from selfix_action.sandbox.forkserver import ForkServer, ForkServerUnavailable
+from selfix_action.sandbox.forkserver import ForkServer, ForkServerUnavailable, worker_result
+from selfix_action.sandbox.hotswap import UNKNOWN_TEST, UNSWAPPABLE, HotServer, skeleton
 from selfix_action.sandbox.isolation import Isolation
 from selfix_action.sandbox.process import Limits, ProcessResult, run_process, sandbox_env
 
@@ -44,6 +46,7 @@ class PytestSandbox:
         env_source: Mapping[str, str] | None = None,
         scratch_parent: Path | None = None,
         isolation: Isolation | None = None,
+        hot: bool = True,
     ) -> None:
         self.repo = repo.resolve()
         if not self.repo.is_dir():
@@ -65,9 +68,20 @@ class PytestSandbox:
         self._fork_disabled = ""  # why the warm worker is not used, once known
         self.test_seconds = 0.0
         self._call_wall: float | None = None  # a tighter wall limit for this run_tests call's hot checks
+        # The hot worker (see hotswap.py): body-only patches are swapped into a process that imported the
+        # project and collected its tests once.
+        self._hot: HotServer | None = None
+        self._hot_disabled = "" if hot else "hot checks turned off"
+        self._current: dict[str, str] = {}  # the patch in effect (nested ``patched`` calls merge)
+        self._skeletons: dict[str, str | None] = {}
+        self._originals: dict[str, str] = {}  # every file ever patched: the worker may hold any version of it
+        self.hot_runs = 0
 
     # -- files ---------------------------------------------------------------------------------------
     def close(self) -> None:
+        if self._hot is not None:
+            self._hot.close()
+            self._hot = None
         if self._fork_server is not None:
             self._fork_server.close()
             self._fork_server = None
@@ -101,22 +115,35 @@ class PytestSandbox:
 
     @contextmanager
     def patched(self, files: Mapping[str, str]) -> Iterator[None]:
+        for rel in files:
+            if rel not in self._skeletons:
+                path = self._path(rel)
+                text = path.read_text(encoding="utf-8") if path.exists() else None
+                self._skeletons[rel] = skeleton(text) if text is not None else None
+                if text is not None:
+                    self._originals[rel] = text
+        before = dict(self._current)
+        self._current.update(files)
         originals: dict[Path, str | None] = {}
         try:
             for rel, text in files.items():
                 path = self._path(rel)
                 originals[path] = path.read_text(encoding="utf-8") if path.exists() else None
                 path.parent.mkdir(parents=True, exist_ok=True)
-                with open(path, "w", encoding="utf-8", newline="") as handle:
-                    handle.write(text)
+                self._write(rel, text)
             yield
         finally:
+            self._current = before
             for path, text in originals.items():
                 if text is None:
                     path.unlink(missing_ok=True)
                 else:
                     with open(path, "w", encoding="utf-8", newline="") as handle:
                         handle.write(text)
+
+    def _write(self, rel: str, text: str) -> None:
+        with open(self._path(rel), "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
 
     # -- test runs -----------------------------------------------------------------------------------
     def _env(self, results_file: Path, coverage: bool) -> dict[str, str]:
@@ -144,7 +171,7 @@ class PytestSandbox:
         wall_seconds: float | None = None,
     ) -> TestRun:
         """Run the tests; ``wall_seconds`` (lower than the sandbox's limit) caps checks whose cost is the tests' own
-        time (the hot worker of ``HotPytestSandbox``), with the CPU limit cut to match. Runs that also pay for an
+        time (hot checks), with the CPU limit cut to match. Runs that also pay for an
         interpreter start, imports and collection (cold, fork-per-run warm) keep the sandbox's limits."""
         qa_files = dict(extra_test_files or {})
         for path in qa_files:
@@ -232,6 +259,10 @@ class PytestSandbox:
         return self._fork_server
 
     def _run_warm(self, args: list[str], results_file: Path, coverage: bool) -> ProcessResult | None:
+        """A hot check when the patch allows one, else a fork-per-run warm run; None: run it cold."""
+        hot = self._run_hot(args, results_file, coverage)
+        if hot is not None:
+            return hot
         server = self._warm_server()
         if server is None:
             return None
@@ -245,6 +276,86 @@ class PytestSandbox:
             self._fork_disabled = str(exc)
             return None
         return worker_result("<warm worker>", args, code, timed_out, log, started)
+
+    def _hot_server(self) -> HotServer | None:
+        """The hot worker, started on first use (inside the same isolation as every other run)."""
+        if self._hot is None and not self._hot_disabled:
+            if len(self.test_cmd) < 3 or self.test_cmd[1:3] != ["-m", "pytest"]:
+                self._hot_disabled = "the test command is not `<python> -m pytest ...`"
+                return None
+            env = self._env(self._tmp / "hot-unused.jsonl", False)
+            args = [*self.test_cmd[3:], "-p", "selfix_collector", "-p", "no:cacheprovider", "-q", "--tb=no"]
+            # The worker must import the project as it is, not the candidate being checked when it starts:
+            # module-level code may call a patched function at import time.
+            in_effect = {rel: text for rel, text in self._current.items() if rel in self._originals}
+            for rel in in_effect:
+                self._write(rel, self._originals[rel])
+            try:
+                self._hot = HotServer(
+                    self.test_cmd[0],
+                    self.root,
+                    env,
+                    [*args, "--color=no"],
+                    self.limits,
+                    isolation=self.isolation,
+                    writable=(self._tmp,),
+                    hidden=(self.repo,),
+                )
+            except ForkServerUnavailable as exc:
+                self._hot_disabled = str(exc)
+            finally:
+                for rel, text in in_effect.items():
+                    self._write(rel, text)
+        return self._hot
+
+    def _run_hot(self, args: list[str], results_file: Path, coverage: bool) -> ProcessResult | None:
+        request = self._hot_request(args, results_file, coverage)
+        server = self._hot_server() if request is not None else None
+        if server is None or request is None:
+            return None
+        log = self._tmp / "hot.log"
+        request["log"] = str(log)
+        wall = self._call_wall or self.limits.wall_seconds
+        request["timeout"] = wall
+        if self._call_wall is not None:
+            # The CPU limit cut to match: a runaway dies at the wall limit or its CPU time, whichever comes first.
+            cpu = self.limits.cpu_seconds
+            request["cpu_seconds"] = max(1, math.ceil(wall)) if cpu is None else min(cpu, max(1, math.ceil(wall)))
+        started = time.monotonic()
+        try:
+            code, timed_out = server.check(request, wall)
+        except ForkServerUnavailable as exc:
+            self._hot, self._hot_disabled = None, str(exc)
+            return None
+        if code in (UNSWAPPABLE, UNKNOWN_TEST):
+            results_file.unlink(missing_ok=True)
+            return None
+        self.hot_runs += 1
+        limit = wall if self._call_wall is not None else None
+        return worker_result("<hot worker>", args, code, timed_out, log, started, limit)
+
+    def _hot_request(self, args: list[str], results_file: Path, coverage: bool) -> dict | None:
+        """The hot worker's request for this run, or None when the patch or the selection needs a fresh import."""
+        if coverage or "--" not in args or any(a == "--deselect" for a in args):
+            return None
+        nodeids = args[args.index("--") + 1 :]
+        if not nodeids or any("::" not in n for n in nodeids):
+            return None  # whole files or directories (QA test files): not among the collected items
+        if set(self._current) - set(self._originals):
+            return None  # a new file
+        wanted = {rel: self._current.get(rel, original) for rel, original in self._originals.items()}
+        for rel, text in wanted.items():
+            base = self._skeletons.get(rel)
+            if base is None or (text != self._originals[rel] and skeleton(text) != base):
+                return None  # a module-level, signature or new-file change: needs a fresh import
+        return {
+            # The worker holds the unpatched project and each check is a fresh fork of it: only changed files.
+            "files": {str(self._path(rel)): text for rel, text in wanted.items() if text != self._originals[rel]},
+            "nodeids": nodeids,
+            "stop_first": "-x" in args,
+            "results": str(results_file),
+            "timeout": self.limits.wall_seconds,
+        }
 
     def _run_once(
         self, nodeids: list[str] | None, deselect: list[str], stop_first: bool, coverage: bool, warm: bool
@@ -346,26 +457,3 @@ class PytestSandbox:
                     merged.setdefault(nodeid, {})[rel] = sorted(lines)
         return merged
 
-
-def worker_result(
-    label: str,
-    args: list[str],
-    code: int | None,
-    timed_out: bool,
-    log: Path,
-    started: float,
-    wall_limit: float | None = None,
-) -> ProcessResult:
-    """A forked worker child's run, shaped like a cold ``run_process`` result (output: the tail of its log)."""
-    output = log.read_text(encoding="utf-8", errors="replace")[-20000:] if log.exists() else ""
-    return ProcessResult(
-        argv=(label, *args),
-        returncode=code,
-        stdout=output,
-        stderr="",
-        timed_out=timed_out,
-        duration=time.monotonic() - started,
-        stdout_truncated=False,
-        stderr_truncated=False,
-        wall_limit=wall_limit,
-    )

@@ -3,7 +3,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from selfix_action.engine.patches import changed_line_count, hunks, unified_diff, without_hunk
+from selfix_action.engine.patches import changed_line_count, hunks, program_key, unified_diff, without_hunk
 from selfix_action.engine.paths import is_source_path, is_test_path, protected_reason
 
 ORIGINAL = "a = 1\nb = 2\nc = 3\nd = 4\ne = 5\nf = 6\ng = 7\nh = 8\ni = 9\n"
@@ -65,3 +65,11 @@ def test_diff_that_creates_a_file_applies_with_git_apply(tmp_path: Path) -> None
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True, timeout=30)
     subprocess.run(["git", "apply", "p.diff"], cwd=tmp_path, check=True, timeout=30)
     assert (tmp_path / "pkg" / "helpers.py").read_text() == files["pkg/helpers.py"]
+
+
+def test_program_key_ignores_formatting_and_comments_only() -> None:
+    base = {"m.py": "x = 1 + 2\n"}
+    assert program_key(base) == program_key({"m.py": "x = (1 + 2)  # same program\n"})
+    assert program_key(base) != program_key({"m.py": "x = 1 - 2\n"})
+    assert program_key(base) != program_key({"n.py": "x = 1 + 2\n"})  # the path is part of it
+    assert program_key({"m.py": "def f(:\n"}) != program_key({"m.py": "def f( :\n"})  # unparsable: by text

@@ -87,6 +87,7 @@ def run_attack(tmp_path: Path, isolation: Isolation) -> Iterator[RunAttack]:
         prepare: Callable[[Path], None] | None = None,
         use_isolation: Isolation | None = None,
         warm: bool = False,
+        hot: bool = False,
     ) -> tuple[TestRun, PytestSandbox]:
         repo = write_project(tmp_path / f"repo{len(made)}", hostile_project(attack, extra_files))
         if prepare is not None:
@@ -100,6 +101,11 @@ def run_attack(tmp_path: Path, isolation: Isolation) -> Iterator[RunAttack]:
             isolation=use_isolation or isolation,
         )
         made.append(sandbox)
+        if hot:  # a candidate check in the hot worker (imported and collected once, forked per check)
+            sandbox.run_tests()
+            run = sandbox.run_tests([ATTACK, CANARY], warm=True)
+            assert sandbox.hot_runs == 1, "the hot worker was not used"
+            return run, sandbox
         if warm:  # through the warm fork-server worker that candidate verification uses
             sandbox.run_tests()
             return sandbox.run_tests(warm=True), sandbox

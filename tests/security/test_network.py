@@ -98,3 +98,13 @@ def test_tcp_to_host_loopback_is_refused_in_the_warm_worker_too(
     assert not _accepted(listener)
     if getattr(sandbox, "warm_runs", 0) == 0:
         pytest.skip("the warm worker was not used here (cold run covered above)")
+
+
+def test_tcp_to_host_loopback_is_refused_in_the_hot_worker_too(
+    run_attack: RunAttack, isolation: Isolation, listener: socket.socket
+) -> None:
+    need_level(isolation, IsolationLevel.UNSHARE, "network isolation")
+    port = listener.getsockname()[1]
+    run, _ = run_attack(CONNECT.format(host="127.0.0.1", port=port), hot=True)
+    assert_blocked(run, "ConnectionRefusedError", "OSError")
+    assert not _accepted(listener)

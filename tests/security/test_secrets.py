@@ -9,6 +9,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from selfix_action.sandbox.isolation import Isolation, IsolationLevel
 from selfix_action.sandbox.process import Limits, run_process, sandbox_env
 from tests.conftest import REPO_ROOT
@@ -43,7 +45,8 @@ GIT_CONFIG = f"""\
 """
 
 
-def test_secrets_in_the_environment_are_not_passed(run_attack: RunAttack) -> None:
+@pytest.mark.parametrize("hot", [False, True], ids=["cold", "hot"])
+def test_secrets_in_the_environment_are_not_passed(run_attack: RunAttack, hot: bool) -> None:
     # Works at every isolation level: the environment is an allowlist. The attack also looks in its own
     # /proc environ and in pid 1's (bwrap's init, which got the same reduced environment).
     attack = f"""
@@ -58,7 +61,7 @@ def test_secrets_in_the_environment_are_not_passed(run_attack: RunAttack) -> Non
     assert any(s[::-1] in seen for s in ({FAKE_GITHUB_TOKEN[::-1]!r}, {FAKE_API_KEY[::-1]!r})), "none found"
     """
     env = {**SECRET_ENV, "PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp")}
-    run, _ = run_attack(textwrap.dedent(attack), env_source=env)
+    run, _ = run_attack(textwrap.dedent(attack), env_source=env, hot=hot)
     assert_blocked(run, "AssertionError")
 
 
@@ -123,7 +126,8 @@ def test_parent_process_environ_cannot_be_read(isolation: Isolation, tmp_path: P
     assert control["found"], "control run could not read the parent's environ: the test proves nothing"
 
 
-def test_original_repo_git_config_token_is_unreachable(run_attack: RunAttack, isolation: Isolation) -> None:
+@pytest.mark.parametrize("hot", [False, True], ids=["cold", "hot"])
+def test_original_repo_git_config_token_is_unreachable(run_attack: RunAttack, isolation: Isolation, hot: bool) -> None:
     need_level(isolation, IsolationLevel.BWRAP, "hiding the original repository")
     holder: dict[str, Path] = {}
 
@@ -152,14 +156,17 @@ def test_original_repo_git_config_token_is_unreachable(run_attack: RunAttack, is
         add_git_dir(repo)
         (repo / "original_path.txt").write_text(str(repo))
 
-    run, sandbox = run_attack(attack, prepare=prepare)
+    run, sandbox = run_attack(attack, prepare=prepare, hot=hot)
     assert_blocked(run, "AssertionError")
     assert not (sandbox.root / ".git").exists(), "the scratch copy must not contain .git"
     assert not any(FAKE_CHECKOUT_TOKEN in p.read_text(errors="replace") for p in sandbox.root.rglob("*") if p.is_file())
     assert FAKE_CHECKOUT_TOKEN in (holder["repo"] / ".git" / "config").read_text()  # it was there to steal
 
 
-def test_git_credentials_in_home_are_unreachable(run_attack: RunAttack, isolation: Isolation, tmp_path: Path) -> None:
+@pytest.mark.parametrize("hot", [False, True], ids=["cold", "hot"])
+def test_git_credentials_in_home_are_unreachable(
+    run_attack: RunAttack, isolation: Isolation, tmp_path: Path, hot: bool
+) -> None:
     need_level(isolation, IsolationLevel.BWRAP, "hiding $HOME")
     home = tmp_path / "home"
     home.mkdir(mode=0o755)
@@ -176,7 +183,7 @@ def test_git_credentials_in_home_are_unreachable(run_attack: RunAttack, isolatio
     assert texts, f"could not read any credentials file: {{last!r}}"
     """
     env = {"PATH": os.environ["PATH"], "HOME": str(home)}
-    run, _ = run_attack(textwrap.dedent(attack), env_source=env)
+    run, _ = run_attack(textwrap.dedent(attack), env_source=env, hot=hot)
     assert_blocked(run, "AssertionError")
     assert "No such file" in run.results["tests/test_attack.py::test_attack"].message
 

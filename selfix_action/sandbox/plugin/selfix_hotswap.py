@@ -42,6 +42,9 @@ class _Server:
         for obj in gc.get_objects():
             if isinstance(obj, types.FunctionType):
                 functions.setdefault(obj.__code__.co_filename, []).append(obj)
+        # Everything alive now is shared with every forked child: keep the child's collector from walking it
+        # (each walk would touch, and so copy, every page of the imported project and pytest).
+        gc.freeze()
         self.replies.write(json.dumps({"ready": True, "items": len(items)}) + "\n")
         for line in self.requests:
             request = json.loads(line)

@@ -5,15 +5,15 @@ import sys
 import time
 from pathlib import Path
 
-from selfix_action.bench.speed import VerdictCache
 from selfix_action.bench.tasks import load_task, materialize
 from selfix_action.engine.loop import HealingLoop, LoopConfig
 from selfix_action.engine.models import TestStatus
 from selfix_action.offline.engine import OfflineEngine
-from selfix_action.sandbox.hotswap import HotPytestSandbox, skeleton
+from selfix_action.sandbox.hotswap import skeleton
 from selfix_action.sandbox.process import Limits
+from selfix_action.sandbox.pytest_sandbox import PytestSandbox
 
-TASKS = Path(__file__).parent / "fixtures" / "tasks"
+TASKS = Path(__file__).parents[1] / "bench" / "fixtures" / "tasks"
 F2P = "tests/test_mathx.py::test_clamp_high"
 
 
@@ -31,7 +31,7 @@ def test_hot_checks_reach_the_cold_verdicts(tmp_path: Path) -> None:
     fixed = buggy.replace("        return lo\n    return x", "        return hi\n    return x")
     wrong = buggy.replace("if x > hi:", "if x >= hi:")
     module_level = fixed + "\nLIMIT = 3\n"
-    with HotPytestSandbox(repo, [sys.executable, "-m", "pytest"], limits=Limits(wall_seconds=30)) as box:
+    with PytestSandbox(repo, [sys.executable, "-m", "pytest"], limits=Limits(wall_seconds=30)) as box:
         verdicts = {}
         for name, text in {"buggy": buggy, "fixed": fixed, "wrong": wrong, "module": module_level}.items():
             with box.patched({"mathx.py": text}):
@@ -45,14 +45,6 @@ def test_hot_checks_reach_the_cold_verdicts(tmp_path: Path) -> None:
     assert verdicts["module"] == (TestStatus.PASSED, TestStatus.PASSED)
 
 
-def test_verdict_cache_keys_on_normalized_source() -> None:
-    cache = VerdictCache()
-    cache.put({"m.py": "x = 1 + 2\n"}, True)
-    assert cache.get({"m.py": "x = (1 + 2)  # same program\n"}) is True
-    assert cache.get({"m.py": "x = 1 - 2\n"}) is None
-    assert cache.hits == 1
-
-
 def test_adaptive_limit_cuts_a_runaway_candidate_near_it_not_at_the_global_limit(tmp_path: Path) -> None:
     task = load_task(TASKS / "tiny-clamp-name.json")
     repo = materialize(task, tmp_path / "repo")
@@ -60,7 +52,7 @@ def test_adaptive_limit_cuts_a_runaway_candidate_near_it_not_at_the_global_limit
     fixed = buggy.replace("        return lo\n    return x", "        return hi\n    return x")
     runaway = buggy.replace("if x > hi:", "while True:\n        pass\n    if x > hi:")
     assert skeleton(runaway) == skeleton(buggy)  # a body-only edit: it goes to the hot worker
-    with HotPytestSandbox(repo, [sys.executable, "-m", "pytest"], limits=Limits(wall_seconds=60)) as box:
+    with PytestSandbox(repo, [sys.executable, "-m", "pytest"], limits=Limits(wall_seconds=60)) as box:
         with box.patched({"mathx.py": runaway}):
             started = time.monotonic()
             run = box.run_tests([F2P], stop_first=True, warm=True, wall_seconds=2.0)
@@ -84,3 +76,31 @@ def test_loop_adaptive_limit_is_a_multiple_of_the_baseline_with_a_floor() -> Non
     off = HealingLoop(object(), OfflineEngine(), LoopConfig(candidate_limit_factor=0))  # type: ignore[arg-type]
     off.baseline_seconds = loop.baseline_seconds
     assert off._candidate_wall(["b"]) is None
+
+
+def test_the_hot_worker_imports_the_unpatched_project_even_when_first_used_under_a_patch(tmp_path: Path) -> None:
+    # TABLE is computed at import time from base(): a worker that imported the first candidate would keep the
+    # candidate's TABLE for every later check, and judge the unpatched code wrongly.
+    module = "def base():\n    return 1\n\n\nTABLE = [base()]\n\n\ndef value():\n    return TABLE[0] + base()\n"
+    test = "from mod import value\n\n\ndef test_value():\n    assert value() == 2\n"
+    repo = tmp_path / "repo"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "mod.py").write_text(module)
+    (repo / "tests" / "test_mod.py").write_text(test)
+    nodeid = "tests/test_mod.py::test_value"
+    with PytestSandbox(repo, [sys.executable, "-m", "pytest"], limits=Limits(wall_seconds=30)) as box:
+        with box.patched({"mod.py": module.replace("return 1", "return 5")}):
+            patched = box.run_tests([nodeid], warm=True)
+        unpatched = box.run_tests([nodeid], warm=True)
+        assert box.hot_runs == 2
+    assert patched.results[nodeid].status is TestStatus.FAILED
+    assert unpatched.results[nodeid].status is TestStatus.PASSED
+
+
+def test_hot_checks_can_be_turned_off(tmp_path: Path) -> None:
+    task = load_task(TASKS / "tiny-clamp-name.json")
+    repo = materialize(task, tmp_path / "repo")
+    with PytestSandbox(repo, [sys.executable, "-m", "pytest"], limits=Limits(wall_seconds=30), hot=False) as box:
+        run = box.run_tests([F2P], stop_first=True, warm=True)
+        assert box.hot_runs == 0 and box.warm_runs == 1
+    assert run.results[F2P].status is TestStatus.FAILED
