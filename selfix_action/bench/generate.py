@@ -339,9 +339,9 @@ def _validate(
             return
         behaviour = (mutant.path, mutant.function, failing, tuple(run.results[n].message[:200] for n in failing))
         digest = hashlib.sha256(mutant.edit.normalized.encode()).hexdigest()[:8]
-        stem = Path(mutant.path).stem
         task = Task(
-            id=f"{library.name}-{stem}-L{mutant.bug.line}-{mutant.bug.template}-{digest}",
+            # Opaque: the name of a task says nothing of where the bug is or what kind it is.
+            id=f"{library.name}-{digest}",
             source=source,
             bug=mutant.bug,
             f2p=failing,

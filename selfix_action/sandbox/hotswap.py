@@ -23,14 +23,19 @@ UNKNOWN_TEST = 76  # a requested test is not among the collected ones
 
 
 def skeleton(source: str) -> str | None:
-    """The module with every function body emptied; two sources with equal skeletons differ only in bodies."""
+    """The module with every function body emptied; two sources with equal skeletons differ only in bodies.
+
+    Called on every candidate's file, so it never walks into function bodies (most of a module's nodes)."""
     try:
         tree = ast.parse(source)
-    except SyntaxError:
+    except (SyntaxError, ValueError):
         return None
-    for node in ast.walk(tree):
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             node.body = [ast.Pass()]
+        stack.extend(ast.iter_child_nodes(node))
     return ast.dump(tree)
 
 
