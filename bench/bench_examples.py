@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from selfix_action.engine.loop import HealingLoop, LoopConfig
+from selfix_action.heal import default_jobs
 from selfix_action.offline.engine import OfflineEngine
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
@@ -30,7 +31,9 @@ def heal_once(example: Path, naive: bool) -> tuple[float, int, int, bool, str]:
     with tempfile.TemporaryDirectory(prefix="selfix-bench-") as tmp:
         repo = Path(tmp) / example.name
         shutil.copytree(example, repo, ignore=shutil.ignore_patterns("__pycache__", ".selfix"))
-        with PytestSandbox(repo, [sys.executable, "-m", "pytest"], limits=Limits(wall_seconds=30)) as sandbox:
+        with PytestSandbox(
+            repo, [sys.executable, "-m", "pytest"], limits=Limits(wall_seconds=30), parallel_checks=default_jobs()
+        ) as sandbox:
             loop = HealingLoop(sandbox, OfflineEngine(), LoopConfig(full_suite_per_candidate=naive))
             started = time.perf_counter()
             report = loop.run().report

@@ -73,6 +73,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="how test runs are isolated (auto: the best that works here)",
     )
     box.add_argument("--require-isolation", action="store_true", help="refuse to run without isolation")
+    box.add_argument(
+        "--jobs",
+        type=int,
+        help="candidates checked side by side by the offline engine (default: the CPUs available, at most 4)",
+    )
     mem = fix.add_argument_group("memory of past fixes")
     mem.add_argument("--memory", type=Path, metavar="PATH", help="SQLite memory file (default: OUT/memory.db)")
     mem.add_argument("--no-memory", action="store_true", help="neither read nor update the memory")
@@ -124,12 +129,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_bench_command(args)
         if args.command == "fix":
             from selfix_action.commands.fix_cmd import FixOptions, resolve_test_cmd, run_fix
+            from selfix_action.heal import default_jobs
 
             repo = Path(args.repo)
             if not repo.is_dir():
                 raise SelfixError(f"not a directory: {args.repo}")
             if args.test_timeout <= 0 or args.max_candidates < 1 or args.hypotheses < 1 or args.time_limit <= 0:
                 raise SelfixError("--test-timeout, --time-limit, --max-candidates and --hypotheses must be positive")
+            if args.jobs is not None and args.jobs < 1:
+                raise SelfixError("--jobs must be at least 1")
             options = FixOptions(
                 repo=repo,
                 junit=tuple(Path(p) for p in args.junit),
@@ -153,6 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 max_retry_wait=args.max_retry_wait,
                 isolation=args.isolation,
                 require_isolation=args.require_isolation,
+                jobs=args.jobs or default_jobs(),
                 memory=args.memory,
                 use_memory=not args.no_memory,
             )

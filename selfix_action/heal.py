@@ -6,6 +6,7 @@ Shared by ``selfix fix`` and ``selfix action`` so both run code under the same b
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -16,6 +17,15 @@ from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
 
 
+def default_jobs() -> int:
+    """Candidates checked side by side by default: the CPUs this process may use, at most 4."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(1, min(4, cpus))
+
+
 def heal_repository(
     repo: Path,
     test_cmd: Sequence[str],
@@ -24,6 +34,7 @@ def heal_repository(
     *,
     limits: Limits,
     isolation: Isolation,
+    parallel_checks: int | None = None,
     env_source: Mapping[str, str] | None = None,
     trace: Callable[..., None] | None = None,
     repo_label: str = ".",
@@ -33,7 +44,10 @@ def heal_repository(
     """Heal ``repo`` on a scratch copy; the report says which isolation every test run had."""
     if trace is not None:
         trace("sandbox", isolation.summary(), isolation=isolation.report())
-    with PytestSandbox(repo, test_cmd, limits=limits, env_source=env_source, isolation=isolation) as sandbox:
+    jobs = parallel_checks or default_jobs()
+    with PytestSandbox(
+        repo, test_cmd, limits=limits, env_source=env_source, isolation=isolation, parallel_checks=jobs
+    ) as sandbox:
         kwargs = {"trace": trace} if trace is not None else {}
         result = HealingLoop(sandbox, engine, config, repo_label=repo_label, **kwargs).run(junit_failing, junit_passing)
     notes = result.report.notes

@@ -3,12 +3,12 @@
     python -m selfix_action.bench.speed bench/tasks --tasks 8 --candidates 25
 
 For each task: reproduce + localize once, take the offline engine's first N candidates (in its own order), then
-validate every one of them
+validate every one of them through the healing loop's own verification, as ``selfix fix`` does:
 
-- fast: F2P first with stop at the first failure, then the P2P tests covering the edited function, in the warm
-  fork-server worker, two sandboxes validating candidates in parallel (both cores), with a verdict cache per
-  normalized patched source; the warm workers' start-up is inside the timed region;
-- fast-1: the same on one sandbox (one core), no parallelism;
+- fast: F2P first with stop at the first failure, then the P2P tests covering the edited function, in the hot
+  worker (imported and collected once, a fork per check), two candidates checked side by side (both cores),
+  programs already verified skipped; the worker's start-up is inside the timed region;
+- fast-1: the same, one candidate at a time (one core);
 - naive: a fresh cold ``pytest`` over the whole suite for every candidate (``full_suite_per_candidate``).
 
 It reports candidates validated per second for each path, the ratios, and every candidate whose verdict
@@ -19,13 +19,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import queue
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -36,27 +33,6 @@ from selfix_action.engine.patches import program_key
 from selfix_action.offline.engine import OfflineEngine
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
-
-
-class VerdictCache:
-    """Verdicts keyed by the normalized ASTs of the patched files (``program_key``): equivalent candidates are
-    validated once."""
-
-    def __init__(self) -> None:
-        self._data: dict[str, bool] = {}
-        self._lock = threading.Lock()
-        self.hits = 0
-
-    def get(self, files: dict[str, str]) -> bool | None:
-        with self._lock:
-            found = self._data.get(program_key(files))
-            if found is not None:
-                self.hits += 1
-            return found
-
-    def put(self, files: dict[str, str], ok: bool) -> None:
-        with self._lock:
-            self._data[program_key(files)] = ok
 
 
 def candidates_for(
@@ -89,41 +65,25 @@ def validate(
     baseline_seconds: dict[str, float] | None = None,
     limit_factor: float = LoopConfig().candidate_limit_factor,
 ) -> tuple[float, list[bool], int, int]:
-    """(seconds, ok per candidate, test runs, cache hits) validating ``candidates`` on one path."""
-    config = LoopConfig(full_suite_per_candidate=naive, candidate_limit_factor=limit_factor)
-    limits = Limits(wall_seconds=60)
+    """(seconds, ok per candidate, test runs, candidates skipped as already verified) validating ``candidates``
+    on one path, through the healing loop's own verification (``HealingLoop._verified``), as ``selfix fix`` does."""
+    config = LoopConfig(
+        full_suite_per_candidate=naive,
+        candidate_limit_factor=limit_factor,
+        max_candidates=len(candidates) + 1,
+        max_test_runs=100 * len(candidates) + 10,
+        time_limit_seconds=24 * 3600.0,
+    )
     started = time.perf_counter()
-    boxes = [PytestSandbox(repo, [python, "-m", "pytest"], limits=limits, hot=not naive) for _ in range(workers)]
-    free: queue.Queue[HealingLoop] = queue.Queue()
-    for box in boxes:
+    with PytestSandbox(
+        repo, [python, "-m", "pytest"], limits=Limits(wall_seconds=60), hot=not naive, parallel_checks=workers
+    ) as box:
         loop = HealingLoop(box, OfflineEngine(), config)
         loop.baseline_seconds = dict(baseline_seconds or {})  # measured once per task, as the loop's reproduce does
-        free.put(loop)
-    cache = None if naive else VerdictCache()
-
-    def check(candidate: CandidatePatch) -> bool:
-        if cache is not None:
-            known = cache.get(candidate.files)
-            if known is not None:
-                return known
-        loop = free.get()
-        try:
-            ok = loop._verify(candidate, None, evidence).ok
-        finally:
-            free.put(loop)
-        if cache is not None:
-            cache.put(candidate.files, ok)
-        return ok
-
-    try:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            verdicts = list(pool.map(check, candidates))
+        verdicts = {program_key(c.files): v.ok for c, v in loop._verified(candidates, None, evidence, set())}
         elapsed = time.perf_counter() - started
-        runs = sum(box.runs for box in boxes)
-    finally:
-        for box in boxes:
-            box.close()
-    return elapsed, verdicts, runs, cache.hits if cache else 0
+        runs = box.runs
+    return elapsed, [verdicts[program_key(c.files)] for c in candidates], runs, len(candidates) - len(verdicts)
 
 
 def measure(
@@ -153,7 +113,7 @@ def measure(
             "naive_seconds": round(naive[0], 3),
             "fast_runs": fast[2],
             "naive_runs": naive[2],
-            "cache_hits": fast[3],
+            "skipped_as_verified": fast[3],
             "mismatches": mismatches,
             "mismatches_fast1": mismatches1,
         }

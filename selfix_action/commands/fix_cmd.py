@@ -60,6 +60,7 @@ class FixOptions(BaseModel):
     # sandbox isolation
     isolation: str = "auto"
     require_isolation: bool = False
+    jobs: int = 1  # candidates checked side by side (hot checks of independent candidates)
     # memory of past fixes (selfix_action.learn.memory): None = OUT/memory.db; use_memory=False turns it off
     memory: Path | None = None
     use_memory: bool = True
@@ -233,6 +234,7 @@ def run_fix(options: FixOptions, out: TextIO | None = None, err: TextIO | None =
             config,
             limits=Limits(wall_seconds=options.test_timeout),
             isolation=isolation,
+            parallel_checks=options.jobs,
             trace=trace,
             repo_label=str(options.repo),
             junit_failing=junit_failing,

@@ -8,7 +8,7 @@ Patcher); it never touches the user's tree and never runs code itself.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict
 from selfix_action.engine.fingerprint import failure_signature
 from selfix_action.engine.localize import function_spans, localize
 from selfix_action.engine.models import (
+    CandidateCheck,
     CandidatePatch,
     Evidence,
     Hypothesis,
@@ -99,9 +100,10 @@ class HealingLoop:
         self.repo_label = repo_label
         self.test_runs = 0
         self.candidates_tried = 0
+        self.candidates_checked = 0  # also counts those checked side by side after a winner (wasted, spare core)
         self.timings: dict[str, float] = {}
         self.notes: list[str] = []
-        self._deadline = 0.0
+        self._deadline = time.monotonic() + self.config.time_limit_seconds  # run() sets it again when it starts
         self._spans: dict[tuple[str, str], list] = {}  # function spans of unpatched files (see _guarding_tests)
         # Per-test seconds on the unpatched code (the baseline run): the base of the adaptive candidate limit.
         self.baseline_seconds: dict[str, float] = {}
@@ -175,16 +177,9 @@ class HealingLoop:
             history: list[Verification] = []
             tried = 0
             try:
-                for candidate in self.engine.candidates(hypothesis, evidence, self.sandbox, history):
-                    key = program_key(candidate.files)
-                    if key in seen_patches:
-                        continue  # the same program again (formatting aside): its verdict is known
-                    seen_patches.add(key)
-                    self._check_budget()
+                candidates = self.engine.candidates(hypothesis, evidence, self.sandbox, history)
+                for candidate, verdict in self._verified(candidates, qa, evidence, seen_patches):
                     tried += 1
-                    self.candidates_tried += 1
-                    with self._timed("verify"):
-                        verdict = self._verify(candidate, qa, evidence)
                     self.trace(
                         "verify",
                         f"candidate {self.candidates_tried}: {candidate.description} -> "
@@ -334,54 +329,138 @@ class HealingLoop:
             return qa, False, f"QA test fails for the wrong reason ({kinds})"
         return qa, False, "QA test passes on the unpatched code, so it does not expose the bug"
 
+    def _verified(
+        self, candidates: Iterable[CandidatePatch], qa: QATest | None, evidence: Evidence, seen: set[str]
+    ) -> Iterator[tuple[CandidatePatch, Verification]]:
+        """The engine's candidates with their verdicts, in the engine's order.
+
+        A program already verified (formatting aside) is skipped, and the budget is checked before each
+        candidate. When the engine's candidates do not depend on feedback, up to ``sandbox.parallel_checks`` of
+        them are verified side by side (what follows a winner in its batch is work a spare core did for nothing);
+        otherwise one at a time, so that each verdict is in ``history`` before the engine makes its next one.
+        """
+        side_by_side = self.engine.independent_candidates and qa is None and not self.config.full_suite_per_candidate
+        width = max(1, self.sandbox.parallel_checks) if side_by_side else 1
+        pending = iter(candidates)
+        while True:
+            batch: list[CandidatePatch] = []
+            stop: _OutOfBudget | None = None
+            exhausted = True
+            for candidate in pending:
+                key = program_key(candidate.files)
+                if key in seen:
+                    continue  # the same program again: its verdict is known
+                try:
+                    self._check_budget(taken=len(batch))
+                except _OutOfBudget as out:
+                    stop = out  # verify what was already taken, then stop
+                    break
+                seen.add(key)
+                batch.append(candidate)
+                if len(batch) >= width:
+                    exhausted = False
+                    break
+            if batch:
+                with self._timed("verify"):
+                    verdicts = self._verify_many(batch, qa, evidence)
+                self.candidates_checked += len(batch)
+                for candidate, verdict in zip(batch, verdicts, strict=True):
+                    self.candidates_tried += 1  # counted as the loop takes it: not the ones after a winner
+                    yield candidate, verdict
+            if stop is not None:
+                raise stop
+            if exhausted:
+                return
+
     def _verify(self, candidate: CandidatePatch, qa: QATest | None, evidence: Evidence) -> Verification:
-        """F2P (and the QA test) first, stopping at the first failure; then the P2P tests guarding the edit."""
+        return self._verify_many([candidate], qa, evidence)[0]
 
-        def verdict(
-            stage: VerifyStage, failing: Sequence[str] = (), detail: str = "", runs: int = 0
-        ) -> Verification:
-            return Verification(
-                candidate_id=candidate.id,
-                ok=stage is VerifyStage.OK,
-                stage=stage,
-                failing_tests=tuple(failing),
-                detail=detail,
-                test_runs=runs,
-            )
+    def _verify_many(
+        self, batch: Sequence[CandidatePatch], qa: QATest | None, evidence: Evidence
+    ) -> list[Verification]:
+        """F2P (and the QA test) first, stopping at the first failure; then the P2P tests guarding the edit.
 
-        refused = patch_violations(candidate.files, self._existing_files(candidate.files), self.config.protected_paths)
-        if refused:
-            path, reason = refused[0]
-            return verdict(VerifyStage.PROTECTED, detail=f"edits {path} ({reason})")
+        Several candidates are checked side by side, stage by stage; each verdict is the one it would get alone.
+        """
+        verdicts: dict[int, Verification] = {}
+        pending: dict[int, CandidatePatch] = {}
+        for index, candidate in enumerate(batch):
+            existing = self._existing_files(candidate.files)
+            refused = patch_violations(candidate.files, existing, self.config.protected_paths)
+            if refused:
+                path, reason = refused[0]
+                verdicts[index] = _verdict(candidate, VerifyStage.PROTECTED, detail=f"edits {path} ({reason})")
+            else:
+                pending[index] = candidate
         qa_files = {f"{QA_TEST_DIR}/{qa.path}": qa.source} if qa else {}
         if self.config.full_suite_per_candidate:
-            with self.sandbox.patched(candidate.files):
-                targets = [*evidence.f2p_tests, *qa_files, *evidence.p2p_tests]
-                run = self._run(None, extra_test_files=qa_files)
+            for index, candidate in pending.items():
+                verdicts[index] = self._verify_whole_suite(candidate, qa_files, evidence)
+            return [verdicts[index] for index in range(len(batch))]
+        targets = [*evidence.f2p_tests, *qa_files]
+        guards = {index: self._guarding_tests(c.files, evidence) for index, c in pending.items()}  # unpatched
+        first = self._check({index: (c.files, targets) for index, c in pending.items()}, qa_files)
+        guarded: dict[int, list[str]] = {}
+        for index, run in first.items():
             broken = _not_passing(run, targets)
             if broken:
-                stage = VerifyStage.P2P if broken[0] in evidence.p2p_tests else VerifyStage.F2P
-                return verdict(stage, broken, _describe(run, broken[0]), 1)
-            return verdict(VerifyStage.OK, detail="whole suite passes", runs=1)
-        guards = self._guarding_tests(candidate.files, evidence)  # reads the unpatched originals
+                stage = VerifyStage.QA if broken[0].startswith(QA_TEST_DIR) else VerifyStage.F2P
+                verdicts[index] = _verdict(pending[index], stage, broken, _describe(run, broken[0]), 1)
+            elif guards[index]:
+                guarded[index] = guards[index]
+            else:
+                detail = "F2P pass, 0 guarding P2P pass"
+                verdicts[index] = _verdict(pending[index], VerifyStage.OK, detail=detail, runs=1)
+        second = self._check({index: (pending[index].files, tests) for index, tests in guarded.items()}, {})
+        for index, run in second.items():
+            broken = _not_passing(run, guarded[index])
+            if broken:
+                verdicts[index] = _verdict(pending[index], VerifyStage.P2P, broken, _describe(run, broken[0]), 2)
+            else:
+                detail = f"F2P pass, {len(guarded[index])} guarding P2P pass"
+                verdicts[index] = _verdict(pending[index], VerifyStage.OK, detail=detail, runs=2)
+        return [verdicts[index] for index in range(len(batch))]
+
+    def _verify_whole_suite(
+        self, candidate: CandidatePatch, qa_files: Mapping[str, str], evidence: Evidence
+    ) -> Verification:
+        """The naive path benchmarks compare with: the whole suite, no early stop."""
         with self.sandbox.patched(candidate.files):
-            targets = [*evidence.f2p_tests, *qa_files]
-            wall = self._candidate_wall(targets)
-            run = self._run(targets, stop_first=True, extra_test_files=qa_files, warm=True, wall_seconds=wall)
-            broken = _not_passing(run, targets)
-            if broken:
-                stage = (
-                    VerifyStage.QA if any(b.startswith(QA_TEST_DIR) for b in broken[:1]) else VerifyStage.F2P
-                )
-                return verdict(stage, broken, _describe(run, broken[0]), 1)
-            if guards:
-                run = self._run(guards, stop_first=True, warm=True, wall_seconds=self._candidate_wall(guards))
-                broken = _not_passing(run, guards)
-                if broken:
-                    return verdict(VerifyStage.P2P, broken, _describe(run, broken[0]), 2)
-        return verdict(
-            VerifyStage.OK, detail=f"F2P pass, {len(guards)} guarding P2P pass", runs=2 if guards else 1
-        )
+            targets = [*evidence.f2p_tests, *qa_files, *evidence.p2p_tests]
+            run = self._run(None, extra_test_files=qa_files)
+        broken = _not_passing(run, targets)
+        if broken:
+            stage = VerifyStage.P2P if broken[0] in evidence.p2p_tests else VerifyStage.F2P
+            return _verdict(candidate, stage, broken, _describe(run, broken[0]), 1)
+        return _verdict(candidate, VerifyStage.OK, detail="whole suite passes", runs=1)
+
+    def _check(
+        self, jobs: Mapping[int, tuple[Mapping[str, str], Sequence[str]]], qa_files: Mapping[str, str]
+    ) -> dict[int, TestRun]:
+        """Each job's tests on its candidate's files, stopping at the first failure, under the adaptive limit:
+        side by side through the sandbox when there are several, else one warm run."""
+        if len(jobs) == 1 or qa_files:
+            runs = {}
+            for index, (files, tests) in jobs.items():
+                with self.sandbox.patched(files):
+                    runs[index] = self._run(
+                        tests,
+                        stop_first=True,
+                        extra_test_files=qa_files,
+                        warm=True,
+                        wall_seconds=self._candidate_wall(tests),
+                    )
+            return runs
+        if not jobs:
+            return {}
+        if self.test_runs + len(jobs) > self.config.max_test_runs:
+            raise _OutOfBudget(StopReason.TEST_RUN_BUDGET)
+        self.test_runs += len(jobs)
+        checks = [
+            CandidateCheck(files=dict(files), nodeids=tuple(tests), wall_seconds=self._candidate_wall(tests))
+            for files, tests in jobs.values()
+        ]
+        return dict(zip(jobs, self.sandbox.check_candidates(checks), strict=True))
 
     def _candidate_wall(self, tests: Sequence[str]) -> float | None:
         """The adaptive wall limit for a candidate check of ``tests``, or None (the sandbox's limits).
@@ -504,10 +583,11 @@ class HealingLoop:
             # A patch that crashes pytest itself is a failed candidate; the loop goes on.
             return TestRun(output_tail=str(exc))
 
-    def _check_budget(self) -> None:
+    def _check_budget(self, taken: int = 0) -> None:
+        """Stop when time is up or ``taken`` more candidates (already pulled, not yet tried) would reach a cap."""
         if time.monotonic() > self._deadline:
             raise _OutOfBudget(StopReason.TIME_LIMIT)
-        if self.candidates_tried >= self.config.max_candidates:
+        if self.candidates_tried + taken >= self.config.max_candidates:
             raise _OutOfBudget(StopReason.CANDIDATE_BUDGET)
         if self.test_runs >= self.config.max_test_runs:
             raise _OutOfBudget(StopReason.TEST_RUN_BUDGET)
@@ -554,6 +634,9 @@ class HealingLoop:
         flaky: Sequence[str] = (),
     ) -> HealResult:
         self.timings["total"] = time.monotonic() - started
+        ahead = self.candidates_checked - self.candidates_tried
+        if ahead > 0:
+            self.notes.append(f"{ahead} candidate(s) after the winner were checked side by side and not needed")
         patch = None
         files = None
         originals: dict[str, str] = {}
@@ -618,6 +701,19 @@ class _Timer:
 
     def __exit__(self, *exc: object) -> None:
         self.timings[self.step] = self.timings.get(self.step, 0.0) + time.monotonic() - self.started
+
+
+def _verdict(
+    candidate: CandidatePatch, stage: VerifyStage, failing: Sequence[str] = (), detail: str = "", runs: int = 0
+) -> Verification:
+    return Verification(
+        candidate_id=candidate.id,
+        ok=stage is VerifyStage.OK,
+        stage=stage,
+        failing_tests=tuple(failing),
+        detail=detail,
+        test_runs=runs,
+    )
 
 
 def _not_passing(run: TestRun, nodeids: Sequence[str]) -> list[str]:

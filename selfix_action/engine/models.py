@@ -131,6 +131,15 @@ class VerifyStage(StrEnum):
     OK = "verified"
 
 
+class CandidateCheck(Frozen):
+    """One candidate's check for ``Sandbox.check_candidates``: its whole new files and the tests to run (stopping
+    at the first failure) under a wall limit (None: the sandbox's own)."""
+
+    files: dict[str, str]
+    nodeids: tuple[str, ...]
+    wall_seconds: float | None = None
+
+
 class Verification(Frozen):
     candidate_id: str
     ok: bool

@@ -6,12 +6,22 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
-from selfix_action.engine.models import CandidatePatch, Evidence, Hypothesis, QATest, TestRun, Verification
+from selfix_action.engine.models import (
+    CandidateCheck,
+    CandidatePatch,
+    Evidence,
+    Hypothesis,
+    QATest,
+    TestRun,
+    Verification,
+)
 from selfix_action.engine.report import StopReason
 
 
 class Sandbox(Protocol):
     """Runs the project's tests on a scratch copy of the repository; the user's tree is never touched."""
+
+    parallel_checks: int  # how many candidates ``check_candidates`` may check at once (1: one at a time)
 
     def run_tests(
         self,
@@ -37,6 +47,11 @@ class Sandbox(Protocol):
         """Temporarily replace whole files in the scratch copy; restored on exit."""
         ...
 
+    def check_candidates(self, checks: Sequence[CandidateCheck]) -> list[TestRun]:
+        """One warm run per check, of its tests on its own patched files, stopping at the first failure; up to
+        ``parallel_checks`` at once. A check whose tests cannot run at all gets a run without results."""
+        ...
+
 
 class EngineStopped(Exception):
     """Raised by an engine that cannot go on (budget spent, model unusable); the loop stops with ``reason``."""
@@ -51,6 +66,9 @@ class Engine(Protocol):
     """Detective, QA and Patcher roles. The offline engine and the LLM engines implement this."""
 
     name: str
+    # True when ``candidates`` never reads ``history`` (no feedback): the loop may then verify several candidates
+    # at once, ahead of the one it is looking at.
+    independent_candidates: bool
 
     def usage(self) -> dict[str, Any]:
         """What the engine spent so far (calls, tokens, cost per role); {} for the offline engine."""

@@ -74,6 +74,8 @@ def _noop_trace(step: str, message: str = "", **data: Any) -> None:
 
 
 class LLMEngine:
+    independent_candidates = False  # the Patcher's next edit answers the last failed verification
+
     def __init__(
         self,
         model: ChatModel,

@@ -16,6 +16,7 @@ MAX_LINES_PER_HYPOTHESIS = 12
 
 class OfflineEngine:
     name = "offline"
+    independent_candidates = True  # candidates come from templates, never from verification feedback
 
     def __init__(self, template_scores: Callable[[Evidence], Mapping[str, float]] | None = None) -> None:
         self._seen: set[str] = set()  # normalized candidate sources, across hypotheses

@@ -69,11 +69,11 @@ class ForkServer:
             raise ForkServerUnavailable(f"cannot start the {label}: {exc}") from exc
         self._buffer = b""
         reply = self._read_reply(_START_SECONDS)
-        if reply is None or not reply.get("ready"):
+        if not isinstance(reply, dict) or not reply.get("ready"):
             self.close()
             raise ForkServerUnavailable(f"the {label} did not start")
 
-    def _read_reply(self, timeout: float) -> dict | None:
+    def _read_reply(self, timeout: float) -> dict | list | None:
         assert self._proc.stdout is not None
         fd = self._proc.stdout.fileno()
         while b"\n" not in self._buffer:
@@ -91,7 +91,7 @@ class ForkServer:
             return None
         # The code under test runs in a child of the worker and can write to the reply pipe: anything that is not
         # the expected shape is a broken worker, never a crash here.
-        return reply if isinstance(reply, dict) else None
+        return reply if isinstance(reply, dict | list) else None
 
     def run(
         self, args: Sequence[str], env: Mapping[str, str], log: Path, timeout: float
@@ -101,11 +101,22 @@ class ForkServer:
 
     def exchange(self, request: dict, timeout: float) -> tuple[int | None, bool]:
         """Send one request, read its reply: (the child's exit code or None, timed out)."""
+        return self._checked(self._send(request, timeout))
+
+    def exchange_many(self, requests: list[dict], timeout: float) -> list[tuple[int | None, bool]]:
+        """Send several requests as one line (served by concurrent children); one reply per request."""
+        reply = self._send(requests, timeout)
+        if not isinstance(reply, list) or len(reply) != len(requests):
+            self.close()
+            raise ForkServerUnavailable(f"the {self._label} sent a malformed reply")
+        return [self._checked(one) for one in reply]
+
+    def _send(self, payload: dict | list[dict], timeout: float) -> object:
         if self._proc.poll() is not None:
             raise ForkServerUnavailable(f"the {self._label} has exited")
         assert self._proc.stdin is not None
         try:
-            self._proc.stdin.write((json.dumps(request) + "\n").encode())
+            self._proc.stdin.write((json.dumps(payload) + "\n").encode())
             self._proc.stdin.flush()
         except OSError as exc:
             self.close()
@@ -114,8 +125,12 @@ class ForkServer:
         if reply is None:
             self.close()
             raise ForkServerUnavailable(f"the {self._label} did not answer, or answered with a malformed reply")
-        rc, timed_out = reply.get("rc"), reply.get("timed_out")
-        if set(reply) != {"rc", "timed_out"} or not (
+        return reply
+
+    def _checked(self, reply: object) -> tuple[int | None, bool]:
+        rc = reply.get("rc") if isinstance(reply, dict) else None
+        timed_out = reply.get("timed_out") if isinstance(reply, dict) else None
+        if not isinstance(reply, dict) or set(reply) != {"rc", "timed_out"} or not (
             (rc is None or (isinstance(rc, int) and not isinstance(rc, bool))) and isinstance(timed_out, bool)
         ):
             self.close()

@@ -70,3 +70,7 @@ class HotServer(ForkServer):
     def check(self, request: dict, timeout: float) -> tuple[int | None, bool]:
         """Run one candidate check in a forked child; (exit code or None, timed out)."""
         return self.exchange(request, timeout)
+
+    def check_many(self, requests: list[dict], timeout: float) -> list[tuple[int | None, bool]]:
+        """Run several candidates' checks at once, one forked child each."""
+        return self.exchange_many(requests, timeout)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from selfix_action.engine.models import Frame, TestResult, TestRun, TestStatus
+from selfix_action.engine.models import CandidateCheck, Frame, TestResult, TestRun, TestStatus
 from selfix_action.engine.paths import IGNORED_DIR_NAMES, QA_TEST_DIR, is_ignored_path, is_source_path
 from selfix_action.errors import InputError, SandboxError
 from selfix_action.sandbox.forkserver import ForkServer, ForkServerUnavailable, worker_result
@@ -47,6 +47,7 @@ class PytestSandbox:
         scratch_parent: Path | None = None,
         isolation: Isolation | None = None,
         hot: bool = True,
+        parallel_checks: int = 1,
     ) -> None:
         self.repo = repo.resolve()
         if not self.repo.is_dir():
@@ -76,6 +77,9 @@ class PytestSandbox:
         self._skeletons: dict[str, str | None] = {}
         self._originals: dict[str, str] = {}  # every file ever patched: the worker may hold any version of it
         self.hot_runs = 0
+        if parallel_checks < 1:
+            raise InputError("parallel checks must be at least 1")
+        self.parallel_checks = parallel_checks  # hot checks of different candidates run at once (cores)
 
     # -- files ---------------------------------------------------------------------------------------
     def close(self) -> None:
@@ -113,8 +117,8 @@ class PytestSandbox:
                     found.append(rel)
         return found
 
-    @contextmanager
-    def patched(self, files: Mapping[str, str]) -> Iterator[None]:
+    def _remember(self, files: Mapping[str, str]) -> None:
+        """Keep the unpatched text (and skeleton) of every file a patch touches: hot checks compare with it."""
         for rel in files:
             if rel not in self._skeletons:
                 path = self._path(rel)
@@ -122,6 +126,10 @@ class PytestSandbox:
                 self._skeletons[rel] = skeleton(text) if text is not None else None
                 if text is not None:
                     self._originals[rel] = text
+
+    @contextmanager
+    def patched(self, files: Mapping[str, str]) -> Iterator[None]:
+        self._remember(files)
         before = dict(self._current)
         self._current.update(files)
         originals: dict[Path, str | None] = {}
@@ -226,7 +234,7 @@ class PytestSandbox:
         if coverage and coverage_data is None and not note:
             note = "no coverage data was produced"
         assert proc is not None
-        tail = "\n".join((proc.stdout + "\n" + proc.stderr).strip().splitlines()[-40:])
+        tail = _tail(proc, 40)
         return TestRun(
             results=results,
             coverage=coverage_data,
@@ -309,41 +317,53 @@ class PytestSandbox:
         return self._hot
 
     def _run_hot(self, args: list[str], results_file: Path, coverage: bool) -> ProcessResult | None:
-        request = self._hot_request(args, results_file, coverage)
+        request = self._hot_request(args, results_file, coverage, self._current)
         server = self._hot_server() if request is not None else None
         if server is None or request is None:
             return None
-        log = self._tmp / "hot.log"
-        request["log"] = str(log)
-        wall = self._call_wall or self.limits.wall_seconds
-        request["timeout"] = wall
-        if self._call_wall is not None:
-            # The CPU limit cut to match: a runaway dies at the wall limit or its CPU time, whichever comes first.
-            cpu = self.limits.cpu_seconds
-            request["cpu_seconds"] = max(1, math.ceil(wall)) if cpu is None else min(cpu, max(1, math.ceil(wall)))
+        wall = self._limit_request(request, self._call_wall, self._tmp / "hot.log")
         started = time.monotonic()
         try:
             code, timed_out = server.check(request, wall)
         except ForkServerUnavailable as exc:
             self._hot, self._hot_disabled = None, str(exc)
             return None
+        return self._hot_result(args, request, code, timed_out, started, self._call_wall)
+
+    def _limit_request(self, request: dict, call_wall: float | None, log: Path) -> float:
+        """Set a hot request's log, wall limit and (under an adaptive wall limit) CPU limit; the wall limit."""
+        request["log"] = str(log)
+        wall = call_wall or self.limits.wall_seconds
+        request["timeout"] = wall
+        if call_wall is not None:
+            # The CPU limit cut to match: a runaway dies at the wall limit or its CPU time, whichever comes first.
+            cpu = self.limits.cpu_seconds
+            request["cpu_seconds"] = max(1, math.ceil(wall)) if cpu is None else min(cpu, max(1, math.ceil(wall)))
+        return wall
+
+    def _hot_result(
+        self, args: list[str], request: dict, code: int | None, timed_out: bool, started: float, call_wall: float | None
+    ) -> ProcessResult | None:
+        """The hot child's run as a process result; None when the worker could not take it (run it otherwise)."""
         if code in (UNSWAPPABLE, UNKNOWN_TEST):
-            results_file.unlink(missing_ok=True)
+            Path(request["results"]).unlink(missing_ok=True)
             return None
         self.hot_runs += 1
-        limit = wall if self._call_wall is not None else None
-        return worker_result("<hot worker>", args, code, timed_out, log, started, limit)
+        return worker_result("<hot worker>", args, code, timed_out, Path(request["log"]), started, call_wall)
 
-    def _hot_request(self, args: list[str], results_file: Path, coverage: bool) -> dict | None:
-        """The hot worker's request for this run, or None when the patch or the selection needs a fresh import."""
+    def _hot_request(
+        self, args: list[str], results_file: Path, coverage: bool, current: Mapping[str, str]
+    ) -> dict | None:
+        """The hot worker's request for this run with the patch ``current`` in effect, or None when the patch or
+        the selection needs a fresh import."""
         if coverage or "--" not in args or any(a == "--deselect" for a in args):
             return None
         nodeids = args[args.index("--") + 1 :]
         if not nodeids or any("::" not in n for n in nodeids):
             return None  # whole files or directories (QA test files): not among the collected items
-        if set(self._current) - set(self._originals):
+        if set(current) - set(self._originals):
             return None  # a new file
-        wanted = {rel: self._current.get(rel, original) for rel, original in self._originals.items()}
+        wanted = {rel: current.get(rel, original) for rel, original in self._originals.items()}
         for rel, text in wanted.items():
             base = self._skeletons.get(rel)
             if base is None or (text != self._originals[rel] and skeleton(text) != base):
@@ -357,10 +377,8 @@ class PytestSandbox:
             "timeout": self.limits.wall_seconds,
         }
 
-    def _run_once(
-        self, nodeids: list[str] | None, deselect: list[str], stop_first: bool, coverage: bool, warm: bool
-    ) -> tuple[ProcessResult, list[dict]]:
-        results_file = self._tmp / f"results-{self.runs}.jsonl"
+    @staticmethod
+    def _pytest_args(nodeids: Sequence[str] | None, deselect: Sequence[str], stop_first: bool) -> list[str]:
         args = ["-p", "selfix_collector", "-p", "no:cacheprovider", "-q", "--tb=short", "--color=no"]
         if stop_first:
             args.append("-x")
@@ -369,6 +387,13 @@ class PytestSandbox:
         if nodeids:
             args.append("--")
             args += nodeids
+        return args
+
+    def _run_once(
+        self, nodeids: list[str] | None, deselect: list[str], stop_first: bool, coverage: bool, warm: bool
+    ) -> tuple[ProcessResult, list[dict]]:
+        results_file = self._tmp / f"results-{self.runs}.jsonl"
+        args = self._pytest_args(nodeids, deselect, stop_first)
         self.runs += 1
         proc = self._run_warm(args, results_file, coverage) if warm else None
         if proc is not None:
@@ -383,6 +408,10 @@ class PytestSandbox:
                 writable=(self._tmp,),
                 hidden=(self.repo,),
             )
+        return proc, self._records(proc, results_file)
+
+    def _records(self, proc: ProcessResult, results_file: Path) -> list[dict]:
+        """The collector's records of a finished run (the file is consumed); SandboxError if no test ran."""
         self.test_seconds += proc.duration
         records = []
         if results_file.exists():
@@ -396,11 +425,69 @@ class PytestSandbox:
                     records.append(record)
             results_file.unlink()
         if not records and proc.returncode not in (0, 5) and not proc.timed_out:
-            tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
             raise SandboxError(
-                f"the test command failed before running any test (exit {proc.returncode}):\n{tail}"
+                f"the test command failed before running any test (exit {proc.returncode}):\n{_tail(proc, 15)}"
             )
-        return proc, records
+        return records
+
+    # -- several candidates at once ------------------------------------------------------------------
+    def check_candidates(self, checks: Sequence[CandidateCheck]) -> list[TestRun]:
+        """Each check's tests on its own patched files, stopping at the first failure, one run per check.
+
+        Checks the hot worker can take run at once, ``parallel_checks`` at a time (one forked child each, so
+        several cores); the others run one after the other through ``patched`` + ``run_tests(warm=True)``. A
+        check whose tests could not run at all comes back as a run without results, the reason as its output.
+        """
+        runs: dict[int, TestRun] = {}
+        hot: list[tuple[int, list[str], dict]] = []
+        for index, check in enumerate(checks):
+            self._remember(check.files)
+            args = self._pytest_args(check.nodeids, (), True)
+            results_file = self._tmp / f"results-{self.runs}-{index}.jsonl"
+            request = self._hot_request(args, results_file, False, check.files)
+            if request is not None and not self._current and self._hot_server() is not None:
+                self._limit_request(request, check.wall_seconds, self._tmp / f"hot-{index}.log")
+                hot.append((index, args, request))
+        width = max(1, self.parallel_checks)
+        for first in range(0, len(hot), width):
+            chunk = hot[first : first + width]
+            started = time.monotonic()
+            try:
+                assert self._hot is not None
+                replies = self._hot.check_many([r for _, _, r in chunk], max(r["timeout"] for _, _, r in chunk))
+            except ForkServerUnavailable as exc:
+                self._hot, self._hot_disabled = None, str(exc)
+                break
+            for (index, args, request), (code, timed_out) in zip(chunk, replies, strict=True):
+                proc = self._hot_result(args, request, code, timed_out, started, checks[index].wall_seconds)
+                if proc is None:
+                    continue  # the worker could not swap it in: it runs the ordinary way below
+                self.runs += 1
+                self.warm_runs += 1
+                try:
+                    records = self._records(proc, Path(request["results"]))
+                except SandboxError as exc:
+                    runs[index] = TestRun(output_tail=str(exc))
+                    continue
+                results: dict[str, TestResult] = {}
+                self._merge(records, results)
+                runs[index] = TestRun(
+                    results=results,
+                    timed_out=proc.timed_out,
+                    returncode=proc.returncode,
+                    duration=proc.duration,
+                    output_tail=_tail(proc, 40),
+                )
+        for index, check in enumerate(checks):
+            if index not in runs:
+                try:
+                    with self.patched(check.files):
+                        runs[index] = self.run_tests(
+                            list(check.nodeids), stop_first=True, warm=True, wall_seconds=check.wall_seconds
+                        )
+                except SandboxError as exc:
+                    runs[index] = TestRun(output_tail=str(exc))
+        return [runs[index] for index in range(len(checks))]
 
     def _merge(self, records: list[dict], results: dict[str, TestResult]) -> str | None:
         """Add finished tests to ``results``; return the test that started but never finished, if any."""
@@ -457,3 +544,6 @@ class PytestSandbox:
                     merged.setdefault(nodeid, {})[rel] = sorted(lines)
         return merged
 
+
+def _tail(proc: ProcessResult, lines: int) -> str:
+    return "\n".join((proc.stdout + "\n" + proc.stderr).strip().splitlines()[-lines:])

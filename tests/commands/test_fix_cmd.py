@@ -155,6 +155,8 @@ def test_exit_codes_for_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert main(["fix", str(repo), "--junit", str(bad)]) == 2
     assert "bad.xml" in capsys.readouterr().err
     assert main(["fix", str(repo), "--test-timeout", "0"]) == 2
+    assert main(["fix", str(repo), "--jobs", "0"]) == 2
+    assert "--jobs must be at least 1" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exited:
         main(["fix", "--no-such-flag"])
     assert exited.value.code == 2

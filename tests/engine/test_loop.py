@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 
 from selfix_action.engine.loop import HealingLoop, LoopConfig
 from selfix_action.engine.models import (
@@ -15,7 +17,10 @@ from selfix_action.engine.models import (
 )
 from selfix_action.engine.protocols import EngineStopped, Sandbox
 from selfix_action.engine.report import StopReason, render_markdown
+from selfix_action.offline.engine import OfflineEngine
+from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
+from tests.conftest import EXAMPLES
 
 CALC = {
     "calc.py": """
@@ -49,6 +54,7 @@ class ScriptedEngine:
     """Plays back hypotheses, QA tests and candidates; records the feedback it was given."""
 
     name = "scripted"
+    independent_candidates = False  # plays back feedback-driven candidates one at a time
 
     def __init__(
         self,
@@ -251,3 +257,35 @@ def test_a_patch_that_creates_a_source_file_is_verified_and_diffed(make_sandbox:
     assert result.report.patch is not None
     assert "new file mode 100644\n--- /dev/null\n+++ b/ops.py" in result.report.patch.diff
     assert not (sandbox.root / "ops.py").exists()  # the scratch copy is restored
+
+
+def test_independent_candidates_are_verified_side_by_side_with_the_same_outcome(tmp_path: Path) -> None:
+    outcomes = {}
+    for jobs in (1, 2):
+        with PytestSandbox(
+            EXAMPLES / "range_sum",
+            [sys.executable, "-m", "pytest"],
+            limits=Limits(wall_seconds=60),
+            scratch_parent=tmp_path,
+            parallel_checks=jobs,
+        ) as sandbox:
+            result = HealingLoop(sandbox, OfflineEngine(), LoopConfig()).run()
+            outcomes[jobs] = (result.report, sandbox.hot_runs)
+    one, two = outcomes[1][0], outcomes[2][0]
+    assert one.stop_reason is two.stop_reason is StopReason.HEALED
+    assert one.patch is not None and two.patch is not None and one.patch.diff == two.patch.diff
+    # The winner is the same candidate, and counts are the same; its batch partner, if any, is only a note.
+    assert one.candidates_tried == two.candidates_tried and one.test_runs <= two.test_runs
+    assert not any("side by side" in note for note in one.notes)
+    assert outcomes[2][1] > 0  # the side-by-side checks ran in the hot worker
+
+
+def test_feedback_driven_candidates_are_never_verified_ahead(make_sandbox: Callable[..., PytestSandbox]) -> None:
+    sandbox = make_sandbox(CALC)
+    sandbox.parallel_checks = 4
+    wrong = {"calc.py": FIXED.replace("a + b", "a * b")}
+    engine = ScriptedEngine([hyp("H1", 1)], {"H1": None}, {"H1": [wrong, {"calc.py": FIXED}]})
+    result = HealingLoop(sandbox, engine, LoopConfig()).run()
+    assert result.report.stop_reason is StopReason.HEALED
+    # The second candidate was asked for after the first one's verdict, and carried it.
+    assert [v.candidate_id for v in engine.feedback] == ["H1-1"]

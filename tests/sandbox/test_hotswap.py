@@ -5,9 +5,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from selfix_action.bench.tasks import load_task, materialize
 from selfix_action.engine.loop import HealingLoop, LoopConfig
-from selfix_action.engine.models import TestStatus
+from selfix_action.engine.models import CandidateCheck, TestStatus
+from selfix_action.errors import InputError
 from selfix_action.offline.engine import OfflineEngine
 from selfix_action.sandbox.hotswap import skeleton
 from selfix_action.sandbox.process import Limits
@@ -104,3 +107,36 @@ def test_hot_checks_can_be_turned_off(tmp_path: Path) -> None:
         run = box.run_tests([F2P], stop_first=True, warm=True)
         assert box.hot_runs == 0 and box.warm_runs == 1
     assert run.results[F2P].status is TestStatus.FAILED
+
+
+def test_check_candidates_side_by_side_reach_the_verdicts_of_one_at_a_time(tmp_path: Path) -> None:
+    task = load_task(TASKS / "tiny-clamp-name.json")
+    repo = materialize(task, tmp_path / "repo")
+    buggy = (repo / "mathx.py").read_text()
+    fixed = buggy.replace("        return lo\n    return x", "        return hi\n    return x")
+    wrong = buggy.replace("if x > hi:", "if x >= hi:")
+    module_level = fixed + "\nLIMIT = 3\n"  # not swappable: checked the ordinary way, in order
+    runaway = buggy.replace("if x > hi:", "while True:\n        pass\n    if x > hi:")
+    broken = buggy.replace("def clamp", "def clamp(:")  # does not even parse
+    texts = [buggy, fixed, wrong, module_level, runaway, fixed, broken]
+    with PytestSandbox(
+        repo, [sys.executable, "-m", "pytest"], limits=Limits(wall_seconds=30), parallel_checks=2
+    ) as box:
+        checks = [CandidateCheck(files={"mathx.py": t}, nodeids=(F2P,), wall_seconds=2.0) for t in texts]
+        runs = box.check_candidates(checks)
+        assert box.hot_runs == 5  # all but the module-level edit and the one that does not parse
+        assert box.read_file("mathx.py") == buggy  # nothing left patched
+        one_by_one = []
+        for text in texts:
+            with box.patched({"mathx.py": text}):
+                one_by_one.append(box.run_tests([F2P], stop_first=True, warm=True, wall_seconds=2.0))
+    passed = [F2P in run.passing() for run in runs]
+    assert passed == [F2P in run.passing() for run in one_by_one]
+    assert passed == [False, True, False, True, False, True, False]
+    assert runs[4].timed_out or runs[4].returncode == -signal.SIGXCPU  # the runaway was cut, not waited for
+
+
+def test_parallel_checks_must_be_positive(tmp_path: Path) -> None:
+    (tmp_path / "repo").mkdir()
+    with pytest.raises(InputError):
+        PytestSandbox(tmp_path / "repo", [sys.executable, "-m", "pytest"], parallel_checks=0)

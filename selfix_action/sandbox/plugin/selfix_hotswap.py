@@ -6,15 +6,17 @@ Run as ``python -m selfix_hotswap PYTEST_ARGS...`` inside the sandbox with the p
 "results": path, "log": path, "timeout": seconds, optional "cpu_seconds": the child's CPU limit}. Each request
 is served by a forked child that compiles the patched sources, swaps the new code objects into the
 already-imported functions (matched by qualified name), runs the requested test items through pytest's normal
-runtest protocol and exits. The worker itself is never modified. Replies: {"rc": int | None, "timed_out": bool};
-rc 75 means "cannot swap this patch, run it cold", 76 "a requested test is not among the collected ones". The
-first line written is {"ready": true, "items": N}.
+runtest protocol and exits. A line may also hold a JSON list of requests: checks of several candidates, one
+child each, all running at once (several cores). The worker itself is never modified. Replies:
+{"rc": int | None, "timed_out": bool}, or a list of them for a list; rc 75 means "cannot swap this patch, run it
+cold", 76 "a requested test is not among the collected ones". The first line written is {"ready": true, ...}.
 """
 
 import gc
 import json
 import os
 import sys
+import time
 import types
 
 from selfix_forkserver import _wait
@@ -48,18 +50,25 @@ class _Server:
         self.replies.write(json.dumps({"ready": True, "items": len(items)}) + "\n")
         for line in self.requests:
             request = json.loads(line)
-            pid = os.fork()
-            if pid == 0:
-                self._child(request, items, functions)
-            code = _wait(pid, request["timeout"])
-            timed_out = code is None
-            try:
-                os.killpg(pid, 9)
-            except (ProcessLookupError, PermissionError):
-                pass
-            if timed_out:
-                os.waitpid(pid, 0)
-            self.replies.write(json.dumps({"rc": code, "timed_out": timed_out}) + "\n")
+            batch = request if isinstance(request, list) else [request]
+            children = []
+            for one in batch:  # a list: checks of several candidates at once, one child each (several cores)
+                pid = os.fork()
+                if pid == 0:
+                    self._child(one, items, functions)
+                children.append((pid, time.monotonic() + one["timeout"]))
+            replies = []
+            for pid, deadline in children:
+                code = _wait(pid, max(0.0, deadline - time.monotonic()))
+                timed_out = code is None
+                try:
+                    os.killpg(pid, 9)
+                except (ProcessLookupError, PermissionError):
+                    pass
+                if timed_out:
+                    os.waitpid(pid, 0)
+                replies.append({"rc": code, "timed_out": timed_out})
+            self.replies.write(json.dumps(replies if isinstance(request, list) else replies[0]) + "\n")
         return True
 
     def _child(self, request, items, functions):
