@@ -347,7 +347,7 @@ class HealingLoop:
             stop: _OutOfBudget | None = None
             exhausted = True
             for candidate in pending:
-                key = program_key(candidate.files)
+                key = program_key(candidate.files, candidate.normalized)
                 if key in seen:
                     continue  # the same program again: its verdict is known
                 try:
@@ -398,7 +398,6 @@ class HealingLoop:
                 verdicts[index] = self._verify_whole_suite(candidate, qa_files, evidence)
             return [verdicts[index] for index in range(len(batch))]
         targets = [*evidence.f2p_tests, *qa_files]
-        guards = {index: self._guarding_tests(c.files, evidence) for index, c in pending.items()}  # unpatched
         first = self._check({index: (c.files, targets) for index, c in pending.items()}, qa_files)
         guarded: dict[int, list[str]] = {}
         for index, run in first.items():
@@ -406,8 +405,8 @@ class HealingLoop:
             if broken:
                 stage = VerifyStage.QA if broken[0].startswith(QA_TEST_DIR) else VerifyStage.F2P
                 verdicts[index] = _verdict(pending[index], stage, broken, _describe(run, broken[0]), 1)
-            elif guards[index]:
-                guarded[index] = guards[index]
+            elif guards := self._guarding_tests(pending[index].files, evidence):  # reads the unpatched files
+                guarded[index] = guards
             else:
                 detail = "F2P pass, 0 guarding P2P pass"
                 verdicts[index] = _verdict(pending[index], VerifyStage.OK, detail=detail, runs=1)

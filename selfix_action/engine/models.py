@@ -120,6 +120,8 @@ class CandidatePatch(Frozen):
     files: dict[str, str]  # repo-relative path -> full new text
     line: int = 0
     prior: float = 0.0
+    # ast.dump of a file's new text, for engines that already have it (saves the loop a parse per candidate)
+    normalized: dict[str, str] = Field(default_factory=dict)
 
 
 class VerifyStage(StrEnum):

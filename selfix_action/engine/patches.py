@@ -86,15 +86,17 @@ def changed_line_count(originals: Mapping[str, str], files: Mapping[str, str]) -
     return count
 
 
-def program_key(files: Mapping[str, str]) -> str:
+def program_key(files: Mapping[str, str], normalized: Mapping[str, str] | None = None) -> str:
     """Identity of a patch by the programs it produces: files compared by normalized syntax tree, so edits that
     differ only in formatting or comments are one patch (their verdicts are the same). A file that does not
-    parse is compared by its text."""
+    parse is compared by its text. ``normalized`` holds ``ast.dump`` texts already computed, by path."""
     digest = hashlib.sha256()
     for path in sorted(files):
-        try:
-            text = ast.dump(ast.parse(files[path]))
-        except (SyntaxError, ValueError):
-            text = files[path]
+        text = (normalized or {}).get(path)
+        if text is None:
+            try:
+                text = ast.dump(ast.parse(files[path]))
+            except (SyntaxError, ValueError):
+                text = files[path]
         digest.update(path.encode() + b"\0" + text.encode() + b"\0")
     return digest.hexdigest()

@@ -99,4 +99,5 @@ class OfflineEngine:
                 files={hypothesis.file: edit.new_source},
                 line=edit.line,
                 prior=edit.prior,
+                normalized={hypothesis.file: edit.normalized},
             )

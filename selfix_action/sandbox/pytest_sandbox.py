@@ -285,6 +285,15 @@ class PytestSandbox:
             return None
         return worker_result("<warm worker>", args, code, timed_out, log, started)
 
+    def start_hot_worker(self) -> bool:
+        """Start the hot worker now (imports and collection) instead of at the first check; False if it cannot
+        run here (``hot_unavailable`` says why)."""
+        return self._hot_server() is not None
+
+    @property
+    def hot_unavailable(self) -> str:
+        return self._hot_disabled
+
     def _hot_server(self) -> HotServer | None:
         """The hot worker, started on first use (inside the same isolation as every other run)."""
         if self._hot is None and not self._hot_disabled:

@@ -18,6 +18,7 @@ def test_fast_and_naive_paths_reach_the_same_verdict_on_every_candidate() -> Non
     assert row["naive_runs"] == 12  # one whole-suite run per candidate
     assert row["passing"] >= 1  # the fix is among the first 12 candidates, so verdicts differ across candidates
     assert row["fast_runs"] >= 12 and summary["fast_per_second"] > 0 and summary["naive_per_second"] > 0
+    assert row["fast_startup_seconds"] > 0 and summary["ratio_with_startup"] < summary["ratio"]
     assert "verdict mismatches 0/0" in lines[0]
 
 

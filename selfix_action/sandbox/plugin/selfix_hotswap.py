@@ -142,9 +142,11 @@ def _swap(path, source, functions):
         for function in functions[filename]:
             old = function.__code__
             choices = new.get(old.co_qualname, [])
+            if any(c == old for c in choices):
+                continue  # unchanged, lines included (the usual case: a fast comparison in C)
             old_key = _key(old)
             if any(_key(c) == old_key for c in choices):
-                continue  # unchanged (for one of the definitions with this name)
+                continue  # unchanged but moved (lines shifted by an edit above it)
             if len(choices) != 1:
                 return False  # gone, or ambiguous (several changed definitions with one qualified name)
             replacement = choices[0]
