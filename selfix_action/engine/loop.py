@@ -64,7 +64,10 @@ class LoopConfig(BaseModel):
     # Adaptive wall limit for warm candidate checks: max(floor, factor x the checked tests' time on the unpatched
     # code, from the baseline run). 0 turns it off (the sandbox's own limits apply).
     candidate_limit_factor: float = 10.0
-    candidate_limit_floor_seconds: float = 2.0
+    # Only hot checks take this limit (no interpreter start, imports or collection: 15-100 ms each here), so one
+    # second is still 10x and more the cost of a check; runaways (a swapped argument that makes a loop endless)
+    # are cut there instead of running to the sandbox's limit.
+    candidate_limit_floor_seconds: float = 1.0
 
 
 @dataclass

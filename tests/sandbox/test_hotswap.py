@@ -73,7 +73,7 @@ def test_loop_adaptive_limit_is_a_multiple_of_the_baseline_with_a_floor() -> Non
     loop = HealingLoop(object(), OfflineEngine(), LoopConfig())  # type: ignore[arg-type]
     assert loop._candidate_wall(["a"]) is None  # no baseline measured: the sandbox's limits apply
     loop.baseline_seconds = {"a": 0.01, "b": 0.5, "c": 0.3}
-    assert loop._candidate_wall(["a"]) == 2.0  # the floor
+    assert loop._candidate_wall(["a"]) == 1.0  # the floor
     assert loop._candidate_wall(["b", "c"]) == 8.0  # 10 x (0.5 + 0.3)
     assert loop._candidate_wall(["a", "selfix_qa/test_x.py"]) is None  # a test without a baseline time
     off = HealingLoop(object(), OfflineEngine(), LoopConfig(candidate_limit_factor=0))  # type: ignore[arg-type]
