@@ -549,15 +549,17 @@ class ActionRunner:
             cost_usd=publish.cost_usd(report),
             tokens=publish.tokens(report),
         )
+        explain = isinstance(trigger, CommentTrigger) and trigger.command is Command.EXPLAIN
         if report.stop_reason.exit_code == 3:
             outcome.status = "nothing_to_heal"
+        elif explain:
+            outcome.status = "explained"  # a diagnosis comment, never a fix: not "healed", even if a patch held
         for line in publish.annotations(report):
             self.log.command(line)
-        explain = isinstance(trigger, CommentTrigger) and trigger.command is Command.EXPLAIN
         with self.log.group("selfix: publish"):
-            if outcome.status == "healed" and not explain:
+            if outcome.status == "healed":
                 self._publish_fix(target, result, fp, outcome)
-            elif outcome.status == "not_healed" or explain:
+            elif outcome.status in ("not_healed", "explained"):
                 self._escalate(target, result, fp, explain)
             elif self._tracking is not None and target.pull is not None:
                 self._tracking = self.client.upsert_issue_comment(

@@ -189,7 +189,7 @@ def test_listed_bot_is_trusted(tmp_path: Path, fake: FakeGitHub, repos: Repos) -
         tmp_path, fake, repos, "/selfix explain", login="renovate[bot]", user_type="Bot", allowed_bots="renovate[bot]"
     )
     run = invoke(env, synthetic(False, calls))
-    assert run.outputs["status"] == "not_healed" and len(calls) == 1
+    assert run.outputs["status"] == "explained" and len(calls) == 1
     assert "diagnosis" in next(iter(fake.state.issue_comments.values()))["body"]
 
 

@@ -80,7 +80,7 @@ def test_a_users_comment_carrying_the_marker_is_never_edited(
     spoof = fake.add_issue_comment(number, spoof_body, login="mallory")
     data = comment_payload("/selfix explain", number=number)
     run = invoke(action_env(tmp_path, fake, repos, "issue_comment", data), synthetic(False))
-    assert run.outputs["status"] == "not_healed", run.out
+    assert run.outputs["status"] == "explained", run.out
     assert fake.state.issue_comments[spoof]["body"] == spoof_body
     assert not fake.calls_of("PATCH", rf"/issues/comments/{spoof}$")
     ours = [c for cid, c in fake.state.issue_comments.items() if cid != spoof]

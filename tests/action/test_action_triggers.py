@@ -228,6 +228,7 @@ def test_explain_diagnoses_and_comments_without_a_patch(tmp_path: Path, fake: Fa
     data = comment_payload("/selfix explain", number=number)
     run = invoke(action_env(tmp_path, fake, repos, "issue_comment", data), synthetic(True, calls))
     assert run.code == 0, run.out
+    assert run.outputs["status"] == "explained" and run.outputs["pr_url"] == ""  # a patch held, none was published
     assert len(calls) == 1 and calls[0].hint == ""
     (comment,) = fake.state.issue_comments.values()
     assert api(fake) == [
