@@ -50,8 +50,15 @@ def heal_repository(
     ) as sandbox:
         kwargs = {"trace": trace} if trace is not None else {}
         result = HealingLoop(sandbox, engine, config, repo_label=repo_label, **kwargs).run(junit_failing, junit_passing)
+        process_runs = {
+            "hot": sandbox.hot_runs,
+            "warm": sandbox.warm_runs - sandbox.hot_runs,
+            "cold": sandbox.runs - sandbox.warm_runs,
+        }
     notes = result.report.notes
     if isolation.warnings:
         notes = (*notes, isolation.summary())
-    report = result.report.model_copy(update={"isolation": isolation.report(), "notes": notes})
+    report = result.report.model_copy(
+        update={"isolation": isolation.report(), "notes": notes, "process_runs": process_runs}
+    )
     return dataclasses.replace(result, report=report)

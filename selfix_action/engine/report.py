@@ -107,6 +107,9 @@ class HealReport(Frozen):
     notes: tuple[str, ...] = ()
     usage: dict[str, Any] = Field(default_factory=dict)  # engine usage: calls, tokens, cost per role
     isolation: dict[str, Any] = Field(default_factory=dict)  # the sandbox boundary every test run had
+    # How the sandbox ran them: "hot" checks (pre-imported worker, a fork per check), "warm" (fork-per-run pytest),
+    # "cold" (a fresh pytest process: the baseline, reproduction and the confirmation of the winner among them).
+    process_runs: dict[str, int] = Field(default_factory=dict)
 
 
 def _status_counts(statuses: dict[str, str]) -> str:
@@ -122,12 +125,19 @@ def render_markdown(report: HealReport) -> str:
     out.append(f"**{report.explanation}.**")
     out += ["", f"- Repository: `{report.repo}`", f"- Engine: `{report.engine}`"]
     out.append(f"- Test runs: {report.test_runs}; candidate patches tried: {report.candidates_tried}")
+    if report.process_runs:
+        kinds = report.process_runs
+        out.append(
+            f"- How they ran: {kinds.get('hot', 0)} hot check(s) in a worker that imported the project once, "
+            f"{kinds.get('warm', 0)} fork-per-run, {kinds.get('cold', 0)} fresh `pytest` process(es)"
+            + (" (the patch's whole-suite confirmation was one of these)" if report.patch is not None else "")
+        )
     total = report.timings.get("total", 0.0)
     out.append(
         f"- Time: {total:.1f}s (" + ", ".join(f"{k} {v:.1f}s" for k, v in report.timings.items() if k != "total") + ")"
     )
     if report.isolation:
-        out.append(f"- Isolation: {report.isolation.get('level', 'none')} ({report.isolation.get('kind', '')})")
+        out.append(f"- Isolation: {report.isolation.get('level', 'none')} ({report.isolation.get('mechanism', '')})")
     for note in report.notes:
         out.append(f"- Note: {note}")
 

@@ -205,7 +205,13 @@ def test_report_names_the_isolation_of_the_test_runs(tmp_path: Path) -> None:
     report = json.loads((repo / ".selfix" / "report.json").read_text())
     assert report["isolation"]["level"] == "none"
     assert any("NO ISOLATION" in note for note in report["notes"])
-    assert "- Isolation: none" in (repo / ".selfix" / "report.md").read_text()
+    markdown = (repo / ".selfix" / "report.md").read_text()
+    assert "- Isolation: none (plain subprocess)" in markdown
+    # Every process run is accounted for: hot checks, fork-per-run and cold runs (baseline, re-run, confirmation).
+    # inventory's fix is a module-level constant: the hot worker cannot swap it, so it is checked fork-per-run.
+    kinds = report["process_runs"]
+    assert kinds["warm"] >= 1 and kinds["cold"] >= 3 and sum(kinds.values()) >= report["test_runs"]
+    assert f"{kinds['hot']} hot check(s)" in markdown and "whole-suite confirmation" in markdown
 
 
 @pytest.mark.slow
