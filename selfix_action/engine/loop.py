@@ -259,7 +259,6 @@ class HealingLoop:
         passing = [n for n in baseline.passing() if not junit_passing or n in junit_passing]
         if not failing:
             return baseline, (), tuple(passing), ()
-        self.sandbox.prepare_checks()  # candidate checks will follow: their worker starts during the re-runs
         self.trace("reproduce", f"re-running {len(failing)} failing test(s) to check they fail every time")
         reproducible = set(failing)
         for _ in range(2 if junit_failing else 1):

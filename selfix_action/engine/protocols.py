@@ -47,10 +47,6 @@ class Sandbox(Protocol):
         """Temporarily replace whole files in the scratch copy; restored on exit."""
         ...
 
-    def prepare_checks(self) -> None:
-        """A hint that candidate checks will follow: the sandbox may start its fast worker in the background."""
-        ...
-
     def check_candidates(self, checks: Sequence[CandidateCheck]) -> list[TestRun]:
         """One warm run per check, of its tests on its own patched files, stopping at the first failure; up to
         ``parallel_checks`` at once. A check whose tests cannot run at all gets a run without results."""

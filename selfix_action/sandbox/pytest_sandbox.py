@@ -11,7 +11,6 @@ import math
 import os
 import shutil
 import tempfile
-import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -78,14 +77,12 @@ class PytestSandbox:
         self._skeletons: dict[str, str | None] = {}
         self._originals: dict[str, str] = {}  # every file ever patched: the worker may hold any version of it
         self.hot_runs = 0
-        self._starter: threading.Thread | None = None  # starts the hot worker while the loop does other work
         if parallel_checks < 1:
             raise InputError("parallel checks must be at least 1")
         self.parallel_checks = parallel_checks  # hot checks of different candidates run at once (cores)
 
     # -- files ---------------------------------------------------------------------------------------
     def close(self) -> None:
-        self._await_starter()
         if self._hot is not None:
             self._hot.close()
             self._hot = None
@@ -132,7 +129,6 @@ class PytestSandbox:
 
     @contextmanager
     def patched(self, files: Mapping[str, str]) -> Iterator[None]:
-        self._await_starter()  # a worker still importing must see the unpatched files
         self._remember(files)
         before = dict(self._current)
         self._current.update(files)
@@ -294,26 +290,12 @@ class PytestSandbox:
         run here (``hot_unavailable`` says why)."""
         return self._hot_server() is not None
 
-    def prepare_checks(self) -> None:
-        """Start the hot worker in the background, so its imports and collection overlap whatever the caller
-        runs next (the reproduction re-runs); the first check, patch or close waits for it."""
-        if self._hot is None and not self._hot_disabled and self._starter is None and not self._current:
-            self._starter = threading.Thread(target=self._hot_server, name="selfix-hot-start", daemon=True)
-            self._starter.start()
-
-    def _await_starter(self) -> None:
-        starter = self._starter
-        if starter is not None and starter is not threading.current_thread():
-            starter.join()
-            self._starter = None
-
     @property
     def hot_unavailable(self) -> str:
         return self._hot_disabled
 
     def _hot_server(self) -> HotServer | None:
         """The hot worker, started on first use (inside the same isolation as every other run)."""
-        self._await_starter()
         if self._hot is None and not self._hot_disabled:
             if len(self.test_cmd) < 3 or self.test_cmd[1:3] != ["-m", "pytest"]:
                 self._hot_disabled = "the test command is not `<python> -m pytest ...`"

@@ -81,10 +81,7 @@ def test_loop_adaptive_limit_is_a_multiple_of_the_baseline_with_a_floor() -> Non
     assert off._candidate_wall(["b"]) is None
 
 
-@pytest.mark.parametrize("background", [False, True], ids=["on-first-use", "prepared-in-background"])
-def test_the_hot_worker_imports_the_unpatched_project_even_when_first_used_under_a_patch(
-    tmp_path: Path, background: bool
-) -> None:
+def test_the_hot_worker_imports_the_unpatched_project_even_when_first_used_under_a_patch(tmp_path: Path) -> None:
     # TABLE is computed at import time from base(): a worker that imported the first candidate would keep the
     # candidate's TABLE for every later check, and judge the unpatched code wrongly.
     module = "def base():\n    return 1\n\n\nTABLE = [base()]\n\n\ndef value():\n    return TABLE[0] + base()\n"
@@ -95,8 +92,6 @@ def test_the_hot_worker_imports_the_unpatched_project_even_when_first_used_under
     (repo / "tests" / "test_mod.py").write_text(test)
     nodeid = "tests/test_mod.py::test_value"
     with PytestSandbox(repo, [sys.executable, "-m", "pytest"], limits=Limits(wall_seconds=30)) as box:
-        if background:
-            box.prepare_checks()  # still importing when the patch below is written: patched() waits for it
         with box.patched({"mod.py": module.replace("return 1", "return 5")}):
             patched = box.run_tests([nodeid], warm=True)
         unpatched = box.run_tests([nodeid], warm=True)
