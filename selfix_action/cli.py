@@ -129,7 +129,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_bench_command(args)
         if args.command == "fix":
             from selfix_action.commands.fix_cmd import FixOptions, resolve_test_cmd, run_fix
-            from selfix_action.heal import default_jobs
 
             repo = Path(args.repo)
             if not repo.is_dir():
@@ -161,7 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 max_retry_wait=args.max_retry_wait,
                 isolation=args.isolation,
                 require_isolation=args.require_isolation,
-                jobs=args.jobs or default_jobs(),
+                jobs=args.jobs,
                 memory=args.memory,
                 use_memory=not args.no_memory,
             )

@@ -98,13 +98,14 @@ def validate(
         ready = time.perf_counter()
         loop = HealingLoop(box, OfflineEngine(), config)
         loop.baseline_seconds = dict(baseline_seconds or {})  # measured once per task, as the loop's reproduce does
-        verdicts = {program_key(c.files): v.ok for c, v in loop._verified(candidates, None, evidence, set())}
+        checked = loop._verified(candidates, None, evidence, set())
+        verdicts = {program_key(c.files, c.normalized): v.ok for c, v in checked}
         done = time.perf_counter()
         runs = box.runs
     return Validation(
         startup_seconds=ready - started,
         check_seconds=done - ready,
-        verdicts=[verdicts[program_key(c.files)] for c in candidates],
+        verdicts=[verdicts[program_key(c.files, c.normalized)] for c in candidates],
         test_runs=runs,
         skipped_as_verified=len(candidates) - len(verdicts),
     )

@@ -60,7 +60,7 @@ class FixOptions(BaseModel):
     # sandbox isolation
     isolation: str = "auto"
     require_isolation: bool = False
-    jobs: int = 1  # candidates checked side by side (hot checks of independent candidates)
+    jobs: int | None = None  # candidates checked side by side; None: heal.default_jobs()
     # memory of past fixes (selfix_action.learn.memory): None = OUT/memory.db; use_memory=False turns it off
     memory: Path | None = None
     use_memory: bool = True

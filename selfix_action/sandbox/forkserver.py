@@ -97,10 +97,7 @@ class ForkServer:
         self, args: Sequence[str], env: Mapping[str, str], log: Path, timeout: float
     ) -> tuple[int | None, bool]:
         """Run ``pytest.main(args)`` in a forked child; (exit code or None, timed out)."""
-        return self.exchange({"args": list(args), "env": dict(env), "log": str(log), "timeout": timeout}, timeout)
-
-    def exchange(self, request: dict, timeout: float) -> tuple[int | None, bool]:
-        """Send one request, read its reply: (the child's exit code or None, timed out)."""
+        request = {"args": list(args), "env": dict(env), "log": str(log), "timeout": timeout}
         return self._checked(self._send(request, timeout))
 
     def exchange_many(self, requests: list[dict], timeout: float) -> list[tuple[int | None, bool]]:

@@ -40,7 +40,8 @@ def skeleton(source: str) -> str | None:
 
 
 class HotServer(ForkServer):
-    """The warm worker's start-up (and isolation boundary), running the hot module instead."""
+    """The warm worker's start-up (and isolation boundary), running the hot module instead; its requests are
+    lists of checks (``exchange_many``), served by concurrent children."""
 
     def __init__(
         self,
@@ -66,11 +67,3 @@ class HotServer(ForkServer):
             module_args=args,
             label="hot worker",
         )
-
-    def check(self, request: dict, timeout: float) -> tuple[int | None, bool]:
-        """Run one candidate check in a forked child; (exit code or None, timed out)."""
-        return self.exchange(request, timeout)
-
-    def check_many(self, requests: list[dict], timeout: float) -> list[tuple[int | None, bool]]:
-        """Run several candidates' checks at once, one forked child each."""
-        return self.exchange_many(requests, timeout)

@@ -132,22 +132,21 @@ class PytestSandbox:
         self._remember(files)
         before = dict(self._current)
         self._current.update(files)
-        originals: dict[Path, str | None] = {}
+        originals: dict[str, str | None] = {}
         try:
             for rel, text in files.items():
                 path = self._path(rel)
-                originals[path] = path.read_text(encoding="utf-8") if path.exists() else None
+                originals[rel] = path.read_text(encoding="utf-8") if path.exists() else None
                 path.parent.mkdir(parents=True, exist_ok=True)
                 self._write(rel, text)
             yield
         finally:
             self._current = before
-            for path, text in originals.items():
+            for rel, text in originals.items():
                 if text is None:
-                    path.unlink(missing_ok=True)
+                    self._path(rel).unlink(missing_ok=True)
                 else:
-                    with open(path, "w", encoding="utf-8", newline="") as handle:
-                        handle.write(text)
+                    self._write(rel, text)
 
     def _write(self, rel: str, text: str) -> None:
         with open(self._path(rel), "w", encoding="utf-8", newline="") as handle:
@@ -333,7 +332,7 @@ class PytestSandbox:
         wall = self._limit_request(request, self._call_wall, self._tmp / "hot.log")
         started = time.monotonic()
         try:
-            code, timed_out = server.check(request, wall)
+            [(code, timed_out)] = server.exchange_many([request], wall)
         except ForkServerUnavailable as exc:
             self._hot, self._hot_disabled = None, str(exc)
             return None
@@ -383,7 +382,6 @@ class PytestSandbox:
             "nodeids": nodeids,
             "stop_first": "-x" in args,
             "results": str(results_file),
-            "timeout": self.limits.wall_seconds,
         }
 
     @staticmethod
@@ -463,7 +461,7 @@ class PytestSandbox:
             started = time.monotonic()
             try:
                 assert self._hot is not None
-                replies = self._hot.check_many([r for _, _, r in chunk], max(r["timeout"] for _, _, r in chunk))
+                replies = self._hot.exchange_many([r for _, _, r in chunk], max(r["timeout"] for _, _, r in chunk))
             except ForkServerUnavailable as exc:
                 self._hot, self._hot_disabled = None, str(exc)
                 break

@@ -140,3 +140,17 @@ def test_parallel_checks_must_be_positive(tmp_path: Path) -> None:
     (tmp_path / "repo").mkdir()
     with pytest.raises(InputError):
         PytestSandbox(tmp_path / "repo", [sys.executable, "-m", "pytest"], parallel_checks=0)
+
+
+def test_a_long_heal_does_not_run_the_workers_out_of_file_descriptors(tmp_path: Path) -> None:
+    # Each check waits on its child through a pidfd; with 40 descriptors allowed, 60 checks would exhaust them if
+    # any were kept open, and the next child could not even open its log.
+    task = load_task(TASKS / "tiny-clamp-name.json")
+    repo = materialize(task, tmp_path / "repo")
+    buggy = (repo / "mathx.py").read_text()
+    fixed = buggy.replace("        return lo\n    return x", "        return hi\n    return x")
+    limits = Limits(wall_seconds=30, open_files=40)
+    with PytestSandbox(repo, [sys.executable, "-m", "pytest"], limits=limits, parallel_checks=2) as box:
+        runs = box.check_candidates([CandidateCheck(files={"mathx.py": fixed}, nodeids=(F2P,))] * 60)
+        assert box.hot_runs == 60
+    assert all(run.results[F2P].status is TestStatus.PASSED for run in runs)

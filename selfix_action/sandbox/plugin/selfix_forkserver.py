@@ -34,35 +34,50 @@ def _preload():
 def _wait(pid, timeout):
     """Exit code of ``pid``, or None if it is still running after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
-    fd = None
     try:
         fd = os.pidfd_open(pid)
     except (AttributeError, OSError):
         fd = None
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return os.waitstatus_to_exitcode(status)
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return None
+    try:
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                return os.waitstatus_to_exitcode(status)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            if fd is not None:
+                select.select([fd], [], [], left)
+            else:
+                time.sleep(min(left, 0.005))
+    finally:
         if fd is not None:
-            select.select([fd], [], [], left)
-        else:
-            time.sleep(min(left, 0.005))
+            os.close(fd)  # one per check: a long heal would otherwise run the worker out of descriptors
 
 
-def _child(request):
-    os.setpgid(0, 0)  # its own group, so a timeout kills everything it started
-    log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+def _reap(pid, timeout):
+    """Wait for a child up to ``timeout`` seconds, kill its whole group, and say how it ended (the reply)."""
+    code = _wait(pid, timeout)
+    timed_out = code is None
+    try:
+        os.killpg(pid, signal.SIGKILL)  # on a timeout, and any background leftovers otherwise
+    except (ProcessLookupError, PermissionError):
+        pass
+    if timed_out:
+        os.waitpid(pid, 0)
+    return {"rc": code, "timed_out": timed_out}
+
+
+def _run_child(log_path, body):
+    """In a forked child: its own process group (so a timeout kills everything it started), output to the log,
+    then ``body()``'s exit code; never returns."""
+    os.setpgid(0, 0)
+    log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     os.dup2(log, 1)
     os.dup2(log, 2)
-    os.environ.update(request["env"])
     code = 70
     try:
-        import pytest
-
-        code = int(pytest.main(request["args"]))
+        code = body()
     except BaseException:
         import traceback
 
@@ -76,6 +91,16 @@ def _child(request):
         os._exit(code)
 
 
+def _child(request):
+    def body():
+        os.environ.update(request["env"])
+        import pytest
+
+        return int(pytest.main(request["args"]))
+
+    _run_child(request["log"], body)
+
+
 def main():
     replies = os.fdopen(os.dup(1), "w", buffering=1)
     devnull = os.open(os.devnull, os.O_WRONLY)
@@ -87,15 +112,7 @@ def main():
         pid = os.fork()
         if pid == 0:
             _child(request)
-        code = _wait(pid, request["timeout"])
-        timed_out = code is None
-        try:
-            os.killpg(pid, signal.SIGKILL)  # on a timeout, and any background leftovers otherwise
-        except (ProcessLookupError, PermissionError):
-            pass
-        if timed_out:
-            os.waitpid(pid, 0)
-        replies.write(json.dumps({"rc": code, "timed_out": timed_out}) + "\n")
+        replies.write(json.dumps(_reap(pid, request["timeout"])) + "\n")
 
 
 if __name__ == "__main__":

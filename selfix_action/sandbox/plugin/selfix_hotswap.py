@@ -1,17 +1,17 @@
 """Hot pytest worker: import the project and collect its tests once, then fork per candidate and swap code.
 
 Run as ``python -m selfix_hotswap PYTEST_ARGS...`` inside the sandbox with the project's interpreter. It runs
-``pytest.main`` with those arguments; when collection is done, instead of running the tests it serves requests
-(one JSON object per line on stdin): {"files": {path: source}, "nodeids": [...], "stop_first": bool,
-"results": path, "log": path, "timeout": seconds, optional "cpu_seconds": the child's CPU limit}. Each request
-is served by a forked child that compiles the patched sources, swaps the new code objects into the
-already-imported functions (matched by qualified name), runs the requested test items through pytest's normal
-runtest protocol and exits. A line may also hold a JSON list of requests: checks of several candidates, one
-child each, all running at once (several cores). The worker itself is never modified. Replies:
-{"rc": int | None, "timed_out": bool}, or a list of them for a list; rc 75 means "cannot swap this patch, run it
-cold", 76 "a requested test is not among the collected ones". The first line written is {"ready": true, ...}.
+``pytest.main`` with those arguments; when collection is done, instead of running the tests it serves requests:
+one JSON list per line on stdin, of checks {"files": {path: source}, "nodeids": [...], "stop_first": bool,
+"results": path, "log": path, "timeout": seconds, optional "cpu_seconds": the child's CPU limit}. Each check is
+served by a forked child, all of a line's at once (several cores): it compiles the patched sources, swaps the new
+code objects into the already-imported functions (matched by qualified name), runs the requested test items
+through pytest's normal runtest protocol and exits. The worker itself is never modified. The reply is a list of
+{"rc": int | None, "timed_out": bool}, one per check; rc 75 means "cannot swap this patch, run it another way",
+76 "a requested test is not among the collected ones". The first line written is {"ready": true, ...}.
 """
 
+import functools
 import gc
 import json
 import os
@@ -19,7 +19,7 @@ import sys
 import time
 import types
 
-from selfix_forkserver import _wait
+from selfix_forkserver import _reap, _run_child
 
 UNSWAPPABLE = 75
 UNKNOWN_TEST = 76
@@ -49,30 +49,18 @@ class _Server:
         gc.freeze()
         self.replies.write(json.dumps({"ready": True, "items": len(items)}) + "\n")
         for line in self.requests:
-            request = json.loads(line)
-            batch = request if isinstance(request, list) else [request]
             children = []
-            for one in batch:  # a list: checks of several candidates at once, one child each (several cores)
+            for request in json.loads(line):  # several candidates' checks at once: one child each (several cores)
                 pid = os.fork()
                 if pid == 0:
-                    self._child(one, items, functions)
-                children.append((pid, time.monotonic() + one["timeout"]))
-            replies = []
-            for pid, deadline in children:
-                code = _wait(pid, max(0.0, deadline - time.monotonic()))
-                timed_out = code is None
-                try:
-                    os.killpg(pid, 9)
-                except (ProcessLookupError, PermissionError):
-                    pass
-                if timed_out:
-                    os.waitpid(pid, 0)
-                replies.append({"rc": code, "timed_out": timed_out})
-            self.replies.write(json.dumps(replies if isinstance(request, list) else replies[0]) + "\n")
+                    _run_child(request["log"], functools.partial(self._check, request, items, functions))
+                children.append((pid, time.monotonic() + request["timeout"]))
+            replies = [_reap(pid, max(0.0, deadline - time.monotonic())) for pid, deadline in children]
+            self.replies.write(json.dumps(replies) + "\n")
         return True
 
-    def _child(self, request, items, functions):
-        os.setpgid(0, 0)
+    def _check(self, request, items, functions):
+        """In the forked child: swap the patch in, run the requested items; the exit code."""
         if request.get("cpu_seconds"):
             import resource
 
@@ -82,40 +70,24 @@ class _Server:
             if soft == resource.RLIM_INFINITY or cpu < soft:
                 new_hard = cpu + 1 if hard == resource.RLIM_INFINITY else min(hard, cpu + 1)
                 resource.setrlimit(resource.RLIMIT_CPU, (cpu, new_hard))
-        log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        os.dup2(log, 1)
-        os.dup2(log, 2)
-        code = 70
-        try:
-            for path, source in request["files"].items():
-                if not _swap(path, source, functions):
-                    os._exit(UNSWAPPABLE)
-            selected = []
-            for nodeid in request["nodeids"]:
-                if nodeid not in items:
-                    os._exit(UNKNOWN_TEST)
-                selected.append(items[nodeid])
-            import selfix_collector
+        for path, source in request["files"].items():
+            if not _swap(path, source, functions):
+                return UNSWAPPABLE
+        selected = []
+        for nodeid in request["nodeids"]:
+            if nodeid not in items:
+                return UNKNOWN_TEST
+            selected.append(items[nodeid])
+        import selfix_collector
 
-            selfix_collector._OUT = request["results"]
-            for index, item in enumerate(selected):
-                last = request["stop_first"] and self.failed
-                following = selected[index + 1] if index + 1 < len(selected) and not last else None
-                item.ihook.pytest_runtest_protocol(item=item, nextitem=following)
-                if request["stop_first"] and self.failed:
-                    break
-            code = 1 if self.failed else 0
-        except BaseException:
-            import traceback
-
-            traceback.print_exc()
-        finally:
-            try:
-                sys.stdout.flush()
-                sys.stderr.flush()
-            except Exception:
-                pass
-            os._exit(code)
+        selfix_collector._OUT = request["results"]
+        for index, item in enumerate(selected):
+            last = request["stop_first"] and self.failed
+            following = selected[index + 1] if index + 1 < len(selected) and not last else None
+            item.ihook.pytest_runtest_protocol(item=item, nextitem=following)
+            if request["stop_first"] and self.failed:
+                break
+        return 1 if self.failed else 0
 
 
 def _code_objects(code, found):
