@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from selfix_action import __version__
+from selfix_action.commands.bench_cmd import add_bench_parser
 from selfix_action.errors import ExitCode, SelfixError
 
 
@@ -34,8 +35,6 @@ def build_parser() -> argparse.ArgumentParser:
     heal.add_argument("--bundle", type=Path, help="bundle folder (default: $RUNNER_TEMP/selfix-bundle)")
     publish = sub.add_parser("publish", help="split-privilege job 2: verify a patch bundle, then push and comment")
     publish.add_argument("bundle", type=Path, metavar="BUNDLE", help="the folder written by selfix heal")
-    from selfix_action.bench.cli import add_bench_parser
-
     add_bench_parser(sub, _Parser)
 
     fix = sub.add_parser("fix", help="heal the failing tests of a local repository")
@@ -124,7 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return run_action(os.environ, sys.stdout, sys.stderr)
         if args.command == "bench":
-            from selfix_action.bench.cli import run_bench_command
+            from selfix_action.commands.bench_cmd import run_bench_command
 
             return run_bench_command(args)
         if args.command == "fix":

@@ -27,14 +27,15 @@ import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
-from selfix_action.action import publish
-from selfix_action.action.events import CommentTrigger, Trigger
+from selfix_action.action import render
+from selfix_action.action.events import CommentTrigger, Skip
 from selfix_action.action.gitops import Git, GitError, check_ref, check_sha, fingerprint
-from selfix_action.action.runner import ActionOutcome, ActionRunner, Target, junit_sets, protected_patterns
+from selfix_action.action.log import write_summary
+from selfix_action.action.policy import Target, plan_escalation, plan_fix, protected_patterns
+from selfix_action.action.runner import ActionOutcome, ActionSteps, hint_of
 from selfix_action.engine.loop import HealResult
 from selfix_action.engine.paths import patch_violations
 from selfix_action.engine.report import HealReport, StopReason, render_markdown
@@ -102,43 +103,29 @@ def write_bundle(
     return root
 
 
-class HealOnlyRunner(ActionRunner):
+def heal_to_bundle(steps: ActionSteps, bundle_dir: Path) -> ActionOutcome:
     """``selfix heal``: the action's trigger handling and heal, then a bundle instead of publishing."""
-
-    def __init__(self, *args: Any, bundle_dir: Path, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.bundle_dir = bundle_dir
-
-    def _on_comment(self, trigger: CommentTrigger, default_branch: str) -> ActionOutcome:
+    trigger, payload = steps.trigger()
+    if isinstance(trigger, Skip):
+        return ActionOutcome("skipped", notes=[trigger.reason])
+    if isinstance(trigger, CommentTrigger):
         raise InputError("selfix heal does not handle comment commands (they need a write token); use selfix action")
-
-    def _heal_and_publish(self, trigger: Trigger, target: Target, junit: tuple[Path, ...], hint: str) -> ActionOutcome:
-        if junit:
-            failing, _ = junit_sets(junit, self.log)
-            if not failing:
-                return self._finish_nothing(target, "the JUnit reports show no failing test")
-        result = self._heal(junit, hint)
-        report = result.report
-        report_md, patch_path = self._write_outputs(result)
-        status = "healed" if report.stop_reason is StopReason.HEALED else "not_healed"
-        if report.stop_reason.exit_code == 3:
-            status = "nothing_to_heal"
-        fp = fingerprint(target.branch, report.f2p_tests)
-        write_bundle(
-            self.bundle_dir, repository=self.settings.repository, target=target, fp=fp, status=status, result=result
-        )
-        self.log.line(f"selfix: bundle written to {self.bundle_dir} (status {status}); nothing published")
-        extra = [f"Trigger: {trigger.name}", f"Failing branch: `{target.branch}`", f"Bundle: `{self.bundle_dir}`"]
-        publish.write_summary(
-            self.settings.summary_path, publish.summary_markdown(status, render_markdown(report), extra)
-        )
-        return ActionOutcome(
-            status,
-            report_path=str(report_md),
-            patch_path=str(patch_path or ""),
-            cost_usd=publish.cost_usd(report),
-            tokens=publish.tokens(report),
-        )
+    default_branch = str((payload.get("repository") or {}).get("default_branch") or "")
+    target, junit = steps.locator.locate(trigger, default_branch, payload)
+    healed = steps.heal(junit, hint_of(trigger))
+    if healed.paths is None:  # the JUnit reports show no failing test: nothing ran
+        steps.summary("nothing_to_heal", healed, [])
+        return ActionOutcome("nothing_to_heal", notes=[healed.report.explanation])
+    status = healed.status
+    fp = fingerprint(target.branch, healed.report.f2p_tests)
+    write_bundle(
+        bundle_dir, repository=steps.settings.repository, target=target, fp=fp, status=status, result=healed.result
+    )
+    steps.log.line(f"selfix: bundle written to {bundle_dir} (status {status}); nothing published")
+    steps.summary(
+        status, healed, [f"Trigger: {trigger.name}", f"Failing branch: `{target.branch}`", f"Bundle: `{bundle_dir}`"]
+    )
+    return ActionOutcome.of(status, healed)
 
 
 # -- publish side ----------------------------------------------------------------------------------------------
@@ -227,75 +214,75 @@ def apply_in_private_index(git: Git, base_sha: str, diff: str) -> tuple[dict[str
     return files, originals
 
 
-class PublishRunner(ActionRunner):
-    """``selfix publish BUNDLE``: verify, then publish with the action's own code (``_publish_fix``/``_escalate``)."""
-
-    def publish_bundle(self, root: Path) -> ActionOutcome:
-        bundle = load_bundle(root)
-        if bundle.repository != self.settings.repository:
-            raise BundleRefused(f"the bundle is for {bundle.repository!r}, this run is {self.settings.repository!r}")
-        report = bundle.report
-        if report.stop_reason.exit_code == 3 or bundle.status == "nothing_to_heal":
-            self.log.line("selfix: the bundle says there was nothing to heal; nothing to publish")
-            return ActionOutcome("nothing_to_heal")
-        self.git.ensure_commit(bundle.base_sha, bundle.branch)
-        head = self.git.remote_branch_sha(bundle.branch)
-        if head != bundle.base_sha:
+def publish_bundle(steps: ActionSteps, root: Path) -> ActionOutcome:
+    """``selfix publish BUNDLE``: verify the bundle, then plan and publish exactly as the action does."""
+    settings = steps.settings
+    bundle = load_bundle(root)
+    if bundle.repository != settings.repository:
+        raise BundleRefused(f"the bundle is for {bundle.repository!r}, this run is {settings.repository!r}")
+    report = bundle.report
+    if report.stop_reason.exit_code == 3 or bundle.status == "nothing_to_heal":
+        steps.log.line("selfix: the bundle says there was nothing to heal; nothing to publish")
+        return ActionOutcome("nothing_to_heal")
+    git = steps.git
+    git.ensure_commit(bundle.base_sha, bundle.branch)
+    head = git.remote_branch_sha(bundle.branch)
+    if head != bundle.base_sha:
+        raise BundleRefused(
+            f"{bundle.branch} moved since the heal job (now {str(head)[:12]}, bundle {bundle.base_sha[:12]}); "
+            "not publishing a fix for an old commit"
+        )
+    healed = report.stop_reason is StopReason.HEALED
+    files: dict[str, str] | None = None
+    tracked = git.tracked_files(bundle.base_sha)
+    if healed:
+        if report.patch is None or report.patch.diff != bundle.diff:
+            raise BundleRefused("report.json and patch.diff disagree")
+        files, _ = apply_in_private_index(git, bundle.base_sha, bundle.diff)
+        if set(files) != set(report.patch.files):
+            raise BundleRefused("the files the patch changes differ from the files the report lists")
+        refused = patch_violations(files, tracked, protected_patterns(settings))
+        if refused:
             raise BundleRefused(
-                f"{bundle.branch} moved since the heal job (now {str(head)[:12]}, bundle {bundle.base_sha[:12]}); "
-                "not publishing a fix for an old commit"
+                "the patch touches paths selfix may not change: " + ", ".join(f"{p} ({why})" for p, why in refused)
             )
-        healed = report.stop_reason is StopReason.HEALED
-        files: dict[str, str] | None = None
-        originals: dict[str, str] = {}
-        if healed:
-            if report.patch is None or report.patch.diff != bundle.diff:
-                raise BundleRefused("report.json and patch.diff disagree")
-            files, originals = apply_in_private_index(self.git, bundle.base_sha, bundle.diff)
-            if set(files) != set(report.patch.files):
-                raise BundleRefused("the files the patch changes differ from the files the report lists")
-            tracked = self.git.tracked_files(bundle.base_sha)
-            refused = patch_violations(files, tracked, protected_patterns(self.settings))
-            if refused:
-                raise BundleRefused(
-                    "the patch touches paths selfix may not change: " + ", ".join(f"{p} ({why})" for p, why in refused)
-                )
-        elif bundle.diff.strip():
-            raise BundleRefused("a bundle that is not healed carries a patch")
-        pull = self.client.get_pull(bundle.pull_number) if bundle.pull_number is not None else None
-        if pull is not None and pull.head_sha != bundle.base_sha:
-            raise BundleRefused(f"pull request #{pull.number} moved since the heal job; not publishing")
-        fork = pull is not None and pull.head_repo != self.settings.repository
-        default_branch = self._default_branch() or bundle.default_branch
-        target = Target(bundle.base_sha, bundle.branch, pull, fork, default_branch)
-        fp = fingerprint(bundle.branch, report.f2p_tests)  # recomputed, not taken from the bundle
-        outcome = ActionOutcome(
-            "healed" if healed else "not_healed",
-            cost_usd=publish.cost_usd(report),
-            tokens=publish.tokens(report),
-        )
-        with self.log.group("selfix: publish"):
-            if healed:
-                self._publish_fix(target, HealResult(report=report, files=files, originals=originals), fp, outcome)
-            else:
-                self._escalate(target, HealResult(report=report, files=None), fp, False)
-        extra = [f"Bundle: `{root}`", f"Failing branch: `{bundle.branch}`", f"Fingerprint: `{fp}`", *outcome.notes]
-        if outcome.pr_url:
-            extra.append(f"Pull request: {outcome.pr_url}")
-        publish.write_summary(
-            self.settings.summary_path, publish.summary_markdown(outcome.status, render_markdown(report), extra)
-        )
-        return outcome
+    elif bundle.diff.strip():
+        raise BundleRefused("a bundle that is not healed carries a patch")
+    pull = steps.api.client.get_pull(bundle.pull_number) if bundle.pull_number is not None else None
+    if pull is not None and pull.head_sha != bundle.base_sha:
+        raise BundleRefused(f"pull request #{pull.number} moved since the heal job; not publishing")
+    fork = pull is not None and pull.head_repo != settings.repository
+    default_branch = _default_branch(settings.event_path) or bundle.default_branch
+    target = Target(bundle.base_sha, bundle.branch, pull, fork, default_branch)
+    fp = fingerprint(bundle.branch, report.f2p_tests)  # recomputed, not taken from the bundle
+    if healed:
+        plan = plan_fix(settings, target, report, fp, tracked_files=tracked, can_publish=steps.publisher.can_publish)
+    else:
+        plan = plan_escalation(settings, report, fp, explain=False)
+    with steps.log.group("selfix: publish"):
+        published = steps.publisher.publish(plan, target, files)
+    outcome = ActionOutcome(
+        "healed" if healed else "not_healed",
+        pr_url=published.pr_url,
+        cost_usd=render.cost_usd(report),
+        tokens=render.tokens(report),
+        notes=published.notes,
+    )
+    extra = [f"Bundle: `{root}`", f"Failing branch: `{bundle.branch}`", f"Fingerprint: `{fp}`", *outcome.notes]
+    if outcome.pr_url:
+        extra.append(f"Pull request: {outcome.pr_url}")
+    write_summary(settings.summary_path, render.summary_markdown(outcome.status, render_markdown(report), extra))
+    return outcome
 
-    def _default_branch(self) -> str:
-        """The default branch from this job's own event payload (trusted), if it says."""
-        path = self.settings.event_path
-        if path is None or not path.is_file():
-            return ""
-        try:
-            payload = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
-            return ""
-        repo = payload.get("repository") if isinstance(payload, dict) else None
-        branch = repo.get("default_branch") if isinstance(repo, dict) else None
-        return branch if isinstance(branch, str) else ""
+
+def _default_branch(event_path: Path | None) -> str:
+    """The default branch from this job's own event payload (trusted), if it says."""
+    if event_path is None or not event_path.is_file():
+        return ""
+    try:
+        payload = json.loads(event_path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return ""
+    repo = payload.get("repository") if isinstance(payload, dict) else None
+    branch = repo.get("default_branch") if isinstance(repo, dict) else None
+    return branch if isinstance(branch, str) else ""

@@ -20,14 +20,20 @@ from pathlib import Path
 from typing import Any
 
 from selfix_action.bench.tasks import Task, load_task, materialize, reference_fix, restore_tests, test_python
-from selfix_action.engine.loop import HealingLoop, LoopConfig
+from selfix_action.engine.loop import LoopConfig
 from selfix_action.engine.models import TestStatus
 from selfix_action.engine.patches import unified_diff
 from selfix_action.engine.protocols import Engine
+from selfix_action.heal import HealContext, HealRequest, heal_in_sandbox
+from selfix_action.sandbox.isolation import no_isolation
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
 
 JUDGE_WALL_SECONDS = 120.0
+
+
+def _no_trace(step: str, message: str = "", **data: Any) -> None:
+    return None
 
 
 def make_engine(spec: str) -> Engine:
@@ -60,6 +66,7 @@ def judge(task: Task, files: Mapping[str, str], python: str, workdir: Path) -> d
     restore_tests(task, repo)
     with PytestSandbox(repo, [python, "-m", "pytest"], limits=Limits(wall_seconds=JUDGE_WALL_SECONDS)) as box:
         run = box.run_tests([*task.f2p, *task.p2p])
+
     def bad(ids: Sequence[str]) -> list[str]:
         return [n for n in ids if n not in run.results or run.results[n].status is not TestStatus.PASSED]
 
@@ -91,11 +98,22 @@ def run_task(task: Task, mode: str, time_limit: float, max_candidates: int = 500
         elif mode != "noop":
             engine = make_engine(mode)
             config = LoopConfig(time_limit_seconds=time_limit, max_candidates=max_candidates, user_hint=task.bug_report)
-            with PytestSandbox(repo, [python, "-m", "pytest"], limits=Limits(wall_seconds=60)) as box:
-                result = HealingLoop(box, engine, config, repo_label=task.id).run()
-                record["warm_runs"] = box.warm_runs
-                record["cold_runs"] = box.runs - box.warm_runs
-                record["hot_runs"] = box.hot_runs
+            # The heal pipeline's own sandbox-and-loop step; the tasks are our pinned libraries, run unisolated
+            # so figures compare across machines, one check at a time (the runner runs tasks side by side).
+            request = HealRequest(
+                repo=repo,
+                test_cmd=(python, "-m", "pytest"),
+                out_dir=Path(tmp) / "out",
+                loop=config,
+                limits=Limits(wall_seconds=60),
+                jobs=1,
+                repo_label=task.id,
+            )
+            isolation = no_isolation("benchmark tasks run unisolated")
+            result = heal_in_sandbox(HealContext(request, engine, isolation, _no_trace, None, (), ()))
+            record["warm_runs"] = result.report.process_runs.get("warm", 0) + result.report.process_runs.get("hot", 0)
+            record["cold_runs"] = result.report.process_runs.get("cold", 0)
+            record["hot_runs"] = result.report.process_runs.get("hot", 0)
             report = result.report
             files, originals = dict(result.files or {}), result.originals
             usage = report.usage or {}

@@ -2,52 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import sys
-from collections.abc import Callable, Mapping
-from pathlib import Path
+from collections.abc import Mapping
 from typing import TextIO
 
-from selfix_action.action.publish import Log, _escape_data, clean, stop_commands, write_outputs, write_summary
-from selfix_action.action.runner import ActionOutcome, ActionRunner, Healer
-from selfix_action.action.settings import Settings, load_settings
-from selfix_action.errors import SelfixError
-
-
-def run_guarded(
-    env: Mapping[str, str] | None,
-    out: TextIO | None,
-    err: TextIO | None,
-    work: Callable[[Settings, dict[str, str], Log], ActionOutcome],
-) -> int:
-    """Settings, then ``work``, with one error path for every action entry point (action, heal, publish):
-    exit 0 for every handled outcome (the status output says which), 1 on error, 2 on invalid settings."""
-    env = dict(os.environ if env is None else env)
-    out = out or sys.stdout
-    err = err or sys.stderr
-    log = Log(out)
-    try:
-        settings = load_settings(env)
-    except SelfixError as exc:
-        print(f"::error title=selfix::{_escape_data(clean(str(exc), 500))}", file=out)
-        print(stop_commands(f"selfix: error: {exc}"), file=err)
-        output_path = env.get("GITHUB_OUTPUT")
-        write_outputs(Path(output_path) if output_path else None, ActionOutcome("error").outputs(), out)
-        return 2
-    try:
-        outcome = work(settings, env, log)
-        code = 0
-    except SelfixError as exc:
-        # The annotation carries only the first line (ours); the rest may quote test output: fenced below.
-        first = clean(str(exc).split("\n", 1)[0], 300)
-        log.line(f"::error title=selfix::{_escape_data(first)}")
-        print(stop_commands(f"selfix: error: {exc}"), file=err)  # may quote test output
-        outcome = ActionOutcome("error", notes=[str(exc)])
-        write_summary(settings.summary_path, f"# selfix: error\n\n{clean(str(exc), 2000)}\n")
-        code = 1
-    write_outputs(settings.output_path, outcome.outputs(), out)
-    log.line(f"selfix: {outcome.status}" + (f" {outcome.pr_url}" if outcome.pr_url else ""))
-    return code
+from selfix_action.action.harness import run_guarded
+from selfix_action.action.runner import ActionSteps, run_action_steps
+from selfix_action.heal import Healer
 
 
 def run_action(
@@ -57,6 +17,7 @@ def run_action(
     *,
     healer: Healer | None = None,
 ) -> int:
-    """Run the action once. Exit 0 for every handled outcome (the status output says which); 1 on error,
-    so a broken setup is visible without turning every unhealed failure into a second red job."""
-    return run_guarded(env, out, err, lambda settings, env, log: ActionRunner(settings, env, log, healer=healer).run())
+    """Run the action once; ``healer`` replaces the sandbox-and-loop step (tests)."""
+    return run_guarded(
+        env, out, err, lambda settings, env, log: run_action_steps(ActionSteps(settings, env, log, healer=healer))
+    )

@@ -6,11 +6,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
-from selfix_action.action.publish import Log
-from selfix_action.action.runner import ActionOutcome, Healer
-from selfix_action.action.settings import Settings
-from selfix_action.action.split import HealOnlyRunner, PublishRunner
-from selfix_action.commands.action_cmd import run_guarded
+from selfix_action.action.harness import run_guarded
+from selfix_action.action.runner import ActionSteps
+from selfix_action.action.split import heal_to_bundle, publish_bundle
+from selfix_action.heal import Healer
 
 
 def default_bundle_dir(env: Mapping[str, str]) -> Path:
@@ -26,12 +25,14 @@ def run_heal(
     healer: Healer | None = None,
 ) -> int:
     """The read-only job: heal and write the bundle; never pushes or comments. Exit 0 for handled outcomes."""
-
-    def work(settings: Settings, env: dict[str, str], log: Log) -> ActionOutcome:
-        target = bundle_dir or default_bundle_dir(env)
-        return HealOnlyRunner(settings, env, log, healer=healer, bundle_dir=target).run()
-
-    return run_guarded(env, out, err, work)
+    return run_guarded(
+        env,
+        out,
+        err,
+        lambda settings, env, log: heal_to_bundle(
+            ActionSteps(settings, env, log, healer=healer), bundle_dir or default_bundle_dir(env)
+        ),
+    )
 
 
 def run_publish(
@@ -41,8 +42,6 @@ def run_publish(
     err: TextIO | None = None,
 ) -> int:
     """The write job: verify the bundle, then push and comment. Exit 1 when the bundle is refused."""
-
-    def work(settings: Settings, env: dict[str, str], log: Log) -> ActionOutcome:
-        return PublishRunner(settings, env, log).publish_bundle(bundle_dir)
-
-    return run_guarded(env, out, err, work)
+    return run_guarded(
+        env, out, err, lambda settings, env, log: publish_bundle(ActionSteps(settings, env, log), bundle_dir)
+    )

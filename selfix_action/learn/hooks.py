@@ -1,4 +1,4 @@
-"""Where ``selfix fix`` meets the learning layer: the trace header and outcome, and the memory before/after a run."""
+"""Where a heal meets the learning layer: the trace header and outcome, and the memory before/after a run."""
 
 from __future__ import annotations
 
@@ -55,25 +55,32 @@ def open_memory(path: Path | None, warn: Callable[[str], None]) -> Memory | None
     return memory if memory.db is not None else None
 
 
-def attach_memory(engine: Any, memory: Memory, trace: Trace) -> None:
-    """Give the engine the memory: template boosts for the offline engine, past cases for the Detective."""
+def memory_hooks(
+    memory: Callable[[], Memory | None], trace: Trace
+) -> tuple[Callable[[Evidence], dict[str, float]], Callable[[Evidence], str]]:
+    """The engines' memory hooks, given to them at construction: template boosts for the offline engine, past
+    cases for the Detective. Each use is traced. ``memory`` is looked up at each use: the engine is built (and
+    a bad key refused) before the memory file is opened, and a memory that failed to open gives nothing."""
 
     def boosts(evidence: Evidence) -> dict[str, float]:
-        scores = memory.boosted_templates(evidence_signatures(evidence))
+        current = memory()
+        if current is None:
+            return {}
+        scores = current.boosted_templates(evidence_signatures(evidence))
         ranked = ", ".join(f"{t} {s:.2f}" for t, s in sorted(scores.items(), key=lambda kv: -kv[1]))
         trace("memory", f"templates that fixed similar failures: {ranked or 'none'}", boosted=scores)
         return scores
 
     def similar(evidence: Evidence) -> str:
-        text = memory.prompt_section(evidence_signatures(evidence))
+        current = memory()
+        if current is None:
+            return ""
+        text = current.prompt_section(evidence_signatures(evidence))
         count = sum(line.startswith("- ") for line in text.splitlines())
         trace("memory", f"{count} similar past case(s) for the Detective", similar_fixes=text)
         return text
 
-    if hasattr(engine, "template_scores"):
-        engine.template_scores = boosts
-    if hasattr(engine, "similar_fixes"):
-        engine.similar_fixes = similar
+    return boosts, similar
 
 
 def learn_from_run(memory: Memory, trace_path: Path, report: HealReport) -> bool:

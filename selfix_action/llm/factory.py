@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from selfix_action.engine.models import Evidence
 from selfix_action.engine.protocols import Engine
 from selfix_action.errors import InputError
 from selfix_action.llm.budget import Budget, parse_prices
@@ -30,6 +31,7 @@ def build_engine(
     prices: Mapping[str, Any] | None,
     env: Mapping[str, str],
     trace: Callable[..., None] | None = None,
+    similar_fixes: Callable[[Evidence], str] | None = None,
     protected_paths: Sequence[str] = (),
     hypotheses: int = 3,
     patch_retries: int = 2,
@@ -77,6 +79,7 @@ def build_engine(
         patch_retries=patch_retries,
         protected_paths=protected_paths,
         trace=trace,
+        similar_fixes=similar_fixes,
     )
 
 

@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from selfix_action.action.runner import HealRequest
 from selfix_action.commands.action_cmd import run_action
 from selfix_action.engine.loop import HealResult
 from selfix_action.engine.patches import unified_diff
 from selfix_action.engine.report import STOP_EXPLANATIONS, HealReport, PatchRecord, StopReason
+from selfix_action.heal import HealContext
 from tests.github.fake_github import FakeGitHub
 
 WEBHOOKS = Path(__file__).resolve().parents[1] / "fixtures" / "github" / "webhooks"
@@ -223,7 +223,7 @@ def parse_outputs(path: Path) -> dict[str, str]:
     return out
 
 
-def invoke(env: dict[str, str], healer: Callable[[HealRequest], HealResult] | None = None) -> Run:
+def invoke(env: dict[str, str], healer: Callable[[HealContext], HealResult] | None = None) -> Run:
     out, err = io.StringIO(), io.StringIO()
     code = run_action(env, out, err, healer=healer)
     summary = Path(env["GITHUB_STEP_SUMMARY"])
@@ -235,11 +235,11 @@ def invoke(env: dict[str, str], healer: Callable[[HealRequest], HealResult] | No
     )
 
 
-def synthetic(healed: bool, calls: list[HealRequest] | None = None) -> Callable[[HealRequest], HealResult]:
+def synthetic(healed: bool, calls: list[HealContext] | None = None) -> Callable[[HealContext], HealResult]:
     """A stand-in for the healing loop (the real one runs in the tests marked ``real heal``): the result the
     loop gives for HEALABLE, so publishing can be tested in milliseconds."""
 
-    def heal(request: HealRequest) -> HealResult:
+    def heal(request: HealContext) -> HealResult:
         if calls is not None:
             calls.append(request)
         original = (request.repo / "calc.py").read_text()

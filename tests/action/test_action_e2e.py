@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from selfix_action.action.gitops import TRAILER, fingerprint
-from selfix_action.action.runner import HealRequest
+from selfix_action.heal import HealContext
 from tests.action.conftest import (
     REPO,
     UNHEALABLE,
@@ -48,7 +48,7 @@ def remote_branches(repos: Repos) -> dict[str, str]:
 
 def test_workflow_run_failure_opens_fix_pr(tmp_path: Path, fake: FakeGitHub, repos: Repos) -> None:
     fake.add_artifact(4242, "junit-results", junit_zip())
-    calls: list[HealRequest] = []
+    calls: list[HealContext] = []
     env = action_env(tmp_path, fake, repos, "workflow_run", workflow_run_payload(repos.feature_sha, "feature/avg"))
     run = invoke(env, synthetic(True, calls))
     assert run.code == 0, run.out
@@ -142,7 +142,7 @@ def test_comment_fix_acknowledges_and_edits_one_tracking_comment(
 ) -> None:
     fake.state.permissions["Codertocat"] = "write"
     env, number = _comment_env(tmp_path, fake, repos, "/selfix fix the limit should be ten")
-    calls: list[HealRequest] = []
+    calls: list[HealContext] = []
     run = invoke(env, synthetic(True, calls))
     assert run.outputs["status"] == "healed", run.out
     assert calls[0].hint == "the limit should be ten"
@@ -165,7 +165,7 @@ def test_unauthorized_commenter_is_refused(
 ) -> None:
     if permission:
         fake.state.permissions["Codertocat"] = permission
-    calls: list[HealRequest] = []
+    calls: list[HealContext] = []
     env, _ = _comment_env(tmp_path, fake, repos, "/selfix fix")
     run = invoke(env, synthetic(True, calls))
     assert run.outputs["status"] == "skipped" and calls == []
@@ -175,7 +175,7 @@ def test_unauthorized_commenter_is_refused(
 
 def test_bot_suffix_is_not_trusted_unless_listed(tmp_path: Path, fake: FakeGitHub, repos: Repos) -> None:
     fake.state.permissions["evil[bot]"] = "admin"  # even a permission answer does not make a name trusted
-    calls: list[HealRequest] = []
+    calls: list[HealContext] = []
     env, _ = _comment_env(tmp_path, fake, repos, "/selfix fix", login="evil[bot]", user_type="User")
     run = invoke(env, synthetic(True, calls))
     assert run.outputs["status"] == "skipped" and calls == []
@@ -184,7 +184,7 @@ def test_bot_suffix_is_not_trusted_unless_listed(tmp_path: Path, fake: FakeGitHu
 
 
 def test_listed_bot_is_trusted(tmp_path: Path, fake: FakeGitHub, repos: Repos) -> None:
-    calls: list[HealRequest] = []
+    calls: list[HealContext] = []
     env, _ = _comment_env(
         tmp_path, fake, repos, "/selfix explain", login="renovate[bot]", user_type="Bot", allowed_bots="renovate[bot]"
     )

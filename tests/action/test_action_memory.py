@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from selfix_action.action.runner import REPORT_DIR, HealRequest
+from selfix_action.action.request import REPORT_DIR
 from selfix_action.action.settings import load_settings
 from selfix_action.engine.loop import HealResult
 from selfix_action.engine.models import Frame, TestResult, TestStatus
 from selfix_action.errors import InputError
+from selfix_action.heal import HealContext
 from selfix_action.learn.trace_schema import read_trace
 from tests.action.conftest import HEALABLE, Repos, action_env, invoke, make_repos, synthetic, workflow_run_payload
 from tests.github.fake_github import FakeGitHub
@@ -25,11 +26,11 @@ WORKFLOWS = ROOT / "examples" / "workflows"
 F2P = "tests/test_calc.py::test_limit"
 
 
-def with_failure(healed: bool, calls: list[HealRequest]) -> Callable[[HealRequest], HealResult]:
+def with_failure(healed: bool, calls: list[HealContext]) -> Callable[[HealContext], HealResult]:
     """``synthetic`` plus the failure the loop saw, so the run has a failure signature to remember."""
     inner = synthetic(healed, calls)
 
-    def heal(request: HealRequest) -> HealResult:
+    def heal(request: HealContext) -> HealResult:
         result = inner(request)
         failure = TestResult(
             nodeid=F2P,
@@ -49,7 +50,7 @@ def cases(db: Path) -> list[tuple[object, ...]]:
 
 
 def test_action_writes_trace_view_and_updates_memory(tmp_path: Path, fake: FakeGitHub, repos: Repos) -> None:
-    calls: list[HealRequest] = []
+    calls: list[HealContext] = []
     env = action_env(tmp_path, fake, repos, "workflow_run", workflow_run_payload(repos.feature_sha, "feature/avg"))
     run = invoke(env, with_failure(True, calls))
     assert run.outputs["status"] == "healed", run.out
@@ -80,7 +81,7 @@ def test_memory_path_input(tmp_path: Path, fake: FakeGitHub, repos: Repos) -> No
     assert len(cases(repos.workspace / "cache" / "selfix.db")) == 1
     assert not (repos.workspace / ".selfix" / "memory.db").exists()
 
-    calls: list[HealRequest] = []
+    calls: list[HealContext] = []
     env = action_env(tmp_path, fake, repos, "workflow_run", data, memory_path="none")
     run = invoke(env, with_failure(True, calls))
     assert run.outputs["status"] == "healed" and calls[0].memory is None

@@ -10,13 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from selfix_action.action import runner as runner_mod
-from selfix_action.action.publish import SUMMARY_LIMIT, write_outputs
-from selfix_action.action.runner import HealRequest, isolation_config
+from selfix_action.action.log import write_outputs
+from selfix_action.action.render import SUMMARY_LIMIT
+from selfix_action.action.request import isolation_config
 from selfix_action.action.settings import load_settings
 from selfix_action.engine.loop import HealResult
 from selfix_action.engine.models import SuspiciousLine
 from selfix_action.errors import InputError, SandboxError
+from selfix_action.heal import HealContext
+from selfix_action.heal import pipeline as pipeline_mod
 from selfix_action.sandbox.isolation import IsolationConfig
 from tests.action.conftest import Repos, action_env, invoke, synthetic, workflow_run_payload
 from tests.github.fake_github import FakeGitHub
@@ -32,11 +34,11 @@ BWRAP = {
 }
 
 
-def with_report(healed: bool, **update: object) -> Callable[[HealRequest], HealResult]:
+def with_report(healed: bool, **update: object) -> Callable[[HealContext], HealResult]:
     """The synthetic heal, with fields of its report replaced (huge notes, suspicious lines, isolation...)."""
     base = synthetic(healed)
 
-    def heal(request: HealRequest) -> HealResult:
+    def heal(request: HealContext) -> HealResult:
         result = base(request)
         return HealResult(result.report.model_copy(update=update), result.files, result.originals)
 
@@ -183,7 +185,7 @@ def test_required_isolation_that_is_unavailable_stops_before_any_test_runs(
         asked.append(config or IsolationConfig())
         raise SandboxError("require_isolation is set but neither bwrap nor unshare works here: bwrap: not installed")
 
-    monkeypatch.setattr(runner_mod, "detect_isolation", refuse)
+    monkeypatch.setattr(pipeline_mod, "detect_isolation", refuse)
     run = invoke(workflow_env(tmp_path, fake, repos, require_isolation="true"))  # the real healer
     assert (run.code, run.outputs["status"]) == (1, "error")
     assert asked == [IsolationConfig(mode="auto", require_isolation=True)]

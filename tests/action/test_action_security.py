@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from selfix_action.action.publish import comment_marker
-from selfix_action.action.runner import HealRequest
+from selfix_action.action.render import comment_marker
 from selfix_action.engine.loop import HealResult
 from selfix_action.engine.patches import unified_diff
+from selfix_action.heal import HealContext
 from tests.action.conftest import (
     Repos,
     action_env,
@@ -23,11 +23,11 @@ from tests.action.conftest import (
 from tests.github.fake_github import FakeGitHub
 
 
-def healer_adding(extra: dict[str, str]) -> Callable[[HealRequest], HealResult]:
+def healer_adding(extra: dict[str, str]) -> Callable[[HealContext], HealResult]:
     """A heal whose verified patch also adds ``extra`` files (as if the loop had let them through)."""
     base = synthetic(True)
 
-    def heal(request: HealRequest) -> HealResult:
+    def heal(request: HealContext) -> HealResult:
         result = base(request)
         assert result.files is not None and result.report.patch is not None
         files = {**result.files, **extra}

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from selfix_action.action.gitops import TRAILER, fingerprint
-from selfix_action.action.publish import HELP_TEXT
-from selfix_action.action.runner import HealRequest
+from selfix_action.action.render import HELP_TEXT
+from selfix_action.heal import HealContext
 from tests.action.conftest import (
     FIXED_CALC,
     REPO,
@@ -48,7 +48,7 @@ def dispatch_payload(ref: str, description: str) -> dict[str, object]:
 
 
 def test_workflow_dispatch_heals_the_ref_with_the_description(tmp_path: Path, fake: FakeGitHub, repos: Repos) -> None:
-    calls: list[HealRequest] = []
+    calls: list[HealContext] = []
     env = action_env(tmp_path, fake, repos, "workflow_dispatch", dispatch_payload("feature/avg", "limit is 10"))
     run = invoke(env, synthetic(True, calls))
     assert (run.code, run.outputs["status"]) == (0, "healed"), run.out
@@ -92,7 +92,7 @@ def test_step_after_failed_tests_reads_junit_from_globs(tmp_path: Path, fake: Fa
     (reports / "junit-unit.xml").write_text(JUNIT)
     (reports / "other.xml").write_text("<not-junit")  # not matched by the glob: never read
     (repos.workspace / "junit-top.xml").write_text(JUNIT)  # not matched either
-    calls: list[HealRequest] = []
+    calls: list[HealContext] = []
     env = step_env(tmp_path, fake, repos, junit_paths="reports/junit-*.xml\n, missing/*.xml")
     run = invoke(env, synthetic(True, calls))
     assert (run.code, run.outputs["status"]) == (0, "healed"), run.out
@@ -110,7 +110,7 @@ def test_step_with_passing_junit_has_nothing_to_heal(tmp_path: Path, fake: FakeG
     passing = JUNIT.replace('<failure message="assert 9 == 10">assert 9 == 10</failure>', "")
     assert "<failure" not in passing
     (repos.workspace / "junit.xml").write_text(passing)
-    calls: list[HealRequest] = []
+    calls: list[HealContext] = []
     run = invoke(step_env(tmp_path, fake, repos), synthetic(True, calls))
     assert (run.code, run.outputs["status"]) == (0, "nothing_to_heal"), run.out
     assert calls == []
@@ -224,7 +224,7 @@ def test_suggest_mode_posts_review_suggestions_on_the_pr_lines(tmp_path: Path, f
 def test_explain_diagnoses_and_comments_without_a_patch(tmp_path: Path, fake: FakeGitHub, repos: Repos) -> None:
     fake.state.permissions["Codertocat"] = "admin"
     number = fake.add_pull(head_ref="feature/avg", head_sha=repos.feature_sha, base_ref="main")
-    calls: list[HealRequest] = []
+    calls: list[HealContext] = []
     data = comment_payload("/selfix explain", number=number)
     run = invoke(action_env(tmp_path, fake, repos, "issue_comment", data), synthetic(True, calls))
     assert run.code == 0, run.out
@@ -246,7 +246,7 @@ def test_explain_diagnoses_and_comments_without_a_patch(tmp_path: Path, fake: Fa
 
 def test_help_answers_without_healing(tmp_path: Path, fake: FakeGitHub, repos: Repos) -> None:
     fake.state.permissions["Codertocat"] = "write"
-    calls: list[HealRequest] = []
+    calls: list[HealContext] = []
     data = comment_payload("/selfix help", number=7)
     run = invoke(action_env(tmp_path, fake, repos, "issue_comment", data), synthetic(True, calls))
     assert (run.code, run.outputs["status"]) == (0, "skipped"), run.out
@@ -269,7 +269,7 @@ def test_retry_runs_again_and_edits_the_same_comment(tmp_path: Path, fake: FakeG
     (comment,) = fake.state.issue_comments.values()
     assert "could not heal" in comment["body"]
     fake.calls.clear()
-    calls: list[HealRequest] = []
+    calls: list[HealContext] = []
     data = comment_payload("/selfix retry", number=number, comment_id=556)
     run = invoke(action_env(tmp_path, fake, repos, "issue_comment", data), synthetic(True, calls))
     assert (run.code, run.outputs["status"]) == (0, "healed"), run.out

@@ -8,7 +8,8 @@ import pytest
 
 from selfix_action.action.events import Command, parse_command
 from selfix_action.action.gitops import GitError, check_ref, fix_branch, sanitize_component
-from selfix_action.action.publish import SUMMARY_LIMIT, Log, clean, suggestions_from_diff, summary_markdown
+from selfix_action.action.log import Log
+from selfix_action.action.render import SUMMARY_LIMIT, clean, suggestions_from_diff, summary_markdown
 from selfix_action.action.settings import Mode, load_settings
 from selfix_action.errors import InputError
 

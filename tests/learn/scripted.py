@@ -6,14 +6,13 @@ written to a trace.jsonl in the schema exactly as ``selfix fix`` writes it (head
 
 from __future__ import annotations
 
-import io
 import shutil
 import sys
 import tempfile
 from pathlib import Path
 
-from selfix_action.commands.fix_cmd import RunOutput
 from selfix_action.engine.loop import HealingLoop, HealResult
+from selfix_action.heal.outputs import TraceWriter
 from selfix_action.learn.hooks import outcome_fields, trace_header
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
@@ -41,11 +40,9 @@ def scripted_age_check_trace(trace_path: Path, work: Path) -> HealResult:
         }
     )
     with serve(provider) as url:
-        trace = RunOutput(trace_path, io.StringIO(), True)
+        trace = TraceWriter(trace_path, None, header=trace_header("examples/age_check", "anthropic"))
+        trace.open()
         engine = engine_for("anthropic", url, trace)  # type: ignore[arg-type]
-        trace.close()
-        trace = RunOutput(trace_path, io.StringIO(), True, header=trace_header("examples/age_check", engine.name))
-        engine.trace = trace
         with PytestSandbox(
             repo, [sys.executable, "-m", "pytest"], limits=Limits(wall_seconds=60), scratch_parent=work
         ) as sandbox:

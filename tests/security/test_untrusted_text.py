@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from selfix_action.action.publish import Log
+from selfix_action.action.log import Log
 from selfix_action.commands.action_cmd import run_action
 from selfix_action.engine.models import Evidence, Hypothesis, TestStatus, Verification, VerifyStage
 from selfix_action.llm.prompts import SYSTEM_PROMPT, build_context, describe_failure, patcher_request

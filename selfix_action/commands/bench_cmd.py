@@ -1,4 +1,4 @@
-"""The ``selfix bench`` subcommand: its arguments and its entry point (kept here so cli.py stays small)."""
+"""``selfix bench``: its arguments and its entry point; the benchmark package is imported only when it runs."""
 
 from __future__ import annotations
 

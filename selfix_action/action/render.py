@@ -1,23 +1,18 @@
-"""What the action writes: PR title and body, the escalation comment, review suggestions, the job summary,
-step outputs, annotations and log groups. Pure rendering plus the runner-file writers; no API calls here.
+"""What the action says: PR title and body, the escalation comment, review suggestions, the help text and the job
+summary's Markdown. Pure functions of the report; nothing here writes a file or calls an API.
 
-Untrusted text (test output, tracebacks, comment text) is fenced and echoed only between ``::stop-commands::``
-markers with a random token, so a test that prints ``::set-output`` or ``::add-mask::`` cannot steer the runner.
+Untrusted text (test output, tracebacks, comment text) goes through ``clean`` and into fenced blocks.
 """
 
 from __future__ import annotations
 
 import re
-import secrets
 import unicodedata
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from pathlib import Path
-from typing import TextIO
+from collections.abc import Mapping, Sequence
 
 from unidiff import PatchSet
 
-from selfix_action.engine.report import HealReport, StopReason
+from selfix_action.engine.report import HealReport
 from selfix_action.github.client import ReviewSuggestion
 
 MARKER_PREFIX = "<!-- selfix:"
@@ -251,84 +246,3 @@ def summary_markdown(status: str, report_md: str, extra: Sequence[str] = ()) -> 
         return body
     cut = encoded[: SUMMARY_LIMIT - 200].decode("utf-8", errors="ignore")
     return cut + "\n\n... (truncated to stay under GitHub's 1 MiB job summary limit; see report.md)\n"
-
-
-def write_summary(path: Path | None, text: str) -> None:
-    if path is None:
-        return
-    existing = path.stat().st_size if path.exists() else 0
-    budget = SUMMARY_LIMIT - existing
-    data = text.encode("utf-8")
-    if budget <= 0:
-        return
-    if len(data) > budget:
-        text = data[: max(budget - 200, 0)].decode("utf-8", errors="ignore") + "\n\n... (truncated)\n"
-    with open(path, "a", encoding="utf-8") as handle:
-        handle.write(text)
-
-
-def write_outputs(path: Path | None, outputs: Mapping[str, str], stream: TextIO) -> None:
-    """Step outputs via GITHUB_OUTPUT, using a random heredoc delimiter so values cannot end the block."""
-    if path is None:
-        for key, value in outputs.items():
-            print(f"selfix output {key}={value}", file=stream)
-        return
-    with open(path, "a", encoding="utf-8") as handle:
-        for key, value in outputs.items():
-            delimiter = f"selfix_{secrets.token_hex(12)}"
-            handle.write(f"{key}<<{delimiter}\n{value}\n{delimiter}\n")
-
-
-def _escape_property(value: str) -> str:
-    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A").replace(":", "%3A").replace(",", "%2C")
-
-
-def _escape_data(value: str) -> str:
-    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def annotations(report: HealReport, limit: int = 5) -> list[str]:
-    """``::error file=,line=::`` at the most suspicious lines (GitHub shows up to 10 per step)."""
-    out = []
-    verb = "fixed here" if report.stop_reason is StopReason.HEALED else "suspicious line"
-    for line in report.suspicious_lines[:limit]:
-        message = f"selfix: {verb} (score {line.score:.2f}): {report.explanation}"
-        out.append(f"::error file={_escape_property(line.file)},line={line.line},title=selfix::{_escape_data(message)}")
-    return out
-
-
-class Log:
-    """The action's log: ``::group::`` sections, and untrusted text echoed with workflow commands disabled."""
-
-    def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
-
-    def line(self, text: str) -> None:
-        print(text, file=self.stream, flush=True)
-
-    @contextmanager
-    def group(self, title: str) -> Iterator[None]:
-        self.line(f"::group::{_escape_data(title)}")
-        try:
-            yield
-        finally:
-            self.line("::endgroup::")
-
-    def untrusted(self, text: str) -> None:
-        self.line(stop_commands(text))
-
-    def note(self, prefix: str, text: str, limit: int = 300) -> None:
-        """One log line ending in untrusted text: cleaned and kept on that line, so none of it can start a
-        line of its own (workflow commands only run at the start of a line)."""
-        self.line(prefix + " ".join(clean(text, limit).split("\n")))
-
-    def command(self, text: str) -> None:
-        self.line(text)
-
-
-def stop_commands(text: str) -> str:
-    """``text`` between ``::stop-commands::<random token>`` and ``::<token>::``: the runner executes no workflow
-    command (``::set-output``, ``::add-mask::``, ``::error``...) found in between, and ``text`` cannot guess
-    the token to end the block early."""
-    token = secrets.token_hex(16)
-    return f"::stop-commands::{token}\n{text.rstrip(chr(10))}\n::{token}::"

@@ -1,0 +1,145 @@
+"""What to publish, decided from the heal's outcome and the settings alone: a ``PublishPlan`` value.
+
+Pure: no git, no API. The publisher (``publisher.py``) carries a plan out; the tests check plans directly.
+The rules: a patch that touches a protected path, or a failing commit on a fork, is only reported; ``commit``
+and ``suggest`` need a pull request (else a fix PR); nothing is pushed to the default branch or, for a fix PR,
+to the failing branch itself; without a token the patch is written and nothing is published.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from selfix_action.action import render
+from selfix_action.action.settings import Mode, Settings
+from selfix_action.engine.paths import patch_violations
+from selfix_action.engine.report import HealReport
+from selfix_action.github.client import PullInfo, ReviewSuggestion, trusted_labels
+
+
+@dataclass(frozen=True)
+class Target:
+    """The failing commit and where a fix goes."""
+
+    sha: str
+    branch: str  # the failing branch: the fix PR's base
+    pull: PullInfo | None
+    fork: bool
+    default_branch: str
+
+
+class Action(StrEnum):
+    OPEN_PR = "pr"  # push selfix/<fingerprint>, open (or update) a PR into the failing branch
+    COMMIT = "commit"  # push the fix onto the PR's own branch
+    SUGGEST = "suggest"  # review suggestions on the PR
+    REPORT = "report"  # a comment with the verified patch, nothing pushed
+    ESCALATE = "escalate"  # one comment: what failed and what was tried (or the diagnosis, for explain)
+    NOTHING = "nothing"  # nothing to publish (no token, or nothing to heal)
+
+
+@dataclass(frozen=True)
+class PublishPlan:
+    action: Action
+    fingerprint: str
+    title: str = ""
+    body: str = ""  # PR body, or the comment to post
+    commit_message: str = ""
+    labels: tuple[str, ...] = ()
+    draft: bool = False
+    protected_branches: frozenset[str] = frozenset()  # never pushed to
+    suggestions: tuple[ReviewSuggestion, ...] = ()
+    fallback_body: str = ""  # posted when a push or the suggestions are refused
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def protected_patterns(settings: Settings) -> tuple[str, ...]:
+    rule_paths = tuple(p for rule in settings.rules if rule.protected for p in rule.paths)
+    return (*settings.protected_paths, *rule_paths)
+
+
+def mode_for(settings: Settings, files: Sequence[str]) -> Mode:
+    """The first per-path rule with a mode that matches a patched file wins; else the configured mode."""
+    for rule in settings.rules:
+        if rule.mode is not None and any(fnmatch.fnmatch(f, p) for f in files for p in rule.paths):
+            return rule.mode
+    return settings.mode
+
+
+def rule_labels(settings: Settings, files: Sequence[str]) -> list[str]:
+    labels = list(settings.labels)
+    for rule in settings.rules:
+        if any(fnmatch.fnmatch(f, p) for f in files for p in rule.paths):
+            labels += rule.labels
+    return trusted_labels(labels)
+
+
+def plan_fix(
+    settings: Settings,
+    target: Target,
+    report: HealReport,
+    fp: str,
+    *,
+    tracked_files: Iterable[str],
+    can_publish: bool,
+) -> PublishPlan:
+    """The plan for a verified patch. ``tracked_files``: the files of the failing commit (protected-path check,
+    made again here on the final diff, right before anything is committed)."""
+    assert report.patch is not None
+    files = list(report.patch.files)
+    notes: list[str] = []
+    refused = patch_violations(files, set(tracked_files), protected_patterns(settings))
+    mode = mode_for(settings, files)
+    if refused:
+        notes.append("patch touches protected paths: " + ", ".join(f"{f} ({why})" for f, why in refused))
+        mode = Mode.REPORT
+    if target.fork and mode is not Mode.REPORT:
+        notes.append("the failing commit is on a fork: report mode, nothing pushed")
+        mode = Mode.REPORT
+    if mode in (Mode.COMMIT, Mode.SUGGEST) and target.pull is None:
+        notes.append(f"{mode.value} mode needs a pull request; opening a fix PR instead")
+        mode = Mode.PR
+    if not can_publish:
+        notes.append("no github_token: patch written, nothing published")
+        return PublishPlan(Action.NOTHING, fp, notes=tuple(notes))
+    title = render.pr_title(report)
+    verified_body = render.pr_body(report, run_url=settings.run_url, fp=fp)
+    common = {
+        "fingerprint": fp,
+        "title": title,
+        "commit_message": title + "\n\n" + report.patch.description,
+        "fallback_body": verified_body,
+        "notes": tuple(notes),
+    }
+    if mode is Mode.PR:
+        return PublishPlan(
+            Action.OPEN_PR,
+            body=verified_body,
+            labels=tuple(rule_labels(settings, files)),
+            draft=settings.draft,
+            protected_branches=frozenset(b for b in (target.default_branch, target.branch) if b),
+            **common,
+        )
+    if mode is Mode.COMMIT:
+        assert target.pull is not None
+        protected = frozenset(b for b in (target.default_branch, target.pull.base_ref) if b)
+        return PublishPlan(Action.COMMIT, protected_branches=protected, **common)
+    if mode is Mode.SUGGEST:
+        suggestions = tuple(render.suggestions_from_diff(report.patch.diff))
+        return PublishPlan(Action.SUGGEST, suggestions=suggestions, **common)
+    return PublishPlan(Action.REPORT, body=verified_body, **common)
+
+
+def plan_escalation(settings: Settings, report: HealReport, fp: str, *, explain: bool) -> PublishPlan:
+    """One comment saying what failed and what was tried (``explain``: the diagnosis asked for)."""
+    body = render.escalation_body(report, run_url=settings.run_url, fp=fp, explain_only=explain)
+    return PublishPlan(Action.ESCALATE, fp, body=body)
+
+
+def plan_nothing(report: HealReport, fp: str) -> PublishPlan:
+    """Nothing to heal: only an existing tracking comment (a ``/selfix`` command) is updated to say so."""
+    return PublishPlan(
+        Action.NOTHING, fp, body=f"## selfix: nothing to heal\n\n{render.clean(report.explanation, 500)}."
+    )

@@ -1,0 +1,142 @@
+"""The one place the action writes to GitHub or pushes to origin: it carries out ``PublishPlan`` values.
+
+Comments go into one tracking comment per pull request (or commit), edited rather than reposted, so a run
+never spams; a push that is refused (a moved branch, a branch selfix did not create) falls back to a comment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from selfix_action.action import render
+from selfix_action.action.api import Api
+from selfix_action.action.gitops import Git, PushRefused, push_fix_branch, push_onto_branch
+from selfix_action.action.log import Log
+from selfix_action.action.policy import Action, PublishPlan, Target
+from selfix_action.action.settings import Settings
+from selfix_action.errors import SelfixError
+from selfix_action.github.client import CommentInfo, GitHubClient
+from selfix_action.github.errors import GitHubError
+
+
+@dataclass
+class Published:
+    pr_url: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+class Publisher:
+    def __init__(self, settings: Settings, api: Api, git: Git, log: Log) -> None:
+        self.settings = settings
+        self.api = api
+        self.git = git
+        self.log = log
+        self.tracking: CommentInfo | None = None  # the tracking comment of a /selfix command, once posted
+
+    @property
+    def can_publish(self) -> bool:
+        return self.api.available
+
+    @property
+    def client(self) -> GitHubClient:
+        return self.api.client
+
+    # -- the tracking comment of a /selfix command ---------------------------------------------------------
+    def react(self, comment_id: int, content: str) -> None:
+        self.client.react_to_comment(comment_id, content)
+
+    def track(self, number: int, body: str) -> None:
+        """Post or edit the tracking comment on pull request ``number``."""
+        self.tracking = self.client.upsert_issue_comment(
+            number, render.comment_marker(number), body, known=self.tracking
+        )
+
+    def comment(self, target: Target, body: str) -> None:
+        """The one comment of this run: the PR's tracking comment, else a comment on the failing commit."""
+        if not self.can_publish:
+            self.log.line("selfix: no github_token: not commenting")
+            return
+        if target.pull is not None:
+            self.track(target.pull.number, body)
+        else:
+            self.client.upsert_commit_comment(target.sha, render.comment_marker(target.sha), body)
+
+    def report_error(self, exc: SelfixError) -> None:
+        """Best effort: say in the tracking comment that the run failed (never raises)."""
+        if self.tracking is None or not self.api.created:
+            return
+        try:
+            number = int(self.tracking.body.split("selfix:tracking ", 1)[1].split(" ", 1)[0])
+            self.api.client.upsert_issue_comment(
+                number,
+                render.comment_marker(number),
+                f"## selfix: error\n\n{render.clean(str(exc), 500)}",
+                known=self.tracking,
+            )
+        except (SelfixError, IndexError, ValueError):
+            pass
+
+    # -- plans ---------------------------------------------------------------------------------------------
+    def publish(self, plan: PublishPlan, target: Target, files: Mapping[str, str] | None) -> Published:
+        done = Published(notes=list(plan.notes))
+        if plan.action is Action.NOTHING:
+            if plan.body and self.tracking is not None and target.pull is not None:
+                self.track(target.pull.number, plan.body)
+            return done
+        if plan.action in (Action.ESCALATE, Action.REPORT):
+            self.comment(target, plan.body)
+            return done
+        assert files is not None
+        try:
+            if plan.action is Action.OPEN_PR:
+                self._open_pr(plan, target, files, done)
+            elif plan.action is Action.COMMIT:
+                assert target.pull is not None
+                pushed = push_onto_branch(
+                    self.git,
+                    branch=target.branch,
+                    base_sha=target.sha,
+                    files=files,
+                    message=plan.commit_message,
+                    fp=plan.fingerprint,
+                    protected=plan.protected_branches,
+                )
+                done.pr_url = target.pull.html_url
+                self.comment(target, f"## selfix: pushed a fix to `{target.branch}`\n\nCommit {pushed.sha[:12]}.")
+            elif plan.action is Action.SUGGEST:
+                assert target.pull is not None
+                try:
+                    self.client.create_review(target.pull.number, target.sha, plan.title, list(plan.suggestions))
+                    self.comment(target, "## selfix: fix posted as review suggestions\n\n" + plan.title)
+                except GitHubError as exc:
+                    # GitHub only accepts suggestions on lines in the PR's diff; fall back to the patch itself.
+                    done.notes.append(f"suggestions refused ({exc.status}); posted the patch as a comment")
+                    self.comment(target, plan.fallback_body)
+                done.pr_url = target.pull.html_url
+        except PushRefused as exc:
+            done.notes.append(f"not pushed: {exc}")
+            self.comment(target, plan.fallback_body + f"\n\nNot pushed: {exc}")
+        return done
+
+    def _open_pr(self, plan: PublishPlan, target: Target, files: Mapping[str, str], done: Published) -> None:
+        pushed = push_fix_branch(
+            self.git,
+            fp=plan.fingerprint,
+            base_sha=target.sha,
+            files=files,
+            message=plan.commit_message,
+            protected=plan.protected_branches,
+        )
+        existing = self.client.find_open_pull(pushed.branch)
+        if existing is not None:
+            pull = self.client.update_pull(existing.number, title=plan.title, body=plan.body)
+            done.notes.append(f"updated the existing fix PR #{pull.number}")
+        else:
+            pull = self.client.create_pull(
+                base=target.branch, head=pushed.branch, title=plan.title, body=plan.body, draft=plan.draft
+            )
+            self.client.add_labels(pull.number, list(plan.labels))
+        done.pr_url = pull.html_url
+        if target.pull is not None:
+            self.comment(target, f"## selfix: fix proposed in #{pull.number}\n\n{plan.title}")

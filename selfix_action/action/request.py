@@ -1,0 +1,58 @@
+"""The action's settings as one heal: the ``HealRequest`` for a run (``setup_command`` included)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from selfix_action.action.policy import protected_patterns
+from selfix_action.action.settings import Settings
+from selfix_action.engine.loop import LoopConfig
+from selfix_action.heal import EngineChoice, HealRequest, resolve_test_cmd
+from selfix_action.sandbox.isolation import IsolationConfig
+from selfix_action.sandbox.process import Limits
+
+# In the workspace, not RUNNER_TEMP: a container action's RUNNER_TEMP is not visible to the later
+# actions/upload-artifact step, the workspace is (the example workflows upload .selfix/report/).
+REPORT_DIR = Path(".selfix") / "report"  # report.md, report.json, patch.diff, trace.jsonl, view.html
+
+
+def isolation_config(settings: Settings) -> IsolationConfig:
+    """The ``isolation`` and ``require_isolation`` inputs; the sandbox uid stays IsolationConfig's (nobody)."""
+    return IsolationConfig(mode=settings.isolation, require_isolation=settings.require_isolation)
+
+
+def heal_request(settings: Settings, env: Mapping[str, str], junit: tuple[Path, ...], hint: str) -> HealRequest:
+    workspace = settings.workspace.resolve()
+    time_limit = settings.timeout_minutes * 60
+    key = settings.anthropic_api_key if settings.engine == "anthropic" else settings.openai_api_key
+    return HealRequest(
+        repo=workspace,
+        test_cmd=resolve_test_cmd(settings.test_command or None, workspace),
+        out_dir=workspace / REPORT_DIR,
+        junit=junit,
+        junit_strict=False,  # an artifact may hold other XML beside the reports: skipped with a warning
+        engine=EngineChoice(
+            kind=settings.engine,
+            model=settings.model or None,
+            base_url=(settings.openai_base_url or None) if settings.engine == "openai" else None,
+            api_key=key.get_secret_value() or None,
+            max_calls=0,  # <= 0: no cap; the dollar budget and the time limit bound the run
+            max_tokens=0,
+            max_cost_usd=settings.max_cost_usd,
+            env={},  # keys come from the inputs only, never from the runner environment
+        ),
+        loop=LoopConfig(
+            max_hypotheses=settings.max_attempts,
+            time_limit_seconds=time_limit,
+            protected_paths=protected_patterns(settings),
+            user_hint=hint,
+        ),
+        limits=Limits(wall_seconds=min(120.0, time_limit)),
+        isolation=isolation_config(settings),  # the report and the job summary say which
+        env_source=env,
+        memory_path=settings.memory_file,
+        repo_label=settings.repository or ".",
+        setup_command=settings.setup_command,
+        setup_seconds=time_limit,
+    )

@@ -1,0 +1,257 @@
+"""The heal pipeline: a ``HealRequest`` in, a ``HealOutcome`` out.
+
+Order of work, the same for every front end:
+
+1. the JUnit reports, parsed once, give the fail-to-pass and pass-to-pass sets (none failing: nothing to heal);
+2. the engine is built with its hooks (trace, memory) and the isolation detected: everything that can be
+   refused is refused before any output is written; then the setup command runs, if there is one;
+3. the output folder, ``trace.jsonl`` and the memory of past fixes;
+4. sandbox (scratch copy, best isolation available) + healing loop (``heal_in_sandbox``, the step tests may swap);
+5. the outcome is traced, the memory learns from the run, and the report files are written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from selfix_action.engine.loop import HealingLoop, HealResult
+from selfix_action.engine.protocols import Engine
+from selfix_action.engine.report import STOP_EXPLANATIONS, HealReport, StopReason
+from selfix_action.errors import InputError, SandboxError
+from selfix_action.heal.engines import build_engine
+from selfix_action.heal.outputs import OutputPaths, TraceWriter, inside, no_links, prepare_out_dir, write_report_files
+from selfix_action.heal.request import HealRequest
+from selfix_action.junit import Outcome, parse_reports
+from selfix_action.learn.hooks import learn_from_run, open_memory, outcome_fields, trace_header
+from selfix_action.learn.memory import Memory
+from selfix_action.sandbox.isolation import Isolation, detect_isolation
+from selfix_action.sandbox.pytest_sandbox import PytestSandbox
+from selfix_action.sandbox.setup import run_setup_command
+
+Trace = Callable[..., None]
+Warn = Callable[[str], None]
+
+
+def default_jobs() -> int:
+    """Candidates checked side by side by default: the CPUs this process may use, at most 4."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(1, min(4, cpus))
+
+
+@dataclass(frozen=True)
+class HealContext:
+    """Everything the sandbox-and-loop step gets: the request and what the pipeline prepared for it."""
+
+    request: HealRequest
+    engine: Engine
+    isolation: Isolation
+    trace: Trace
+    memory: Memory | None
+    junit_failing: tuple[str, ...]
+    junit_passing: tuple[str, ...]
+
+    @property
+    def repo(self) -> Path:
+        return self.request.repo
+
+    @property
+    def junit(self) -> tuple[Path, ...]:
+        return self.request.junit
+
+    @property
+    def hint(self) -> str:
+        return self.request.hint
+
+
+Healer = Callable[[HealContext], HealResult]
+
+
+@dataclass(frozen=True)
+class HealOutcome:
+    """What one heal gave: the report, the verified files (None unless healed) and the files written."""
+
+    result: HealResult
+    paths: OutputPaths | None  # None when nothing ran (the JUnit reports show no failing test)
+    warnings: tuple[str, ...] = ()
+    memory_recorded: bool = False  # the memory of past fixes learned from this run
+
+    @property
+    def report(self) -> HealReport:
+        return self.result.report
+
+    @property
+    def healed(self) -> bool:
+        return self.report.stop_reason is StopReason.HEALED and self.result.files is not None
+
+    @property
+    def status(self) -> str:
+        """The action's status output: healed, not_healed or nothing_to_heal."""
+        if self.healed:
+            return "healed"
+        if self.report.exit_code == StopReason.NO_FAILING_TESTS.exit_code:
+            return "nothing_to_heal"
+        return "not_healed"
+
+    @property
+    def exit_code(self) -> int:
+        return self.report.exit_code
+
+
+def heal_in_sandbox(context: HealContext) -> HealResult:
+    """Heal on a scratch copy; the report says which isolation every test run had and how the runs ran."""
+    request = context.request
+    isolation = context.isolation
+    context.trace("sandbox", isolation.summary(), isolation=isolation.report())
+    with PytestSandbox(
+        request.repo,
+        request.test_cmd,
+        limits=request.limits,
+        env_source=request.env_source,
+        isolation=isolation,
+        parallel_checks=request.jobs or default_jobs(),
+    ) as sandbox:
+        loop = HealingLoop(sandbox, context.engine, request.loop, trace=context.trace, repo_label=request.repo_label)
+        result = loop.run(context.junit_failing, context.junit_passing)
+        process_runs = {
+            "hot": sandbox.hot_runs,
+            "warm": sandbox.warm_runs - sandbox.hot_runs,
+            "cold": sandbox.runs - sandbox.warm_runs,
+        }
+    notes = result.report.notes
+    if isolation.warnings:
+        notes = (*notes, isolation.summary())
+    report = result.report.model_copy(
+        update={"isolation": isolation.report(), "notes": notes, "process_runs": process_runs}
+    )
+    return dataclasses.replace(result, report=report)
+
+
+def failure_sets(paths: Sequence[Path], *, strict: bool, warn: Warn) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """F2P (failed or errored cases) and P2P (passed cases) node ids from JUnit reports, parsed once.
+
+    ``strict``: an unreadable or hostile file is bad input; otherwise it is skipped with a warning."""
+    for path in paths:
+        if not path.is_file():
+            raise InputError(f"JUnit report not found: {path}")
+    report = parse_reports(list(paths))
+    if report.errors:
+        if strict:
+            details = "; ".join(f"{e.path}: {e.reason}" for e in report.errors)
+            raise InputError(f"{len(report.errors)} JUnit report(s) could not be read: {details}")
+        for error in report.errors:
+            warn(f"skipping JUnit file {Path(error.path).name}: {error.reason}")
+    failing = [c for c in report.cases if c.outcome in (Outcome.FAILED, Outcome.ERROR)]
+    passing = [c for c in report.cases if c.outcome is Outcome.PASSED]
+    unmapped = [c for c in failing if c.nodeid is None]
+    if strict and failing and len(unmapped) == len(failing):
+        raise InputError(
+            "none of the failing tests in the JUnit report(s) maps to a pytest node id "
+            f"(first: {unmapped[0].classname} {unmapped[0].name}); selfix heals pytest suites"
+        )
+    return tuple(c.nodeid for c in failing if c.nodeid), tuple(c.nodeid for c in passing if c.nodeid)
+
+
+def _nothing_failing(request: HealRequest) -> HealOutcome:
+    reason = StopReason.NO_FAILING_TESTS
+    report = HealReport(
+        repo=request.repo_label,
+        engine=request.engine.kind,
+        stop_reason=reason,
+        explanation="the JUnit report(s) show no failing test: nothing to heal",
+        exit_code=int(reason.exit_code),
+        notes=(STOP_EXPLANATIONS[reason],),
+    )
+    return HealOutcome(HealResult(report=report, files=None), paths=None)
+
+
+def heal(
+    request: HealRequest,
+    *,
+    progress: TextIO | None = None,
+    warn: Warn | None = None,
+    setup_output: Callable[[str], None] | None = None,
+    healer: Healer = heal_in_sandbox,
+) -> HealOutcome:
+    """Run one heal. ``progress`` gets a line per step; ``warn`` each warning (they are also in the outcome);
+    ``setup_output`` the setup command's output (untrusted text).
+
+    Bad input raises ``InputError`` before anything is written; the memory never fails a run."""
+    warnings: list[str] = []
+
+    def warned(message: str) -> None:
+        if message not in warnings:
+            warnings.append(message)
+            if warn is not None:
+                warn(message)
+
+    repo = request.repo.resolve()
+    if not repo.is_dir():
+        raise InputError(f"not a directory: {request.repo}")
+    failing, passing = failure_sets(request.junit, strict=request.junit_strict, warn=warned)
+    if request.junit and not failing:
+        return dataclasses.replace(_nothing_failing(request), warnings=tuple(warnings))
+    # Everything that can be refused (a missing key, unavailable isolation, a linked output folder) is refused
+    # before any output is written.
+    out_dir = inside(request.repo, request.out_dir)
+    memory_path = inside(request.repo, request.memory_path) if request.memory_path is not None else None
+    trace = TraceWriter(out_dir / "trace.jsonl", progress, header=trace_header(request.repo_label, request.engine.kind))
+    memory: Memory | None = None
+    recorded = False
+    engine = build_engine(
+        request.engine,
+        hypotheses=request.loop.max_hypotheses,
+        time_limit=request.loop.time_limit_seconds,
+        protected_paths=request.loop.protected_paths,
+        trace=trace,
+        memory=(lambda: memory) if request.memory_path is not None else None,
+    )
+    isolation = detect_isolation(request.isolation)
+    if request.setup_command:
+        _setup(request, repo, setup_output)
+    prepare_out_dir(repo, out_dir)
+    trace.open()
+    try:
+        if memory_path is not None and not no_links(repo, memory_path):
+            warned(f"memory disabled: {request.memory_path} goes through a symbolic link in the repository")
+        elif memory_path is not None:
+            memory = open_memory(memory_path, warned)
+        context = HealContext(request, engine, isolation, trace, memory, failing, passing)
+        result = healer(context)
+        trace("outcome", result.report.stop_reason.value, **outcome_fields(result.report))
+        trace.close()
+        if memory is not None:
+            recorded = learn_from_run(memory, trace.path, result.report)
+            for message in memory.warnings:
+                warned(message)
+    finally:
+        trace.close()
+        if memory is not None:
+            memory.close()
+    paths, view_warnings = write_report_files(out_dir, result.report, trace.path)
+    for message in view_warnings:
+        warned(message)
+    return HealOutcome(result, paths, tuple(warnings), memory_recorded=recorded)
+
+
+def _setup(request: HealRequest, repo: Path, show: Callable[[str], None] | None) -> None:
+    """The setup command, in the repository, through the sandbox's process runner; a failure is bad input."""
+    try:
+        result = run_setup_command(
+            request.setup_command, cwd=repo, env_source=request.env_source or {}, wall_seconds=request.setup_seconds
+        )
+    except SandboxError as exc:
+        raise InputError(f"setup_command failed to run: {exc}") from exc
+    if show is not None:
+        show((result.stdout + result.stderr)[-20000:])
+    if result.timed_out:
+        raise InputError(f"setup_command did not finish within {request.setup_seconds:g} s")
+    if result.returncode != 0:
+        raise InputError(f"setup_command exited with {result.returncode}")

@@ -1,0 +1,93 @@
+"""What one heal is asked to do: a plain, frozen value every front end builds from its own inputs."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from selfix_action.engine.loop import LoopConfig
+from selfix_action.errors import InputError
+from selfix_action.sandbox.isolation import IsolationConfig
+from selfix_action.sandbox.process import Limits
+
+ENGINES = ("offline", "anthropic", "openai")
+
+
+@dataclass(frozen=True)
+class EngineChoice:
+    """Which engine heals, and its budgets (the LLM engines' only; the offline engine needs none of it)."""
+
+    kind: str = "offline"
+    model: str | None = None
+    base_url: str | None = None
+    api_key: str | None = None
+    max_calls: int = 40  # <= 0: no cap
+    max_tokens: int = 400_000  # <= 0: no cap
+    max_cost_usd: float = 2.0
+    prices: Mapping[str, Any] | None = None  # overrides the built-in price table
+    max_retry_wait: float = 30.0
+    # Where keys and base URLs are looked up when not given: the CLI's environment, never the runner's for the
+    # action (its keys come from its inputs only).
+    env: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.kind not in ENGINES:
+            raise InputError(f"unknown engine {self.kind!r} (available: {', '.join(ENGINES)})")
+
+
+@dataclass(frozen=True)
+class HealRequest:
+    """One heal of one repository: everything the pipeline needs, nothing about who asked."""
+
+    repo: Path
+    test_cmd: tuple[str, ...]
+    out_dir: Path  # report.md, report.json, patch.diff, trace.jsonl, view.html
+    junit: tuple[Path, ...] = ()
+    # True (selfix fix): an unreadable JUnit file is bad input. False (the action): it is skipped with a warning,
+    # since an artifact may hold other XML files beside the reports.
+    junit_strict: bool = True
+    engine: EngineChoice = field(default_factory=EngineChoice)
+    loop: LoopConfig = field(default_factory=LoopConfig)
+    limits: Limits = field(default_factory=Limits)
+    isolation: IsolationConfig = field(default_factory=IsolationConfig)
+    jobs: int | None = None  # candidates checked side by side; None: default_jobs()
+    memory_path: Path | None = None  # None: no memory of past fixes
+    env_source: Mapping[str, str] | None = None  # the environment test runs pick their allowlist from
+    repo_label: str = "."  # how the report names the repository
+    # Run once in the repository before the heal (the action's setup_command, e.g. ``pip install -e .[test]``),
+    # through the sandbox's process runner, within ``setup_seconds``.
+    setup_command: str = ""
+    setup_seconds: float = 900.0
+
+    @property
+    def hint(self) -> str:
+        return self.loop.user_hint
+
+
+def resolve_test_cmd(test_cmd: str | None, repo: Path) -> tuple[str, ...]:
+    """The project's pytest invocation; a relative interpreter path (``.venv/bin/python``) is the repo's."""
+    if not test_cmd:
+        return (sys.executable, "-m", "pytest")
+    try:
+        argv = shlex.split(test_cmd)
+    except ValueError as exc:
+        raise InputError(f"cannot parse the test command {test_cmd!r}: {exc}") from exc
+    if not argv:
+        raise InputError("the test command is empty")
+    program = argv[0]
+    if os.sep in program and not os.path.isabs(program):
+        program = str((repo / program).resolve())
+    elif os.sep not in program:
+        found = shutil.which(program)
+        if found is None:
+            raise InputError(f"test command not found: {program}")
+        program = found
+    if not os.access(program, os.X_OK):
+        raise InputError(f"test command is not an executable file: {program}")
+    return (program, *argv[1:])
