@@ -1,0 +1,59 @@
+"""The layering contracts in pyproject.toml (``[tool.importlinter]``) hold, and they are not toothless."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def _lint_imports() -> str:
+    candidate = Path(sys.executable).with_name("lint-imports")
+    if candidate.exists():
+        return str(candidate)
+    found = shutil.which("lint-imports")
+    if found is None:
+        pytest.skip("import-linter is not installed (it comes with the dev extra: pip install -e '.[dev]')")
+    return found
+
+
+def _run(root: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    return subprocess.run(
+        [_lint_imports(), "--no-cache"], cwd=root, env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+def test_import_contracts_are_kept() -> None:
+    proc = _run(REPO_ROOT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "5 kept, 0 broken" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("module", "source", "broken"),
+    [
+        ("engine/_probe.py", "from selfix_action.sandbox import process\n", "The engine core imports no edge"),
+        ("action/_probe.py", "from selfix_action.commands import fix_cmd\n", "Layers"),
+        ("heal/_probe.py", "import subprocess\n", "Only sandbox/ starts processes"),
+        ("action/_probe.py", "import github\n", "Only github/ imports PyGithub"),
+        ("learn/_probe.py", "import anthropic\n", "Only models/ imports the LLM SDKs"),
+    ],
+)
+def test_a_violation_breaks_its_contract(tmp_path: Path, module: str, source: str, broken: str) -> None:
+    """The same contracts on a copy of the package with one forbidden import added."""
+    shutil.copytree(
+        REPO_ROOT / "selfix_action", tmp_path / "selfix_action", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    shutil.copy(REPO_ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    (tmp_path / "selfix_action" / module).write_text(source, encoding="utf-8")
+    proc = _run(tmp_path)
+    assert proc.returncode != 0, proc.stdout
+    verdicts = [line for line in proc.stdout.splitlines() if line.startswith(broken)]
+    assert verdicts and verdicts[0].endswith("BROKEN"), proc.stdout
