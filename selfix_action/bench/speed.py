@@ -28,9 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from selfix_action.bench.tasks import Task, load_tasks, materialize, test_python
-from selfix_action.engine.loop import HealingLoop, LoopConfig
+from selfix_action.engine.config import LoopConfig
+from selfix_action.engine.evidence import gather_evidence, reproduce
 from selfix_action.engine.models import CandidatePatch, Evidence
 from selfix_action.engine.patches import program_key
+from selfix_action.engine.verify import Stop, Verifier
 from selfix_action.errors import SelfixError
 from selfix_action.offline.engine import OfflineEngine
 from selfix_action.sandbox.process import Limits
@@ -43,17 +45,21 @@ def candidates_for(
     """Evidence, the engine's first ``count`` candidates (exactly as the healing loop would get them) and the
     per-test seconds of the baseline run on the unpatched code (the base of the adaptive candidate limit)."""
     with PytestSandbox(repo, [python, "-m", "pytest"], limits=Limits(wall_seconds=60)) as box:
-        loop = HealingLoop(box, OfflineEngine(), LoopConfig())
-        baseline, f2p, p2p, _ = loop._reproduce((), ())
-        evidence = loop._localize(baseline, f2p, p2p)
+        verifier = Verifier(box, LoopConfig())
+        reproduction = reproduce(verifier)
+        if reproduction.stop is not None:
+            raise SelfixError(
+                f"{task.id}: reproduction stopped ({reproduction.stop.reason.value}): {reproduction.stop.detail}"
+            )
+        evidence = gather_evidence(box, reproduction)
         engine = OfflineEngine()
         found: list[CandidatePatch] = []
         for hypothesis in engine.hypotheses(evidence, box, 3):
             for candidate in engine.candidates(hypothesis, evidence, box, []):
                 found.append(candidate)
                 if len(found) >= count:
-                    return evidence, found, loop.baseline_seconds
-    return evidence, found, loop.baseline_seconds
+                    return evidence, found, verifier.baseline_seconds
+    return evidence, found, verifier.baseline_seconds
 
 
 @dataclass(frozen=True)
@@ -80,7 +86,7 @@ def validate(
     baseline_seconds: dict[str, float] | None = None,
     limit_factor: float = LoopConfig().candidate_limit_factor,
 ) -> Validation:
-    """Validate ``candidates`` on one path through the healing loop's own verification (``HealingLoop._verified``),
+    """Validate ``candidates`` on one path through the healing loop's own verification (``Verifier.verified``),
     as ``selfix fix`` does; the one-time start-up is timed apart from the checks."""
     config = LoopConfig(
         full_suite_per_candidate=naive,
@@ -96,10 +102,16 @@ def validate(
         if not naive and not box.start_hot_worker():
             raise SelfixError(f"the hot worker did not start: {box.hot_unavailable}")
         ready = time.perf_counter()
-        loop = HealingLoop(box, OfflineEngine(), config)
-        loop.baseline_seconds = dict(baseline_seconds or {})  # measured once per task, as the loop's reproduce does
-        checked = loop._verified(candidates, None, evidence, set())
-        verdicts = {program_key(c.files, c.normalized): v.ok for c, v in checked}
+        # The baseline's per-test seconds were measured once per task, as the loop's reproduction does.
+        verifier = Verifier(box, config, baseline_seconds=baseline_seconds)
+        verdicts = {}
+        for item in verifier.verified(
+            candidates, None, evidence, set(), independent=OfflineEngine.independent_candidates
+        ):
+            if isinstance(item, Stop):
+                raise SelfixError(f"verification stopped before the last candidate: {item.reason.value}")
+            candidate, verdict = item
+            verdicts[program_key(candidate.files, candidate.normalized)] = verdict.ok
         done = time.perf_counter()
         runs = box.runs
     return Validation(

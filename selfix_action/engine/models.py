@@ -55,6 +55,10 @@ class TestRun(Frozen):
     returncode: int | None = None
     duration: float = 0.0
     output_tail: str = ""  # last lines of the run's output, for reports when nothing else explains a failure
+    # Why the run could not report on every test it was asked for: the sandbox could not run it, or pytest ended
+    # with a usage error, an internal error, an interruption (collection errors) or no test collected. A test
+    # without a result was not run: it never reads as passed. Empty for an ordinary run (tests passed or failed).
+    error: str = ""
 
     def failing(self) -> list[str]:
         return [n for n, r in self.results.items() if not r.ok]

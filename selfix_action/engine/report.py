@@ -20,7 +20,14 @@ REPORT_VERSION = 1
 
 
 class StopReason(StrEnum):
+    """Why a heal stopped. Only ``HEALED`` exits 0: a patch verified on the failing tests and the passing tests
+    guarding its edit, then confirmed on the whole suite. ``VERIFIED_UNCONFIRMED`` carries a patch that passed the
+    first two but whose whole-suite confirmation the budget did not allow (exit 1: review it, nothing is
+    published as a fix). ``SANDBOX_ERROR``: the sandbox could not re-run the tests it was asked for (exit 2, the
+    exit of a test command that cannot run at all), never read as flakiness."""
+
     HEALED = "healed"
+    VERIFIED_UNCONFIRMED = "verified_unconfirmed"
     NO_FAILING_TESTS = "no_failing_tests"
     NOT_REPRODUCIBLE = "not_reproducible"
     NO_SUSPECTS = "no_suspects"
@@ -31,6 +38,7 @@ class StopReason(StrEnum):
     BUDGET_EXHAUSTED = "budget_exhausted"  # the engine's own budget: model calls, tokens, dollars
     MODEL_ERROR = "model_error"
     REPEATED_EDIT = "repeated_identical_edit"
+    SANDBOX_ERROR = "sandbox_error"
 
     @property
     def exit_code(self) -> ExitCode:
@@ -38,11 +46,17 @@ class StopReason(StrEnum):
             return ExitCode.HEALED
         if self in (StopReason.NO_FAILING_TESTS, StopReason.NOT_REPRODUCIBLE):
             return ExitCode.NOTHING_TO_HEAL
+        if self is StopReason.SANDBOX_ERROR:
+            return ExitCode.BAD_INPUT
         return ExitCode.NOT_HEALED
 
 
 STOP_EXPLANATIONS = {
     StopReason.HEALED: "a patch made every failing test pass without breaking a passing one",
+    StopReason.VERIFIED_UNCONFIRMED: (
+        "a patch made the failing tests pass without breaking the passing tests that run the code it edits, but "
+        "the budget ran out before the whole suite could confirm it: review it before applying"
+    ),
     StopReason.NO_FAILING_TESTS: "no test fails, so there is nothing to heal",
     StopReason.NOT_REPRODUCIBLE: "the failing tests passed when re-run in the sandbox: probably flaky, no patch",
     StopReason.NO_SUSPECTS: "localization found no line of the project's source that the failing tests reach",
@@ -53,6 +67,7 @@ STOP_EXPLANATIONS = {
     StopReason.BUDGET_EXHAUSTED: "the engine's budget (calls, tokens or cost) ran out before a patch was verified",
     StopReason.MODEL_ERROR: "the model could not be used (see the notes)",
     StopReason.REPEATED_EDIT: "the engine kept proposing the same edit, so the loop stopped",
+    StopReason.SANDBOX_ERROR: "the sandbox could not re-run the tests it was asked for (see the notes), so no verdict",
 }
 
 
@@ -80,6 +95,8 @@ class PatchRecord(Frozen):
     changed_lines: int
     minimized_from_hunks: int
     hunks: int
+    # False: verified on the failing and the guarding passing tests only; the whole suite never ran on it.
+    confirmed: bool = True
 
 
 class HealReport(Frozen):
@@ -99,6 +116,9 @@ class HealReport(Frozen):
     suspicious_functions: tuple[SuspiciousFunction, ...] = ()
     hypotheses: tuple[HypothesisRecord, ...] = ()
     patch: PatchRecord | None = None
+    # What the patch was checked on, and what not and why: "confirmed on the whole suite", or "F2P and guarding
+    # P2P only; not confirmed on the whole suite: time limit"; "" without a patch.
+    verification: str = ""
     tests_before: dict[str, str] = Field(default_factory=dict)
     tests_after: dict[str, str] = Field(default_factory=dict)
     test_runs: int = 0
@@ -127,10 +147,11 @@ def render_markdown(report: HealReport) -> str:
     out.append(f"- Test runs: {report.test_runs}; candidate patches tried: {report.candidates_tried}")
     if report.process_runs:
         kinds = report.process_runs
+        confirmed = report.patch is not None and report.patch.confirmed
         out.append(
             f"- How they ran: {kinds.get('hot', 0)} hot check(s) in a worker that imported the project once, "
             f"{kinds.get('warm', 0)} fork-per-run, {kinds.get('cold', 0)} fresh `pytest` process(es)"
-            + (" (the patch's whole-suite confirmation was one of these)" if report.patch is not None else "")
+            + (" (the patch's whole-suite confirmation was one of these)" if confirmed else "")
         )
     total = report.timings.get("total", 0.0)
     out.append(
@@ -193,6 +214,8 @@ def render_markdown(report: HealReport) -> str:
             f"{patch.changed_lines} changed line(s) in {', '.join(f'`{f}`' for f in patch.files)}; "
             f"minimized from {patch.minimized_from_hunks} to {patch.hunks} hunk(s)."
         )
+        if report.verification:
+            out += ["", f"Checked: {report.verification}."]
         out += ["", "```diff", patch.diff.rstrip("\n"), "```"]
 
     if report.usage.get("calls"):

@@ -1,0 +1,25 @@
+"""The healing loop's settings: caps on hypotheses, candidates, test runs and time, and verification knobs."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+
+class LoopConfig(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    max_hypotheses: int = 3
+    max_candidates: int = 500
+    max_test_runs: int = 2000
+    time_limit_seconds: float = 900.0
+    protected_paths: tuple[str, ...] = ()
+    user_hint: str = ""
+    # The naive verification path (whole suite, no early stop, for every candidate); benchmarks compare it.
+    full_suite_per_candidate: bool = False
+    # Adaptive wall limit for warm candidate checks: max(floor, factor x the checked tests' time on the unpatched
+    # code, from the baseline run). 0 turns it off (the sandbox's own limits apply).
+    candidate_limit_factor: float = 10.0
+    # Only hot checks take this limit (no interpreter start, imports or collection: 15-100 ms each here), so one
+    # second is still 10x and more the cost of a check; runaways (a swapped argument that makes a loop endless)
+    # are cut there instead of running to the sandbox's limit.
+    candidate_limit_floor_seconds: float = 1.0

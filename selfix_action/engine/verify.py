@@ -1,0 +1,550 @@
+"""Verification: every test run of a heal, counted against its budget, and the verdicts made from them.
+
+``Budget`` holds what a heal may still spend (test runs, candidates, time, on an injectable clock) and answers
+"may this step start?" with ``None`` or a ``Stop`` value: steps never raise to stop the loop. ``Verifier`` makes
+the runs: the baseline, counted runs, QA exposure, candidate verdicts (F2P first with stop at the first failure,
+then the P2P tests guarding the edit; several candidates side by side when the engine allows), minimization and
+the whole-suite confirmation.
+
+Budget rules, so that a verified candidate is never thrown away:
+
+- Confirmation is paid for in advance. A candidate is taken, a QA test run or a minimization trial made, only
+  if its runs fit with ``CONFIRM_RUNS`` test runs kept back and more time is left than ``confirm_seconds`` (as
+  long as the baseline run of the whole suite took). A run admitted that way is counted, never refused.
+- Minimization is optional polish: when the budget does not allow another trial it stops, and the patch as
+  minimized so far (every version of it verified) goes on to confirmation.
+- Confirmation runs while the deadline has not passed and the test-run cap allows. If it cannot run, the
+  candidate is still the result, marked unconfirmed: the loop stops with ``VERIFIED_UNCONFIRMED`` (exit 1, the
+  patch written but never published as a fix), and ``verification_summary`` says what was checked and why the
+  whole suite was not. A heal exits 0 only when the whole suite passed on the patch.
+
+The deadline is checked between steps; a step that has started (one pytest run) is not cut by it, only by the
+sandbox's own limits.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from selfix_action.engine.config import LoopConfig
+from selfix_action.engine.localize import function_spans
+from selfix_action.engine.models import (
+    CandidateCheck,
+    CandidatePatch,
+    Evidence,
+    QATest,
+    TestResult,
+    TestRun,
+    TestStatus,
+    Verification,
+    VerifyStage,
+)
+from selfix_action.engine.patches import hunks, program_key, without_hunk
+from selfix_action.engine.paths import QA_TEST_DIR, patch_violations, protected_reason
+from selfix_action.engine.protocols import Sandbox
+from selfix_action.engine.report import StopReason
+from selfix_action.errors import SandboxError
+
+Trace = Callable[..., None]  # trace(step, message, **data)
+
+CANDIDATE_RUNS = 2  # at most, per candidate: F2P (and the QA test), then the guarding P2P tests
+CONFIRM_RUNS = 2  # kept back for confirmation: the minimized patch, then the candidate as verified if that breaks
+# A QA test must fail the way the hypothesis predicts, not because it cannot even be imported.
+BROKEN_TEST_EXCEPTIONS = frozenset(
+    {"ImportError", "ModuleNotFoundError", "SyntaxError", "IndentationError", "CollectionError", "NameError"}
+)
+_SHORT = {
+    StopReason.TIME_LIMIT: "time limit",
+    StopReason.TEST_RUN_BUDGET: "test-run budget",
+    StopReason.CANDIDATE_BUDGET: "candidate budget",
+}
+
+
+def noop_trace(step: str, message: str = "", **data: Any) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Why a step cannot go on; the loop stops with ``reason`` (``detail`` goes into the report's notes)."""
+
+    reason: StopReason
+    detail: str = ""
+
+    @property
+    def why(self) -> str:
+        """A few words for the report: "time limit", "test-run budget"..."""
+        return _SHORT.get(self.reason, self.reason.value.replace("_", " "))
+
+
+class Budget:
+    """What one heal may still spend: test runs, candidates and time, against ``LoopConfig``'s caps."""
+
+    def __init__(self, config: LoopConfig, clock: Callable[[], float] = time.monotonic) -> None:
+        self.config = config
+        self.clock = clock
+        self.test_runs = 0
+        self.candidates_tried = 0  # verdicts the loop took, in order
+        self.candidates_checked = 0  # also those checked side by side after a winner (a spare core's work)
+        self.confirm_seconds = 0.0  # kept back for the confirmation: what the baseline run took
+        self.timings: dict[str, float] = {}
+        self.started = clock()
+        self.deadline = self.started + config.time_limit_seconds
+
+    def start(self) -> None:
+        """The time limit counts from now."""
+        self.started = self.clock()
+        self.deadline = self.started + self.config.time_limit_seconds
+
+    def time_left(self) -> float:
+        return self.deadline - self.clock()
+
+    def allows(self, runs: int = 0, *, keep_runs: int = 0, keep_seconds: float = 0.0) -> Stop | None:
+        """None when more than ``keep_seconds`` are left before the deadline and ``runs`` more test runs fit
+        under the cap with ``keep_runs`` kept back; else the stop."""
+        if self.time_left() <= keep_seconds:
+            return Stop(StopReason.TIME_LIMIT)
+        if self.test_runs + runs + keep_runs > self.config.max_test_runs:
+            return Stop(StopReason.TEST_RUN_BUDGET)
+        return None
+
+    def may_take(self, taken: int, cost: int) -> Stop | None:
+        """May the loop take one more candidate (``taken`` already pulled, not yet verified, ``cost`` test runs
+        each at most), keeping back what a confirmation needs?"""
+        if self.time_left() <= self.confirm_seconds:
+            return Stop(StopReason.TIME_LIMIT)
+        if self.candidates_tried + taken >= self.config.max_candidates:
+            return Stop(StopReason.CANDIDATE_BUDGET)
+        return self.allows((taken + 1) * cost, keep_runs=CONFIRM_RUNS, keep_seconds=self.confirm_seconds)
+
+    @contextmanager
+    def timed(self, step: str) -> Iterator[None]:
+        started = self.clock()
+        try:
+            yield
+        finally:
+            self.timings[step] = self.timings.get(step, 0.0) + self.clock() - started
+
+
+@dataclass(frozen=True)
+class Exposure:
+    """Whether a hypothesis is exposed by a test failing on the unpatched code, and how (or why not)."""
+
+    qa: QATest | None  # None: the F2P tests serve
+    exposed: bool
+    how: str
+
+
+@dataclass(frozen=True)
+class Minimized:
+    files: dict[str, str]  # the patch with every hunk dropped that the selected tests do not need
+    cut_short: str = ""  # why minimization stopped before trying every hunk ("time limit", ...); "" if it did
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """The whole suite on a verified patch: confirmed (``run``), broken (``rejected``) or not run (``not_run``)."""
+
+    files: dict[str, str]  # the patch it ends with: the minimized one, or the candidate as verified
+    run: TestRun | None = None  # the whole suite on ``files``; None unless confirmed
+    rejected: Verification | None = None  # a test broke on the whole suite with every version: a failed candidate
+    not_run: str = ""  # why the whole suite did not run on ``files`` ("time limit", "test-run budget")
+    note: str = ""
+
+    @property
+    def confirmed(self) -> bool:
+        return self.run is not None
+
+
+def verification_summary(minimized: Minimized, confirmation: Confirmation, qa: QATest | None) -> str:
+    """What the patch was checked on, for the report, e.g. "F2P and guarding P2P only; not confirmed on the
+    whole suite: time limit"."""
+    if confirmation.confirmed:
+        text = "confirmed on the whole suite"
+    else:
+        checked = "F2P, the QA test and guarding P2P" if qa is not None else "F2P and guarding P2P"
+        text = f"{checked} only; not confirmed on the whole suite: {confirmation.not_run}"
+    if minimized.cut_short:
+        text += f"; not fully minimized: {minimized.cut_short}"
+    return text
+
+
+class Verifier:
+    """Every test run of a heal, counted in ``budget``, and the verdicts made from them."""
+
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        config: LoopConfig | None = None,
+        *,
+        budget: Budget | None = None,
+        trace: Trace = noop_trace,
+        baseline_seconds: Mapping[str, float] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.sandbox = sandbox
+        self.config = config or LoopConfig()
+        self.budget = budget or Budget(self.config, clock)
+        self.trace = trace
+        # Per-test seconds on the unpatched code (the baseline run): the base of the adaptive candidate limit.
+        self.baseline_seconds: dict[str, float] = dict(baseline_seconds or {})
+        self._spans: dict[tuple[str, str], list] = {}  # function spans of unpatched files (see _guarding_tests)
+
+    @property
+    def candidate_runs(self) -> int:
+        """Test runs one candidate's verification takes at most."""
+        return 1 if self.config.full_suite_per_candidate else CANDIDATE_RUNS
+
+    # -- runs ----------------------------------------------------------------------------------------
+    def baseline(self) -> TestRun:
+        """The whole suite with per-test coverage on the unpatched code; measures what a confirmation will cost.
+
+        Raises SandboxError when the suite cannot run at all: bad input, not a stop of the loop."""
+        self.budget.test_runs += 1
+        started = self.budget.clock()
+        run = self.sandbox.run_tests(None, coverage=True)
+        self.budget.confirm_seconds = max(0.0, self.budget.clock() - started)
+        self.baseline_seconds = {n: r.duration for n, r in run.results.items()}
+        return run
+
+    def run(
+        self,
+        nodeids: Sequence[str] | None,
+        *,
+        stop_first: bool = False,
+        extra_test_files: Mapping[str, str] | None = None,
+        warm: bool = False,
+        wall_seconds: float | None = None,
+    ) -> TestRun:
+        """One counted test run (the step that asked for it checked the budget). A run the sandbox could not make
+        at all comes back without results, ``error`` saying why: for a candidate, that is a failed candidate."""
+        self.budget.test_runs += 1
+        try:
+            return self.sandbox.run_tests(
+                nodeids,
+                stop_first=stop_first,
+                extra_test_files=extra_test_files,
+                warm=warm,
+                **({"wall_seconds": wall_seconds} if wall_seconds is not None else {}),
+            )
+        except SandboxError as exc:
+            return TestRun(output_tail=str(exc), error=str(exc))
+
+    # -- QA ------------------------------------------------------------------------------------------
+    def expose(self, qa: QATest) -> Exposure:
+        """Run the QA test on the unpatched code: it exposes the hypothesis if it fails for a real reason."""
+        qa_path = f"{QA_TEST_DIR}/{qa.path}"
+        run = self.run([qa_path], extra_test_files={qa_path: qa.source})
+        results = [r for n, r in run.results.items() if n.startswith(qa_path)]
+        if not results:
+            return Exposure(qa, False, "the QA test could not be collected")
+        failed = [r for r in results if r.status is TestStatus.FAILED and r.exc_type not in BROKEN_TEST_EXCEPTIONS]
+        if failed:
+            return Exposure(qa, True, f"QA test fails on the unpatched code with {failed[0].exc_type}")
+        if any(r.status is not TestStatus.PASSED for r in results):
+            kinds = ", ".join(sorted({f"{r.status.value} {r.exc_type}".strip() for r in results}))
+            return Exposure(qa, False, f"QA test fails for the wrong reason ({kinds})")
+        return Exposure(qa, False, "QA test passes on the unpatched code, so it does not expose the bug")
+
+    # -- candidates ----------------------------------------------------------------------------------
+    def verified(
+        self,
+        candidates: Iterable[CandidatePatch],
+        qa: QATest | None,
+        evidence: Evidence,
+        seen: set[str],
+        *,
+        independent: bool = True,
+    ) -> Iterator[tuple[CandidatePatch, Verification] | Stop]:
+        """The engine's candidates with their verdicts, in the engine's order; a ``Stop`` last if the budget
+        (time, candidates, test runs, keeping back what a confirmation needs) ended it before the engine did.
+
+        A program already verified (formatting aside) is skipped (``seen`` holds their keys). When the engine's
+        candidates do not depend on feedback (``independent``), up to ``sandbox.parallel_checks`` of them are
+        verified side by side (what follows a winner in its batch is work a spare core did for nothing); otherwise
+        one at a time, so that each verdict is in ``history`` before the engine makes its next one.
+        """
+        side_by_side = independent and qa is None and not self.config.full_suite_per_candidate
+        width = max(1, self.sandbox.parallel_checks) if side_by_side else 1
+        pending = iter(candidates)
+        while True:
+            batch: list[CandidatePatch] = []
+            stop: Stop | None = None
+            exhausted = True
+            for candidate in pending:
+                key = program_key(candidate.files, candidate.normalized)
+                if key in seen:
+                    continue  # the same program again: its verdict is known
+                stop = self.budget.may_take(len(batch), self.candidate_runs)
+                if stop is not None:
+                    break  # verify what was already taken, then stop
+                seen.add(key)
+                batch.append(candidate)
+                if len(batch) >= width:
+                    exhausted = False
+                    break
+            if batch:
+                with self.budget.timed("verify"):
+                    verdicts = self._verify_many(batch, qa, evidence)
+                self.budget.candidates_checked += len(batch)
+                for candidate, verdict in zip(batch, verdicts, strict=True):
+                    self.budget.candidates_tried += 1  # counted as the loop takes it: not the ones after a winner
+                    yield candidate, verdict
+            if stop is not None:
+                yield stop
+                return
+            if exhausted:
+                return
+
+    def verify(self, candidate: CandidatePatch, qa: QATest | None, evidence: Evidence) -> Verification:
+        return self._verify_many([candidate], qa, evidence)[0]
+
+    def _verify_many(
+        self, batch: Sequence[CandidatePatch], qa: QATest | None, evidence: Evidence
+    ) -> list[Verification]:
+        """F2P (and the QA test) first, stopping at the first failure; then the P2P tests guarding the edit.
+
+        Several candidates are checked side by side, stage by stage; each verdict is the one it would get alone.
+        """
+        verdicts: dict[int, Verification] = {}
+        pending: dict[int, CandidatePatch] = {}
+        for index, candidate in enumerate(batch):
+            existing = self._existing_files(candidate.files)
+            refused = patch_violations(candidate.files, existing, self.config.protected_paths)
+            if refused:
+                path, reason = refused[0]
+                verdicts[index] = _verdict(candidate, VerifyStage.PROTECTED, detail=f"edits {path} ({reason})")
+            else:
+                pending[index] = candidate
+        qa_files = {f"{QA_TEST_DIR}/{qa.path}": qa.source} if qa else {}
+        if self.config.full_suite_per_candidate:
+            for index, candidate in pending.items():
+                verdicts[index] = self._verify_whole_suite(candidate, qa_files, evidence)
+            return [verdicts[index] for index in range(len(batch))]
+        targets = [*evidence.f2p_tests, *qa_files]
+        first = self._check({index: (c.files, targets) for index, c in pending.items()}, qa_files)
+        guarded: dict[int, list[str]] = {}
+        for index, run in first.items():
+            broken = not_passing(run, targets)
+            if broken:
+                stage = VerifyStage.QA if broken[0].startswith(QA_TEST_DIR) else VerifyStage.F2P
+                verdicts[index] = _verdict(pending[index], stage, broken, describe(run, broken[0]), 1)
+            elif guards := self._guarding_tests(pending[index].files, evidence):  # reads the unpatched files
+                guarded[index] = guards
+            else:
+                detail = "F2P pass, 0 guarding P2P pass"
+                verdicts[index] = _verdict(pending[index], VerifyStage.OK, detail=detail, runs=1)
+        second = self._check({index: (pending[index].files, tests) for index, tests in guarded.items()}, {})
+        for index, run in second.items():
+            broken = not_passing(run, guarded[index])
+            if broken:
+                verdicts[index] = _verdict(pending[index], VerifyStage.P2P, broken, describe(run, broken[0]), 2)
+            else:
+                detail = f"F2P pass, {len(guarded[index])} guarding P2P pass"
+                verdicts[index] = _verdict(pending[index], VerifyStage.OK, detail=detail, runs=2)
+        return [verdicts[index] for index in range(len(batch))]
+
+    def _verify_whole_suite(
+        self, candidate: CandidatePatch, qa_files: Mapping[str, str], evidence: Evidence
+    ) -> Verification:
+        """The naive path benchmarks compare with: the whole suite, no early stop."""
+        with self.sandbox.patched(candidate.files):
+            targets = [*evidence.f2p_tests, *qa_files, *evidence.p2p_tests]
+            run = self.run(None, extra_test_files=qa_files)
+        broken = not_passing(run, targets)
+        if broken:
+            stage = VerifyStage.P2P if broken[0] in evidence.p2p_tests else VerifyStage.F2P
+            return _verdict(candidate, stage, broken, describe(run, broken[0]), 1)
+        return _verdict(candidate, VerifyStage.OK, detail="whole suite passes", runs=1)
+
+    def _check(
+        self, jobs: Mapping[int, tuple[Mapping[str, str], Sequence[str]]], qa_files: Mapping[str, str]
+    ) -> dict[int, TestRun]:
+        """Each job's tests on its candidate's files, stopping at the first failure, under the adaptive limit:
+        side by side through the sandbox when there are several, else one warm run."""
+        if len(jobs) == 1 or qa_files:
+            runs = {}
+            for index, (files, tests) in jobs.items():
+                with self.sandbox.patched(files):
+                    runs[index] = self.run(
+                        tests,
+                        stop_first=True,
+                        extra_test_files=qa_files,
+                        warm=True,
+                        wall_seconds=self.candidate_wall(tests),
+                    )
+            return runs
+        if not jobs:
+            return {}
+        self.budget.test_runs += len(jobs)
+        checks = [
+            CandidateCheck(files=dict(files), nodeids=tuple(tests), wall_seconds=self.candidate_wall(tests))
+            for files, tests in jobs.values()
+        ]
+        return dict(zip(jobs, self.sandbox.check_candidates(checks), strict=True))
+
+    def candidate_wall(self, tests: Sequence[str]) -> float | None:
+        """The adaptive wall limit for a candidate check of ``tests``, or None (the sandbox's limits).
+
+        ``factor`` x the seconds those tests took on the unpatched code in the baseline run, at least the floor.
+        The baseline ran under coverage tracing (slower than a check), so the real margin is larger than
+        ``factor``; the floor absorbs fork, fixture and scheduling noise. A test without a baseline time (a QA
+        test) or a baseline without any times (no durations recorded) leaves the sandbox's limit in place.
+        """
+        factor = self.config.candidate_limit_factor
+        if factor <= 0 or not self.baseline_seconds or any(t not in self.baseline_seconds for t in tests):
+            return None
+        spent = sum(self.baseline_seconds[t] for t in tests)
+        return max(self.config.candidate_limit_floor_seconds, factor * spent)
+
+    def originals(self, files: Mapping[str, str]) -> dict[str, str]:
+        """The unpatched text of each file the patch touches; a file the patch creates has none."""
+        originals = {}
+        for path in files:
+            try:
+                originals[path] = self.sandbox.read_file(path)
+            except (OSError, SandboxError, ValueError):
+                continue
+        return originals
+
+    def _existing_files(self, files: Mapping[str, str]) -> set[str]:
+        """Which of ``files`` exist in the unpatched copy, plus the project's source files when one is new
+        (a new file must land in a folder that already holds source)."""
+        existing: set[str] = set()
+        for path in files:
+            if protected_reason(path) is not None:
+                continue  # refused anyway; never read a path that may point outside the copy
+            try:
+                self.sandbox.read_file(path)
+            except (OSError, SandboxError, ValueError):
+                continue
+            existing.add(path)
+        if len(existing) < len(files):
+            existing.update(self.sandbox.source_files())
+        return existing
+
+    def _guarding_tests(self, files: Mapping[str, str], evidence: Evidence) -> list[str]:
+        """P2P tests that run the functions the patch edits (all P2P when coverage is unavailable)."""
+        if not evidence.coverage_used:
+            return list(evidence.p2p_tests)
+        originals = self.originals(files)
+        guards: set[str] = set()
+        for hunk in hunks(originals, files):
+            original = originals.get(hunk.path, "")
+            key = (hunk.path, original)
+            if key not in self._spans:  # the originals never change during a run: parse each once
+                self._spans[key] = function_spans(hunk.path, original)
+            spans = self._spans[key]
+            lo, hi = hunk.original_lines
+            touched = [s for s in spans if s.start <= hi and lo <= s.end]
+            lines = set(range(lo, hi + 1))
+            if touched:
+                inner = max(touched, key=lambda s: s.start)
+                lines = set(range(inner.start, inner.end + 1))
+            else:
+                return list(evidence.p2p_tests)  # module-level edit: anything may depend on it
+            for line in lines:
+                guards.update(evidence.covering_tests.get(hunk.path, {}).get(line, ()))
+        return [t for t in evidence.p2p_tests if t in guards]
+
+    # -- a verified candidate ------------------------------------------------------------------------
+    def minimize(self, candidate: CandidatePatch, qa: QATest | None, evidence: Evidence) -> Minimized:
+        """Drop every hunk whose removal keeps all the selected tests green, one trial at a time while the
+        budget allows it beyond what the confirmation needs; every version kept was verified."""
+        files = dict(candidate.files)
+        originals = self.originals(files)
+        changed = True
+        while changed and len(hunks(originals, files)) > 1:
+            changed = False
+            for hunk in hunks(originals, files):
+                reduced = without_hunk(originals, files, hunk)
+                if not reduced:
+                    continue
+                stop = self.budget.allows(
+                    self.candidate_runs, keep_runs=CONFIRM_RUNS, keep_seconds=self.budget.confirm_seconds
+                )
+                if stop is not None:
+                    self.trace("minimize", f"stopped before trying every hunk: {stop.why}")
+                    return Minimized(files, cut_short=stop.why)
+                trial = candidate.model_copy(update={"files": reduced, "id": candidate.id + "-min"})
+                if self.verify(trial, qa, evidence).ok:
+                    self.trace("minimize", f"dropped a hunk in {hunk.path} at line {hunk.original_lines[0]}")
+                    files = reduced
+                    changed = True
+                    break
+        return Minimized(files)
+
+    def confirm(self, files: Mapping[str, str], candidate: CandidatePatch, evidence: Evidence) -> Confirmation:
+        """The whole suite once on ``files`` (the minimized patch): every F2P passes and no P2P regresses. If it
+        breaks a test and minimization changed the patch, once more on the candidate as verified.
+
+        Runs only before the deadline and within the test-run cap; when it cannot, the patch comes back
+        unconfirmed (``not_run`` says why), never dropped."""
+        attempts = [dict(files)]
+        if dict(files) != candidate.files:
+            attempts.append(dict(candidate.files))
+        targets = [*evidence.f2p_tests, *evidence.p2p_tests]
+        note = ""
+        broken: list[str] = []
+        run = TestRun()
+        for attempt in attempts:
+            stop = self.budget.allows(1)
+            if stop is not None:
+                self.trace("confirm", f"not run: {stop.why}")
+                return Confirmation(attempt, not_run=stop.why, note=note)
+            self.trace("confirm", "running the whole suite on the patched copy")
+            with self.sandbox.patched(attempt):
+                run = self.run(None)
+            broken = not_passing(run, targets)
+            if not broken:
+                return Confirmation(attempt, run, note=note)
+            if len(attempts) > 1 and attempt is attempts[0]:
+                note = f"the minimized patch broke {describe(run, broken[0])} on the whole suite; kept it whole"
+        detail = f"broke a test outside the selected ones on the full suite: {describe(run, broken[0])}"
+        rejected = _verdict(candidate, VerifyStage.FULL, broken, detail, len(attempts))
+        return Confirmation(dict(files), rejected=rejected)
+
+
+def _verdict(
+    candidate: CandidatePatch, stage: VerifyStage, failing: Sequence[str] = (), detail: str = "", runs: int = 0
+) -> Verification:
+    return Verification(
+        candidate_id=candidate.id,
+        ok=stage is VerifyStage.OK,
+        stage=stage,
+        failing_tests=tuple(failing),
+        detail=detail,
+        test_runs=runs,
+    )
+
+
+def not_passing(run: TestRun, nodeids: Sequence[str]) -> list[str]:
+    """Requested tests that did not pass (a QA file path stands for every test in it); no result is no pass."""
+    broken = []
+    for nodeid in nodeids:
+        if nodeid.startswith(QA_TEST_DIR):
+            matched = [r for n, r in run.results.items() if n.startswith(nodeid)]
+            if not matched or any(r.status is not TestStatus.PASSED for r in matched):
+                broken.append(nodeid)
+        else:
+            result = run.results.get(nodeid)
+            if result is None or result.status is not TestStatus.PASSED:
+                broken.append(nodeid)
+    return broken
+
+
+def describe(run: TestRun, nodeid: str) -> str:
+    """The pruned failure fed back to the engine: the test, the exception and its message."""
+    result: TestResult | None = run.results.get(nodeid)
+    if result is None:
+        matched = [r for n, r in run.results.items() if n.startswith(nodeid) and not r.ok]
+        result = matched[0] if matched else None
+    if result is None:
+        why = " (timed out)" if run.timed_out else f" ({run.error.splitlines()[0][:200]})" if run.error else ""
+        return f"{nodeid}: did not run{why}"
+    message = result.message.strip().splitlines()[0][:200] if result.message.strip() else ""
+    return f"{nodeid}: {result.status.value} {result.exc_type} {message}".strip()
