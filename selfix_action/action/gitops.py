@@ -5,6 +5,14 @@ or default branch; never force-push a branch selfix did not create (its tip must
 an existing branch (``commit`` mode) are fast-forward only. Commits are built with a private index
 (``git commit-tree``), so the user's working tree and index are never touched. Every git call is an argument
 list with a timeout; branch names and refs are validated before they reach git.
+
+selfix's own git is not steerable by the checkout: every command runs with the system and global config files
+ignored and with hooks, ``core.fsmonitor``, credential helpers, askpass and ssh commands overridden (command-line
+scope wins over the repository's ``.git/config``). ``take_credentials`` moves the checkout's token
+(``http.<url>.extraheader``, written by actions/checkout) out of ``.git/config`` before any project code runs; it is
+then handed to network commands only, through their environment (not argv, which /proc shows to every uid), and
+put back by ``restore_credentials``. Once taken, ``.git/config`` is compared with its snapshot before every
+command: a change planted meanwhile is undone (and reported) before git reads it.
 """
 
 from __future__ import annotations
@@ -81,10 +89,30 @@ class PushResult:
     pushed: bool  # False when the remote branch already held exactly this fix
 
 
+# Repository config a planted .git/config (or a commit's tests) could use to run code in selfix's git, or to send
+# the credential elsewhere; each is overridden for every command.
+_OVERRIDES: tuple[tuple[str, str], ...] = (
+    ("core.fsmonitor", "false"),
+    ("core.hooksPath", "/dev/null"),
+    ("core.untrackedCache", "false"),
+    ("core.sshCommand", "ssh"),
+    ("core.gitProxy", ""),
+    ("core.askPass", ""),
+    ("core.pager", "cat"),
+    ("credential.helper", ""),
+    ("protocol.ext.allow", "never"),
+    ("diff.external", ""),
+)
+_NETWORK_COMMANDS = frozenset({"fetch", "ls-remote", "push", "pull", "clone"})
+
+
 class Git:
     def __init__(self, repo: Path, *, timeout: float = 120.0, env: Mapping[str, str] | None = None) -> None:
         self.repo = repo.resolve()
         self.timeout = timeout
+        self._credentials: list[tuple[str, str]] = []  # http.<url>.extraheader entries taken from .git/config
+        self._config_snapshot: bytes | None = None
+        self.warnings: list[str] = []
         base = dict(env if env is not None else os.environ)
         # No prompts (a hang is worse than an error); identity for commits made by selfix.
         self._env = {
@@ -97,9 +125,69 @@ class Git:
         }
         self._env.setdefault("PATH", os.defpath)
 
-    def run(self, *args: str, input_text: str | None = None, extra_env: Mapping[str, str] | None = None) -> str:
+    @property
+    def _config_file(self) -> Path | None:
+        config = self.repo / ".git" / "config"
+        return config if (self.repo / ".git").is_dir() and not (self.repo / ".git").is_symlink() else None
+
+    def _config_env(self, network: bool) -> dict[str, str]:
+        """The overrides (and, for network commands, the credential) as command-scope config in the environment."""
         # safe.directory: inside the Docker action the workspace belongs to another uid.
-        argv = ["git", "-c", f"safe.directory={self.repo}", *args]
+        entries = [*_OVERRIDES, ("safe.directory", str(self.repo))]
+        if network:
+            entries += self._credentials
+        env = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_COUNT": str(len(entries))}
+        for index, (key, value) in enumerate(entries):
+            env[f"GIT_CONFIG_KEY_{index}"] = key
+            env[f"GIT_CONFIG_VALUE_{index}"] = value
+        return env
+
+    def _check_config(self) -> None:
+        """Undo any change to .git/config since the credentials were taken, before git reads it."""
+        config = self._config_file
+        if self._config_snapshot is None or config is None:
+            return
+        try:
+            current = config.read_bytes() if not config.is_symlink() else b""
+        except OSError:
+            current = b""
+        if current != self._config_snapshot or config.is_symlink():
+            config.unlink(missing_ok=True)
+            config.write_bytes(self._config_snapshot)
+            self.warnings.append("the workspace .git/config was changed while the project's code ran; restored")
+
+    def take_credentials(self) -> int:
+        """Move the checkout's ``http.<url>.extraheader`` entries out of .git/config (see the module docstring);
+        returns how many. From now on, .git/config is kept as it is now."""
+        if self._config_file is None:
+            return 0
+        try:
+            listing = self.run("config", "--local", "--null", "--get-regexp", r"^http\..*\.extraheader$")
+        except GitError:
+            listing = ""  # exit 1: no such entry
+        entries = []
+        for item in listing.split("\0"):
+            key, _, value = item.partition("\n")
+            if key:
+                entries.append((key, value))
+        for key in dict.fromkeys(k for k, _ in entries):
+            self.run("config", "--local", "--unset-all", key)
+        self._credentials = entries
+        config = self._config_file
+        self._config_snapshot = config.read_bytes() if config is not None and config.is_file() else None
+        return len(entries)
+
+    def restore_credentials(self) -> None:
+        """Put the taken entries back into .git/config, for the workflow's later steps."""
+        self._check_config()
+        self._config_snapshot = None
+        entries, self._credentials = self._credentials, []
+        for key, value in entries:
+            self.run("config", "--local", "--add", key, value)
+
+    def run(self, *args: str, input_text: str | None = None, extra_env: Mapping[str, str] | None = None) -> str:
+        self._check_config()
+        argv = ["git", *args]
         try:
             proc = subprocess.run(
                 argv,
@@ -108,7 +196,7 @@ class Git:
                 capture_output=True,
                 text=True,
                 timeout=self.timeout,
-                env={**self._env, **(extra_env or {})},
+                env={**self._env, **self._config_env(args[0] in _NETWORK_COMMANDS), **(extra_env or {})},
                 check=False,
             )
         except subprocess.TimeoutExpired as exc:

@@ -16,7 +16,8 @@ The layers, each in its own module:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -90,6 +91,23 @@ class ActionSteps:
         self.locator = Locator(settings, self.api, self.git, log)
         self.publisher = Publisher(settings, self.api, self.git, log)
 
+    @contextmanager
+    def credentials_taken(self) -> Iterator[None]:
+        """The checkout's token out of .git/config while this run works (project code runs meanwhile); back
+        afterwards, for the workflow's later steps. A .git/config changed meanwhile is restored and reported."""
+        taken = self.git.take_credentials() if (self.settings.workspace / ".git").is_dir() else 0
+        if taken:
+            self.log.line(f"selfix: holding the checkout's credential outside .git/config ({taken} entry)")
+        try:
+            yield
+        finally:
+            try:
+                self.git.restore_credentials()
+            except SelfixError as exc:
+                self.log.note("::warning::selfix: could not put the checkout's credential back: ", str(exc))
+            for message in self.git.warnings:
+                self.log.note("::warning::selfix: ", message)
+
     def trigger(self) -> tuple[Trigger | Skip, dict[str, Any]]:
         payload = load_payload(self.settings.event_path)
         trigger = parse_event(self.settings, payload)
@@ -147,6 +165,11 @@ def authorized(steps: ActionSteps, trigger: CommentTrigger) -> tuple[bool, str]:
 
 def run_action_steps(steps: ActionSteps) -> ActionOutcome:
     """The full action: trigger -> (authorize) -> locate -> heal -> plan -> publish -> summary."""
+    with steps.credentials_taken():
+        return _run_action(steps)
+
+
+def _run_action(steps: ActionSteps) -> ActionOutcome:
     trigger, payload = steps.trigger()
     if isinstance(trigger, Skip):
         return ActionOutcome("skipped", notes=[trigger.reason])

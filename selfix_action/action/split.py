@@ -105,6 +105,11 @@ def write_bundle(
 
 def heal_to_bundle(steps: ActionSteps, bundle_dir: Path) -> ActionOutcome:
     """``selfix heal``: the action's trigger handling and heal, then a bundle instead of publishing."""
+    with steps.credentials_taken():
+        return _heal_to_bundle(steps, bundle_dir)
+
+
+def _heal_to_bundle(steps: ActionSteps, bundle_dir: Path) -> ActionOutcome:
     trigger, payload = steps.trigger()
     if isinstance(trigger, Skip):
         return ActionOutcome("skipped", notes=[trigger.reason])
@@ -216,6 +221,11 @@ def apply_in_private_index(git: Git, base_sha: str, diff: str) -> tuple[dict[str
 
 def publish_bundle(steps: ActionSteps, root: Path) -> ActionOutcome:
     """``selfix publish BUNDLE``: verify the bundle, then plan and publish exactly as the action does."""
+    with steps.credentials_taken():
+        return _publish_bundle(steps, root)
+
+
+def _publish_bundle(steps: ActionSteps, root: Path) -> ActionOutcome:
     settings = steps.settings
     bundle = load_bundle(root)
     if bundle.repository != settings.repository:

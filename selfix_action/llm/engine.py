@@ -95,7 +95,7 @@ class LLMEngine:
         self.patch_retries = patch_retries
         self.protected_paths = tuple(protected_paths)
         self.trace = trace or _noop_trace
-        self.similar_fixes = similar_fixes  # memory hook: similar past fixes (a later issue fills it)
+        self.similar_fixes = similar_fixes  # memory hook: similar past fixes (selfix_action.learn.hooks)
         self.output_tokens = {**DEFAULT_OUTPUT_TOKENS, **(output_tokens or {})}
         self._tools = tool_specs()
         self._context_evidence: Evidence | None = None

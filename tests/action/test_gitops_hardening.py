@@ -1,0 +1,130 @@
+"""selfix's own git is not steerable by the checkout, and the checkout's token is not in .git/config while
+project code runs (issue: isolation in the Docker action, item 4)."""
+
+from __future__ import annotations
+
+import http.server
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from selfix_action.action.gitops import Git
+from selfix_action.engine.loop import HealResult
+from selfix_action.heal import HealContext
+from tests.action.conftest import Repos, action_env, invoke, synthetic, workflow_run_payload
+from tests.github.fake_github import FakeGitHub
+
+TOKEN_HEADER = "AUTHORIZATION: basic c2VsZml4LXRlc3QtdG9rZW4="
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, timeout=60, check=True).stdout
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q")
+    (root / "a.py").write_text("A = 1\n")
+    git(root, "add", "a.py")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "one")
+    return root
+
+
+def plant_fsmonitor(repo: Path, marker: Path) -> None:
+    hook = repo.parent / "evil.sh"
+    hook.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    hook.chmod(0o755)
+    git(repo, "config", "core.fsmonitor", str(hook))
+
+
+def test_a_planted_fsmonitor_and_hooks_never_run(repo: Path, tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    plant_fsmonitor(repo, marker)
+    hooks = repo / ".git" / "hooks"
+    hooks.mkdir(exist_ok=True)
+    (hooks / "post-checkout").write_text(f"#!/bin/sh\ntouch {marker}\n")
+    (hooks / "post-checkout").chmod(0o755)
+    first = git(repo, "rev-parse", "HEAD").strip()
+    (repo / "a.py").write_text("A = 2\n")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-am", "two")
+    marker.unlink(missing_ok=True)  # the setup's own git ran them; from here on only selfix's does
+
+    ours = Git(repo)
+    assert ours.is_clean()
+    ours.checkout_detached(first)
+    assert not marker.exists()
+
+
+def test_config_planted_after_the_credentials_were_taken_is_undone(repo: Path, tmp_path: Path) -> None:
+    git(repo, "config", "http.https://github.com/.extraheader", TOKEN_HEADER)
+    ours = Git(repo)
+    assert ours.take_credentials() == 1
+    config = (repo / ".git" / "config").read_text()
+    assert "extraheader" not in config and "c2VsZml4" not in config  # project code will not find it here
+    plant_fsmonitor(repo, tmp_path / "ran")  # what setup_command or a test could do in the workspace
+    ours.head()
+    assert (repo / ".git" / "config").read_text() == config
+    assert ours.warnings and "restored" in ours.warnings[0]
+    ours.restore_credentials()
+    assert git(repo, "config", "--get", "http.https://github.com/.extraheader").strip() == TOKEN_HEADER
+
+
+class _Recorder(http.server.BaseHTTPRequestHandler):
+    seen: list[str] = []
+
+    def do_GET(self) -> None:
+        self.seen.append(self.headers.get("Authorization", ""))
+        self.send_response(404)
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        return
+
+
+@pytest.fixture
+def recorder() -> Iterator[tuple[str, list[str]]]:
+    _Recorder.seen = []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/", _Recorder.seen
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_the_taken_credential_still_reaches_the_server_of_network_commands(
+    repo: Path, recorder: tuple[str, list[str]]
+) -> None:
+    base, seen = recorder
+    git(repo, "config", f"http.{base}.extraheader", TOKEN_HEADER)
+    git(repo, "remote", "add", "origin", base + "r.git")
+    ours = Git(repo)
+    assert ours.take_credentials() == 1
+    with pytest.raises(Exception, match="ls-remote"):
+        ours.run("ls-remote", "origin")  # the server answers 404; what matters is what it was sent
+    assert seen and seen[0] == TOKEN_HEADER.split(": ", 1)[1]
+    assert "extraheader" not in (repo / ".git" / "config").read_text()
+
+
+def test_the_action_heals_with_the_token_out_of_git_config(tmp_path: Path, fake: FakeGitHub, repos: Repos) -> None:
+    workspace = repos.workspace
+    git(workspace, "config", "http.https://github.com/.extraheader", TOKEN_HEADER)
+    seen_during_heal: list[str] = []
+    inner = synthetic(True)
+
+    def heal(context: HealContext) -> HealResult:
+        seen_during_heal.append((workspace / ".git" / "config").read_text())
+        return inner(context)
+
+    env = action_env(tmp_path, fake, repos, "workflow_run", workflow_run_payload(repos.feature_sha, "feature/avg"))
+    run = invoke(env, heal)
+    assert run.outputs["status"] == "healed", run.out
+    assert seen_during_heal and "extraheader" not in seen_during_heal[0]
+    assert git(workspace, "config", "--get", "http.https://github.com/.extraheader").strip() == TOKEN_HEADER
