@@ -2,6 +2,13 @@
 
 Each run is one subprocess (see ``process.run_process``) of the project's own test command, with selfix's
 collector plugin loaded to record per-test outcomes, exceptions and (optionally) per-test coverage.
+
+The tests to run are never put on the command line: the test command may name paths of its own
+(``python -m pytest tests/x.py``), which pytest would run beside them, and pytest before 8 refuses positional
+arguments after a ``--`` that follows one (a usage error). The collector plugin reads them from a file named by
+``SELFIX_SELECT`` and makes them the run's only arguments (``config.args``), in every pytest version.
+A run whose tests did not all report (usage or internal error, interrupted collection, no test collected) says
+so in ``TestRun.error``; a test without a result is never taken as passed.
 """
 
 from __future__ import annotations
@@ -28,6 +35,13 @@ from selfix_action.sandbox.process import Limits, ProcessResult, run_process, sa
 
 PLUGIN_DIR = Path(__file__).parent / "plugin"
 _MAX_HANG_RETRIES = 3
+# pytest's exit codes that mean the run could not report on the tests it was given (0: all passed, 1: some failed).
+_PYTEST_TROUBLE = {
+    2: "pytest was interrupted (exit 2: errors during collection)",
+    3: "pytest hit an internal error (exit 3)",
+    4: "pytest refused its arguments (usage error, exit 4)",
+    5: "pytest collected no test (exit 5)",
+}
 
 
 def _copy_ignore(directory: str, names: list[str]) -> set[str]:
@@ -153,7 +167,7 @@ class PytestSandbox:
             handle.write(text)
 
     # -- test runs -----------------------------------------------------------------------------------
-    def _env(self, results_file: Path, coverage: bool) -> dict[str, str]:
+    def _env(self, results_file: Path, coverage: bool, select: Path | None = None) -> dict[str, str]:
         pythonpath = [str(PLUGIN_DIR), str(self.root)]
         if (self.root / "src").is_dir():
             pythonpath.append(str(self.root / "src"))
@@ -164,6 +178,7 @@ class PytestSandbox:
                 "SELFIX_RESULTS": str(results_file),
                 "SELFIX_COVERAGE": "1" if coverage else "0",
                 "SELFIX_ROOT": str(self.root),
+                **({"SELFIX_SELECT": str(select)} if select is not None else {}),
             },
         )
 
@@ -193,10 +208,10 @@ class PytestSandbox:
             finally:
                 self._call_wall = None
 
-    def _run_until_done(
-        self, nodeids: list[str] | None, stop_first: bool, coverage: bool, warm: bool
-    ) -> TestRun:
+    def _run_until_done(self, nodeids: list[str] | None, stop_first: bool, coverage: bool, warm: bool) -> TestRun:
         """Run; if a test hangs, record it as timed out and run the rest without it (bounded)."""
+        if nodeids == []:
+            return TestRun(error="no test was asked for")
         results: dict[str, TestResult] = {}
         coverage_data: dict[str, dict[str, list[int]]] | None = None
         note = ""
@@ -242,6 +257,7 @@ class PytestSandbox:
             returncode=proc.returncode,
             duration=time.monotonic() - started,
             output_tail=tail,
+            error=_run_error(proc),
         )
 
     def _warm_server(self) -> ForkServer | None:
@@ -265,9 +281,17 @@ class PytestSandbox:
                 self._fork_disabled = str(exc)
         return self._fork_server
 
-    def _run_warm(self, args: list[str], results_file: Path, coverage: bool) -> ProcessResult | None:
+    def _run_warm(
+        self,
+        args: list[str],
+        nodeids: list[str] | None,
+        select: Path | None,
+        results_file: Path,
+        coverage: bool,
+        stop_first: bool,
+    ) -> ProcessResult | None:
         """A hot check when the patch allows one, else a fork-per-run warm run; None: run it cold."""
-        hot = self._run_hot(args, results_file, coverage)
+        hot = self._run_hot(args, nodeids, results_file, coverage, stop_first)
         if hot is not None:
             return hot
         server = self._warm_server()
@@ -275,6 +299,8 @@ class PytestSandbox:
             return None
         log = self._tmp / "warm.log"
         env = {"SELFIX_RESULTS": str(results_file), "SELFIX_COVERAGE": "1" if coverage else "0"}
+        if select is not None:
+            env["SELFIX_SELECT"] = str(select)
         started = time.monotonic()
         try:
             code, timed_out = server.run([*self.test_cmd[3:], *args], env, log, self.limits.wall_seconds)
@@ -282,7 +308,7 @@ class PytestSandbox:
             self._fork_server = None
             self._fork_disabled = str(exc)
             return None
-        return worker_result("<warm worker>", args, code, timed_out, log, started)
+        return worker_result("<warm worker>", [*args, *(nodeids or ())], code, timed_out, log, started)
 
     def start_hot_worker(self) -> bool:
         """Start the hot worker now (imports and collection) instead of at the first check; False if it cannot
@@ -324,8 +350,11 @@ class PytestSandbox:
                     self._write(rel, text)
         return self._hot
 
-    def _run_hot(self, args: list[str], results_file: Path, coverage: bool) -> ProcessResult | None:
-        request = self._hot_request(args, results_file, coverage, self._current)
+    def _run_hot(
+        self, args: list[str], nodeids: list[str] | None, results_file: Path, coverage: bool, stop_first: bool
+    ) -> ProcessResult | None:
+        deselect = any(a.startswith("--deselect=") for a in args)
+        request = self._hot_request(nodeids, deselect, stop_first, results_file, coverage, self._current)
         server = self._hot_server() if request is not None else None
         if server is None or request is None:
             return None
@@ -336,7 +365,7 @@ class PytestSandbox:
         except ForkServerUnavailable as exc:
             self._hot, self._hot_disabled = None, str(exc)
             return None
-        return self._hot_result(args, request, code, timed_out, started, self._call_wall)
+        return self._hot_result([*args, *request["nodeids"]], request, code, timed_out, started, self._call_wall)
 
     def _limit_request(self, request: dict, call_wall: float | None, log: Path) -> float:
         """Set a hot request's log, wall limit and (under an adaptive wall limit) CPU limit; the wall limit."""
@@ -360,14 +389,19 @@ class PytestSandbox:
         return worker_result("<hot worker>", args, code, timed_out, Path(request["log"]), started, call_wall)
 
     def _hot_request(
-        self, args: list[str], results_file: Path, coverage: bool, current: Mapping[str, str]
+        self,
+        nodeids: Sequence[str] | None,
+        deselect: bool,
+        stop_first: bool,
+        results_file: Path,
+        coverage: bool,
+        current: Mapping[str, str],
     ) -> dict | None:
         """The hot worker's request for this run with the patch ``current`` in effect, or None when the patch or
         the selection needs a fresh import."""
-        if coverage or "--" not in args or any(a == "--deselect" for a in args):
+        if coverage or deselect or not nodeids:
             return None
-        nodeids = args[args.index("--") + 1 :]
-        if not nodeids or any("::" not in n for n in nodeids):
+        if any("::" not in n for n in nodeids):
             return None  # whole files or directories (QA test files): not among the collected items
         if set(current) - set(self._originals):
             return None  # a new file
@@ -379,42 +413,53 @@ class PytestSandbox:
         return {
             # The worker holds the unpatched project and each check is a fresh fork of it: only changed files.
             "files": {str(self._path(rel)): text for rel, text in wanted.items() if text != self._originals[rel]},
-            "nodeids": nodeids,
-            "stop_first": "-x" in args,
+            "nodeids": list(nodeids),
+            "stop_first": stop_first,
             "results": str(results_file),
         }
 
     @staticmethod
-    def _pytest_args(nodeids: Sequence[str] | None, deselect: Sequence[str], stop_first: bool) -> list[str]:
+    def _pytest_args(deselect: Sequence[str], stop_first: bool) -> list[str]:
+        """The options selfix adds to the test command; the tests themselves go through ``_selection``."""
         args = ["-p", "selfix_collector", "-p", "no:cacheprovider", "-q", "--tb=short", "--color=no"]
         if stop_first:
             args.append("-x")
         for nodeid in deselect:
-            args += ["--deselect", nodeid]
-        if nodeids:
-            args.append("--")
-            args += nodeids
+            args.append(f"--deselect={nodeid}")
         return args
+
+    def _selection(self, nodeids: Sequence[str] | None) -> Path | None:
+        """The file that tells the collector plugin which tests to run (None: the suite as the command has it)."""
+        if nodeids is None:
+            return None
+        path = self._tmp / f"select-{self.runs}.json"
+        path.write_text(json.dumps(list(nodeids)), encoding="utf-8")
+        return path
 
     def _run_once(
         self, nodeids: list[str] | None, deselect: list[str], stop_first: bool, coverage: bool, warm: bool
     ) -> tuple[ProcessResult, list[dict]]:
         results_file = self._tmp / f"results-{self.runs}.jsonl"
-        args = self._pytest_args(nodeids, deselect, stop_first)
+        args = self._pytest_args(deselect, stop_first)
+        select = self._selection(nodeids)
         self.runs += 1
-        proc = self._run_warm(args, results_file, coverage) if warm else None
-        if proc is not None:
-            self.warm_runs += 1
-        else:
-            proc = run_process(
-                [*self.test_cmd, *args],
-                cwd=self.root,
-                env=self._env(results_file, coverage),
-                limits=self.limits,
-                isolation=self.isolation,
-                writable=(self._tmp,),
-                hidden=(self.repo,),
-            )
+        try:
+            proc = self._run_warm(args, nodeids, select, results_file, coverage, stop_first) if warm else None
+            if proc is not None:
+                self.warm_runs += 1
+            else:
+                proc = run_process(
+                    [*self.test_cmd, *args],
+                    cwd=self.root,
+                    env=self._env(results_file, coverage, select),
+                    limits=self.limits,
+                    isolation=self.isolation,
+                    writable=(self._tmp,),
+                    hidden=(self.repo,),
+                )
+        finally:
+            if select is not None:
+                select.unlink(missing_ok=True)
         return proc, self._records(proc, results_file)
 
     def _records(self, proc: ProcessResult, results_file: Path) -> list[dict]:
@@ -449,12 +494,12 @@ class PytestSandbox:
         hot: list[tuple[int, list[str], dict]] = []
         for index, check in enumerate(checks):
             self._remember(check.files)
-            args = self._pytest_args(check.nodeids, (), True)
+            args = self._pytest_args((), True)
             results_file = self._tmp / f"results-{self.runs}-{index}.jsonl"
-            request = self._hot_request(args, results_file, False, check.files)
+            request = self._hot_request(check.nodeids, False, True, results_file, False, check.files)
             if request is not None and not self._current and self._hot_server() is not None:
                 self._limit_request(request, check.wall_seconds, self._tmp / f"hot-{index}.log")
-                hot.append((index, args, request))
+                hot.append((index, [*args, *check.nodeids], request))
         width = max(1, self.parallel_checks)
         for first in range(0, len(hot), width):
             chunk = hot[first : first + width]
@@ -474,7 +519,7 @@ class PytestSandbox:
                 try:
                     records = self._records(proc, Path(request["results"]))
                 except SandboxError as exc:
-                    runs[index] = TestRun(output_tail=str(exc))
+                    runs[index] = TestRun(output_tail=str(exc), error=str(exc))
                     continue
                 results: dict[str, TestResult] = {}
                 self._merge(records, results)
@@ -493,7 +538,7 @@ class PytestSandbox:
                             list(check.nodeids), stop_first=True, warm=True, wall_seconds=check.wall_seconds
                         )
                 except SandboxError as exc:
-                    runs[index] = TestRun(output_tail=str(exc))
+                    runs[index] = TestRun(output_tail=str(exc), error=str(exc))
         return [runs[index] for index in range(len(checks))]
 
     def _merge(self, records: list[dict], results: dict[str, TestResult]) -> str | None:
@@ -536,9 +581,7 @@ class PytestSandbox:
         for frame in frames:
             rel = self._relative(frame["file"])
             if rel is not None:
-                yield Frame(
-                    file=rel, line=frame["line"], function=frame["function"], code=frame.get("code", "")
-                )
+                yield Frame(file=rel, line=frame["line"], function=frame["function"], code=frame.get("code", ""))
 
     def _relative_coverage(
         self, data: dict[str, dict[str, list[int]]], into: dict[str, dict[str, list[int]]] | None
@@ -550,6 +593,15 @@ class PytestSandbox:
                 if rel is not None and not rel.startswith(QA_TEST_DIR + "/"):
                     merged.setdefault(nodeid, {})[rel] = sorted(lines)
         return merged
+
+
+def _run_error(proc: ProcessResult) -> str:
+    """Why pytest could not report on the tests it was given ("" for a run that passed or failed tests, or was cut
+    by a timeout: a test it never reached has no result, and no result never reads as passed)."""
+    if proc.timed_out:
+        return ""
+    trouble = _PYTEST_TROUBLE.get(proc.returncode) if proc.returncode is not None else None
+    return f"{trouble}: {_tail(proc, 8)}" if trouble else ""
 
 
 def _tail(proc: ProcessResult, lines: int) -> str:

@@ -3,6 +3,11 @@
 It must run in whatever environment the project uses, so it needs only the standard library and pytest;
 coverage.py is used when the project's environment has it. Results are appended to a JSON-lines file as
 each test finishes, so a run that is killed for a timeout still tells which tests finished and which one hung.
+
+``SELFIX_SELECT`` names a JSON file listing the tests (node ids or files) to run: they replace the run's
+positional arguments (``config.args``, which collection reads), whatever paths the project's test command names.
+Passing them as arguments instead would run the command's own paths beside them, and pytest before 8 refuses
+positional arguments after ``--`` once the command has given one.
 """
 
 import json
@@ -24,7 +29,19 @@ def _emit(record):
         handle.write(json.dumps(record) + "\n")
 
 
+def _select(config):
+    path = os.environ.get("SELFIX_SELECT", "")
+    if not path:
+        return
+    with open(path, encoding="utf-8") as handle:
+        wanted = json.load(handle)
+    if not isinstance(wanted, list) or not all(isinstance(a, str) for a in wanted):
+        raise ValueError(f"SELFIX_SELECT: {path} does not hold a list of test ids")
+    config.args = list(wanted)
+
+
 def pytest_configure(config):
+    _select(config)
     if not _WANT_COVERAGE:
         return
     try:
@@ -59,9 +76,7 @@ def pytest_runtest_makereport(item, call):
         return
     frames = []
     for entry in traceback.extract_tb(value.__traceback__):
-        frames.append(
-            {"file": entry.filename, "line": entry.lineno, "function": entry.name, "code": entry.line or ""}
-        )
+        frames.append({"file": entry.filename, "line": entry.lineno, "function": entry.name, "code": entry.line or ""})
     message = str(value)
     _state["exc"][item.nodeid] = {
         "exc_type": type(value).__name__,
