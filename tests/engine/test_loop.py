@@ -147,9 +147,7 @@ def test_qa_test_that_passes_drops_the_hypothesis(make_sandbox: Callable[..., Py
         path="test_qa_h1.py", source="from calc import double\n\ndef test_it():\n    assert double(2) == 4\n"
     )
     broken_qa = QATest(path="test_qa_h2.py", source="import no_such_module\n\ndef test_it():\n    pass\n")
-    good_qa = QATest(
-        path="test_qa_h3.py", source="from calc import add\n\ndef test_it():\n    assert add(1, 1) == 2\n"
-    )
+    good_qa = QATest(path="test_qa_h3.py", source="from calc import add\n\ndef test_it():\n    assert add(1, 1) == 2\n")
     engine = ScriptedEngine(
         [hyp("H1", 1), hyp("H2", 2), hyp("H3", 3)],
         {"H1": passing_qa, "H2": broken_qa, "H3": good_qa},
@@ -182,9 +180,7 @@ def test_candidate_that_hangs_costs_only_the_timeout(make_sandbox: Callable[...,
     report = HealingLoop(sandbox, engine).run().report
     assert report.stop_reason is StopReason.HEALED
     rejected = report.hypotheses[0].rejections[0]
-    assert (
-        (rejected.stage is VerifyStage.F2P and "timed out" in rejected.detail) or "Timeout" in rejected.detail
-    )
+    assert (rejected.stage is VerifyStage.F2P and "timed out" in rejected.detail) or "Timeout" in rejected.detail
 
 
 def test_stops_on_candidate_budget(make_sandbox: Callable[..., PytestSandbox]) -> None:

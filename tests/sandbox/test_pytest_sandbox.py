@@ -2,29 +2,36 @@
 
 from __future__ import annotations
 
+import fcntl
+import shutil
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from selfix_action.engine.loop import HealingLoop
 from selfix_action.engine.models import TestStatus
+from selfix_action.engine.report import StopReason
 from selfix_action.errors import SandboxError
+from selfix_action.offline.engine import OfflineEngine
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
 from tests.conftest import write_project
+from tests.engine.test_loop import CALC
 
 PROJECT = {
     "pkg/__init__.py": "",
-    "pkg/core.py": '''
+    "pkg/core.py": """
         def area(w, h):
             return w * h
 
 
         def explode():
             raise ValueError("bad value 42")
-        ''',
-    "tests/test_core.py": '''
+        """,
+    "tests/test_core.py": """
         import os
 
         import pytest
@@ -62,7 +69,7 @@ PROJECT = {
         def test_no_secrets_visible():
             assert "GITHUB_TOKEN" not in os.environ
             assert "ANTHROPIC_API_KEY" not in os.environ
-        ''',
+        """,
 }
 
 
@@ -121,7 +128,8 @@ def test_without_coverage_py_the_run_says_so(tmp_path: Path) -> None:
     repo = write_project(tmp_path / "p", PROJECT)
     # An interpreter where `import coverage` fails, as in a project environment without coverage.py.
     no_coverage = [
-        sys.executable, "-c",
+        sys.executable,
+        "-c",
         "import sys; sys.modules['coverage'] = None; import pytest; sys.exit(pytest.main(sys.argv[1:]))",
     ]
     with PytestSandbox(repo, no_coverage, scratch_parent=tmp_path) as sandbox:
@@ -201,3 +209,116 @@ def test_other_test_commands_run_cold(tmp_path: Path) -> None:
         run = sandbox.run_tests(["tests/test_core.py::test_area"], warm=True)
         assert run.results["tests/test_core.py::test_area"].status is TestStatus.PASSED
         assert sandbox.warm_runs == 0
+
+
+# -- the tests to run, whatever the test command names and whichever pytest ------------------------------------
+PINNED_PYTEST = "7.4.4"  # common in pinned projects: it refuses positional arguments after "--" once one was given
+TWO_TESTS = {
+    "m.py": "X = 1\n",
+    "tests/test_x.py": "def test_a():\n    assert 1 == 2\n\n\ndef test_b():\n    pass\n",
+}
+
+
+def _pinned_pytest_version(python: Path) -> str:
+    if not python.exists():
+        return ""
+    proc = subprocess.run(
+        [str(python), "-c", "import pytest; print(pytest.__version__)"], capture_output=True, text=True, timeout=60
+    )
+    return proc.stdout.strip() if proc.returncode == 0 else ""
+
+
+@pytest.fixture(scope="session")
+def pinned_pytest_python(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """An interpreter with pytest 7.4.4 in a venv made with ``python -m venv`` + pip, once per session (one
+    folder shared by the xdist workers, under a lock). Skipped when pip cannot install it (no package index)."""
+    root = tmp_path_factory.getbasetemp().parent / f"selfix-pytest-{PINNED_PYTEST}"
+    python = root / "bin" / "python"
+    with open(root.with_name(root.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if _pinned_pytest_version(python) != PINNED_PYTEST:
+            shutil.rmtree(root, ignore_errors=True)
+            made = subprocess.run(
+                [sys.executable, "-m", "venv", str(root)], capture_output=True, text=True, timeout=300
+            )
+            if made.returncode != 0:
+                pytest.skip(f"cannot make a venv for pytest {PINNED_PYTEST}: {made.stderr.strip()[-500:]}")
+            install = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--retries", "1"]
+            proc = subprocess.run([*install, f"pytest=={PINNED_PYTEST}"], capture_output=True, text=True, timeout=600)
+            if proc.returncode != 0 or _pinned_pytest_version(python) != PINNED_PYTEST:
+                shutil.rmtree(root, ignore_errors=True)
+                pytest.skip(f"pip could not install pytest {PINNED_PYTEST} (no package index?): {proc.stderr[-500:]}")
+    return str(python)
+
+
+@pytest.fixture(params=["current", PINNED_PYTEST])
+def pytest_python(request: pytest.FixtureRequest) -> str:
+    """The interpreter of the project's tests: this one (the current pytest), or one with pytest 7.4.4."""
+    if request.param == "current":
+        return sys.executable
+    return str(request.getfixturevalue("pinned_pytest_python"))
+
+
+def test_selected_tests_run_alone_with_a_test_path_in_the_command(tmp_path: Path, pytest_python: str) -> None:
+    """``python -m pytest tests/test_x.py``: a run of ``test_b`` runs ``test_b`` only, cold, fork-per-run and hot.
+    The node ids used to follow the command after a ``--``: pytest 7.4 refused that (usage error, exit 4), and
+    newer pytest ran the command's path beside them (with -x, stopping at ``test_a`` before ``test_b`` ran)."""
+    repo = write_project(tmp_path / "p", TWO_TESTS)
+    command = [pytest_python, "-m", "pytest", "tests/test_x.py"]
+    for hot in (False, True):
+        with PytestSandbox(repo, command, scratch_parent=tmp_path, hot=hot) as sandbox:
+            for warm in (False, True):
+                run = sandbox.run_tests(["tests/test_x.py::test_b"], stop_first=True, warm=warm)
+                assert {n: r.status for n, r in run.results.items()} == {"tests/test_x.py::test_b": TestStatus.PASSED}
+                assert run.error == ""
+            assert sandbox.warm_runs == 1 and sandbox.hot_runs == (1 if hot else 0)
+            # A scratch QA test, outside the command's path, runs alone too.
+            qa = {"_selfix_qa/test_q.py": "def test_q():\n    assert 2 + 2 == 5\n"}
+            run = sandbox.run_tests(["_selfix_qa/test_q.py"], extra_test_files=qa)
+            assert {n: r.status for n, r in run.results.items()} == {"_selfix_qa/test_q.py::test_q": TestStatus.FAILED}
+            # The whole suite is still what the command names.
+            assert set(sandbox.run_tests().results) == {"tests/test_x.py::test_a", "tests/test_x.py::test_b"}
+
+
+@pytest.mark.parametrize(
+    ("case", "code"),
+    [("usage-error", 4), ("internal-error", 3), ("collection-error", 2), ("no-test-ran", 5)],
+)
+def test_a_run_pytest_could_not_finish_never_reads_as_passed(
+    tmp_path: Path, pytest_python: str, case: str, code: int
+) -> None:
+    """Asked for ``test_b``, pytest ends with a usage error, an internal error, an interrupted collection or no
+    test at all: ``test_b`` never comes back as passed, and the run (or the sandbox's error) says what happened."""
+    files, options, asked = dict(TWO_TESTS), [], ["tests/test_x.py::test_b"]
+    if case == "usage-error":
+        options = ["--no-such-option"]
+    elif case == "internal-error":
+        files["conftest.py"] = "def pytest_collection_modifyitems(items):\n    raise RuntimeError('boom')\n"
+    elif case == "collection-error":  # pytest runs no test when a module it was given cannot be collected
+        files["tests/test_bad.py"] = "def test_c(:\n    pass\n"
+        asked.append("tests/test_bad.py")
+    else:
+        options = ["-k", "nothing_is_called_this"]
+    repo = write_project(tmp_path / "p", files)
+    with PytestSandbox(repo, [pytest_python, "-m", "pytest", *options], scratch_parent=tmp_path) as sandbox:
+        try:
+            run = sandbox.run_tests(asked)
+        except SandboxError as exc:  # nothing ran at all: the sandbox refuses to make up a result
+            assert f"exit {code}" in str(exc)
+            return
+    assert "tests/test_x.py::test_b" not in run.passing()
+    assert f"exit {code}" in run.error
+
+
+def test_the_loop_heals_with_a_test_path_in_the_command(tmp_path: Path, pytest_python: str) -> None:
+    """``python -m pytest tests/test_calc.py`` under pytest 7.4: the reproduction re-run used to be refused by
+    pytest, its missing results read as "passed", and the real failure reported as probably flaky (exit 3)."""
+    repo = write_project(tmp_path / "p", CALC)
+    command = [pytest_python, "-m", "pytest", "tests/test_calc.py"]
+    with PytestSandbox(repo, command, limits=Limits(wall_seconds=60), scratch_parent=tmp_path) as sandbox:
+        result = HealingLoop(sandbox, OfflineEngine()).run()
+    report = result.report
+    assert report.stop_reason is StopReason.HEALED and report.exit_code == 0
+    assert report.f2p_tests == ("tests/test_calc.py::test_add",) and report.flaky_tests == ()
+    assert result.files is not None and "return a + b" in result.files["calc.py"]
+    assert report.verification == "confirmed on the whole suite"
