@@ -17,6 +17,20 @@ Levels, best first (``detect_isolation`` picks the best one whose probe succeeds
     to host root). The scratch copy is chowned to that uid before each run. As a normal user, bwrap runs
     unprivileged in a user namespace (``--unshare-all``) as that user.
 
+``landlock``
+    No namespace at all, for where they are refused (a Docker container with the default seccomp profile
+    and capabilities, i.e. a GitHub Docker action). ``confine.py`` runs as a launcher before the command:
+    Landlock (read-only system dirs and what the command needs, read-write scratch copy and a private
+    HOME/TMPDIR below it, nothing else; TCP bind/connect denied from ABI 4; abstract unix sockets and signals
+    scoped from ABI 6), a seccomp filter (``socket()`` for AF_UNIX only; ptrace, process_vm_*, pidfd_getfd,
+    io_uring, bpf, perf, keyrings, userfaultfd, mounts, namespaces, setsid/setpgid... refused; foreign
+    architectures killed), and as root a drop to ``sandbox_uid`` with no groups, no capabilities and
+    ``no_new_privs``. Other processes stay visible in ``/proc`` but their ``environ``/memory are out of reach
+    (another uid, and Landlock forbids ptrace-access outside the domain). Path-named unix sockets (the Docker
+    socket) are guarded by the uid and file permissions only. The sandbox uid must be able to reach the
+    interpreter (no mount tricks here): an interpreter below a 0700 dir is refused with a clear error.
+    Ranked after bwrap and before unshare (which has no filesystem boundary at all).
+
 ``unshare``
     util-linux ``unshare``: a network namespace and, where possible, a pid namespace with a fresh ``/proc``.
     No filesystem isolation: the environment allowlist and file permissions are all that protect files.
@@ -67,17 +81,20 @@ _PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
 _HIDDEN_DIRS = ("/root", "/home", "/run", "/github")
 _RUNNER_DIR_VARIABLES = ("RUNNER_TEMP", "GITHUB_WORKSPACE", "RUNNER_WORKSPACE")
 _TMP_VARIABLES = ("TMPDIR", "TEMP", "TMP")
+# The only device files a landlock run may open (read-write); the rest of /dev is out of reach.
+_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty")
 # Wrappers that wait for the command (rather than exec it) and exit 128+N when it dies of signal N.
 _REPORTS_SIGNALS_AS_128 = frozenset({"bwrap-root", "bwrap-user", "unshare-root", "unshare-user"})
 
 
 class IsolationLevel(StrEnum):
     BWRAP = "bwrap"
+    LANDLOCK = "landlock"
     UNSHARE = "unshare"
     NONE = "none"
 
 
-_MODES = frozenset({"auto", "bwrap", "unshare", "none"})
+_MODES = frozenset({"auto", "bwrap", "landlock", "unshare", "none"})
 
 
 @dataclass(frozen=True)
@@ -187,8 +204,62 @@ class Isolation:
         program = _resolve_program(args[0], workdir, env.get("PATH", os.defpath))
         if self.level is IsolationLevel.UNSHARE:
             return [*self._unshare_prefix(), *args]
+        if self.level is IsolationLevel.LANDLOCK:
+            return [*self._landlock_prefix(program, workdir, env, writable, hidden), *args]
         plan = _plan_mounts(self.config, program, workdir, env, writable, hidden)
         return [*self._bwrap_prefix(plan, workdir), *args]
+
+    def _landlock_prefix(
+        self,
+        program: Path,
+        workdir: Path,
+        env: Mapping[str, str],
+        writable: Iterable[str | Path],
+        hidden: Iterable[str | Path],
+    ) -> list[str]:
+        from selfix_action.sandbox.confine import policy_json
+
+        rw = _existing(writable)
+        for path in rw:
+            if path == Path("/") or any(_within(s, path) for s in _SYSTEM_DIRS):
+                raise SandboxError(f"refusing to make {path} writable: it contains the system")
+        overrides: dict[str, str] = {}
+        if rw:
+            base = rw[0]
+            home, tmp = base / ".selfix-home", base / ".selfix-tmp"
+            for path in (home, tmp):
+                path.mkdir(mode=0o700, exist_ok=True)
+            if not any(_within(Path(os.path.realpath(env.get("HOME", "/"))), w) for w in rw):
+                overrides["HOME"] = str(home)
+            for name in _TMP_VARIABLES:
+                overrides[name] = str(tmp)
+        secret = _existing(
+            [
+                *_HIDDEN_DIRS,
+                *_PRIVATE_DIRS,
+                *_home_dirs(env),
+                *(os.environ.get(v) for v in _RUNNER_DIR_VARIABLES),
+                *self.config.hide_paths,
+                *hidden,
+            ]
+        )
+        readable = [*_SYSTEM_DIRS]
+        for path in _existing([*_needed_paths(program, env), *self.config.readable_paths]):
+            if path == Path("/") or any(_within(s, path) for s in secret):
+                continue  # would expose a hidden path (e.g. a python installed directly in $HOME)
+            readable.append(path)
+        if self.uid is not None:
+            for path in (program, *rw):
+                _check_reachable(path, self.uid, self.gid)
+        policy = policy_json(
+            read=[str(p) for p in [*readable, Path("/proc"), Path("/sys")]],
+            write=[str(p) for p in rw],
+            devices=list(_DEVICES),
+            uid=self.uid,
+            gid=self.gid,
+            env=overrides,
+        )
+        return [self.tool, "-I", "-m", "selfix_action.sandbox.confine", policy, "--"]
 
     def _unshare_prefix(self) -> list[str]:
         if self.kind == "unshare-root":
@@ -390,6 +461,29 @@ def _needed_paths(program: Path, env: Mapping[str, str]) -> list[Path]:
     return needed
 
 
+def _check_reachable(program: Path, uid: int, gid: int | None) -> None:
+    """The sandbox uid must be able to walk to the program and its installation: there is no mount namespace
+    to re-expose an interpreter below a 0700 dir (e.g. pyenv in /root) as bwrap does."""
+    for path in {program, Path(os.path.realpath(program))}:
+        for parent in reversed(path.parents):
+            try:
+                info = parent.stat()
+            except OSError:
+                continue
+            if info.st_uid == uid:
+                ok = info.st_mode & stat.S_IXUSR
+            elif info.st_gid == gid:
+                ok = info.st_mode & stat.S_IXGRP
+            else:
+                ok = info.st_mode & stat.S_IXOTH
+            if not ok:
+                mode = f"{stat.S_IMODE(info.st_mode):o}"
+                raise SandboxError(
+                    f"isolation landlock: the sandbox uid {uid} cannot reach {path}: {parent} (mode {mode}) is "
+                    "not searchable by it; install the interpreter/environment outside it, or use bwrap"
+                )
+
+
 def _chown_tree(root: Path, uid: int, gid: int) -> None:
     """chown -R without following links; a hard-linked file (nlink > 1) is skipped, it may be outside."""
     try:
@@ -475,6 +569,8 @@ def _candidates(config: IsolationConfig) -> list[Isolation]:
                     config=config,
                 )
             )
+    if config.mode in ("auto", "landlock"):
+        found += _landlock_candidates(config, root)
     if config.mode in ("auto", "unshare") and unshare:
         no_fs = "no filesystem isolation: files are protected only by their permissions."
         if root:
@@ -528,14 +624,64 @@ def _candidates(config: IsolationConfig) -> list[Isolation]:
     return found
 
 
+def _landlock_candidates(config: IsolationConfig, root: bool) -> list[Isolation]:
+    from selfix_action.sandbox.confine import landlock_abi
+
+    abi = landlock_abi()
+    if abi < 1:
+        return []  # detect_isolation records why
+    weaker = []
+    if abi < 4:
+        weaker.append(f"Landlock ABI {abi} < 4: TCP is denied by the seccomp filter only.")
+    if abi < 6:
+        weaker.append(f"Landlock ABI {abi} < 6: no signal/abstract-socket scoping (the uid still separates).")
+    weaker.append("No pid namespace: other processes are visible in /proc (not their environment or memory).")
+    if root:
+        return [
+            Isolation(
+                level=IsolationLevel.LANDLOCK,
+                mechanism=f"Landlock ABI {abi} + seccomp, command dropped to uid {config.sandbox_uid}",
+                kind="landlock-root",
+                tool=sys.executable,
+                uid=config.sandbox_uid,
+                gid=config.sandbox_gid,
+                nproc_enforced=True,
+                warnings=tuple(weaker),
+                config=config,
+            )
+        ]
+    return [
+        Isolation(
+            level=IsolationLevel.LANDLOCK,
+            mechanism=f"Landlock ABI {abi} + seccomp, as this user",
+            kind="landlock-user",
+            tool=sys.executable,
+            nproc_enforced=True,
+            warnings=tuple(weaker),
+            config=config,
+        )
+    ]
+
+
 def _probe(candidate: Isolation) -> str | None:
     """Run a trivial command through the candidate; None if it works, else why not.
 
     The command checks from inside that it really is in another network (and pid) namespace and runs as
     the expected uid, so a wrapper that silently does less than promised is not used.
     """
-    checks = [f'[ "$(readlink /proc/self/ns/net)" != "{os.readlink("/proc/self/ns/net")}" ] || exit 3']
-    if candidate.kind not in ("unshare-root-net", "unshare-user-net"):
+    if candidate.level is IsolationLevel.LANDLOCK:
+        # No namespaces to check: the confinement itself, seen from inside (no_new_privs, a seccomp
+        # filter, no capability, and / unreadable).
+        checks = [
+            "grep -q '^NoNewPrivs:[[:space:]]*1' /proc/self/status || exit 6",
+            "grep -q '^Seccomp:[[:space:]]*2' /proc/self/status || exit 7",
+            "grep -q '^CapEff:[[:space:]]*0*$' /proc/self/status || exit 8",
+            "! ls / >/dev/null 2>&1 || exit 9",
+        ]
+    else:
+        checks = [f'[ "$(readlink /proc/self/ns/net)" != "{os.readlink("/proc/self/ns/net")}" ] || exit 3']
+    namespaced = candidate.level is not IsolationLevel.LANDLOCK
+    if namespaced and candidate.kind not in ("unshare-root-net", "unshare-user-net"):
         checks.append(f'[ "$(readlink /proc/self/ns/pid)" != "{os.readlink("/proc/self/ns/pid")}" ] || exit 4')
     if candidate.uid is not None:
         checks.append(f'[ "$(id -u)" = "{candidate.uid}" ] || exit 5')
@@ -561,7 +707,15 @@ def _probe(candidate: Isolation) -> str | None:
     if done.returncode == 0:
         return None
     detail = done.stderr.decode("utf-8", errors="replace").strip().splitlines()
-    what = {3: "still in the host network namespace", 4: "still in the host pid namespace", 5: "wrong uid"}
+    what = {
+        3: "still in the host network namespace",
+        4: "still in the host pid namespace",
+        5: "wrong uid",
+        6: "no_new_privs not set",
+        7: "no seccomp filter",
+        8: "capabilities left",
+        9: "the filesystem is not confined",
+    }
     reason = what.get(done.returncode) or (detail[-1] if detail else f"exit {done.returncode}")
     return f"{candidate.kind}: {reason}"
 
@@ -585,6 +739,11 @@ def detect_isolation(config: IsolationConfig | None = None) -> Isolation:
         fallbacks.append("bwrap: not installed")
     if config.mode in ("auto", "bwrap") and os.geteuid() == 0 and shutil.which("bwrap") and not shutil.which("setpriv"):
         fallbacks.append("bwrap: setpriv (util-linux) not installed, needed to drop root")
+    if config.mode in ("auto", "landlock"):
+        from selfix_action.sandbox.confine import landlock_abi
+
+        if landlock_abi() < 1:
+            fallbacks.append("landlock: not available (kernel without Landlock, disabled, or refused by seccomp)")
     if config.mode in ("auto", "unshare") and not shutil.which("unshare"):
         fallbacks.append("unshare: not installed")
     for candidate in _candidates(config):
@@ -600,7 +759,9 @@ def detect_isolation(config: IsolationConfig | None = None) -> Isolation:
     if config.mode != "auto":
         raise SandboxError(f"isolation mode {config.mode!r} is not available here: {'; '.join(fallbacks)}")
     if config.require_isolation:
-        raise SandboxError("require_isolation is set but neither bwrap nor unshare works here: " + "; ".join(fallbacks))
-    chosen = no_isolation("neither bwrap nor unshare works here", fallbacks)
+        raise SandboxError(
+            "require_isolation is set but none of bwrap, landlock, unshare works here: " + "; ".join(fallbacks)
+        )
+    chosen = no_isolation("none of bwrap, landlock, unshare works here", fallbacks)
     log.warning("%s", chosen.summary())
     return chosen

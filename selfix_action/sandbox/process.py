@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from selfix_action.errors import SandboxError
-from selfix_action.sandbox.isolation import Isolation
+from selfix_action.sandbox.isolation import Isolation, IsolationLevel
 
 __all__ = [
     "SAFE_ENV_NAMES",
@@ -268,10 +268,31 @@ class _Capture:
         return text
 
 
-def _kill_group(pgid: int) -> None:
+def _kill_group(pgid: int, session: bool = False) -> None:
     # Only called while the leader is unreaped (running or a zombie), so pgid cannot have been reused.
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
+    if session:
+        _kill_session(pgid)
+
+
+def _kill_session(sid: int) -> None:
+    """SIGKILL every process of session ``sid`` (the leader's own, so only its descendants can be in it).
+
+    At the landlock level there is no pid namespace to take everything down, and setpgid() is allowed (the
+    warm worker needs it) but setsid() is not: a descendant that left the group is still in the session.
+    """
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 3 and int(fields[3]) == sid:  # state ppid pgrp session
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(int(entry.name), signal.SIGKILL)
 
 
 def _has_exited(pid: int) -> bool:
@@ -295,7 +316,7 @@ _STDIN = object()  # selector tag for the stdin pipe
 
 
 def _communicate(
-    proc: subprocess.Popen[bytes], stdin_data: bytes, limits: Limits, deadline: float
+    proc: subprocess.Popen[bytes], stdin_data: bytes, limits: Limits, deadline: float, session: bool = False
 ) -> tuple[_Capture, _Capture, bool]:
     """Feed stdin and drain stdout/stderr until the process exits (or times out) and the pipes close.
 
@@ -333,7 +354,7 @@ def _communicate(
                 if exited:
                     # Normal exit or not, take the whole group down: leftover background processes would
                     # keep running in CI and keep our pipes open.
-                    _kill_group(proc.pid)
+                    _kill_group(proc.pid, session)
                     drain_until = now + _DRAIN_GRACE_SECONDS
                     for key in list(sel.get_map().values()):
                         if key.data is _PIDFD or key.data is _STDIN:
@@ -444,13 +465,14 @@ def run_process(
         raise SandboxError(f"could not start {args[0]}: {exc}") from exc
 
     timed_out = False
+    session = isolation is not None and isolation.level is IsolationLevel.LANDLOCK
     try:
         out, err, timed_out = _communicate(
-            proc, (stdin_data or "").encode("utf-8"), limits, start + limits.wall_seconds
+            proc, (stdin_data or "").encode("utf-8"), limits, start + limits.wall_seconds, session
         )
     finally:
         # Also on KeyboardInterrupt or a bug above: never leave project processes running.
-        _kill_group(proc.pid)
+        _kill_group(proc.pid, session)
         for stream in (proc.stdin, proc.stdout, proc.stderr):
             if stream is not None:
                 with contextlib.suppress(OSError):

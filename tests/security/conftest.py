@@ -4,20 +4,29 @@ Convention for a hostile test written into a project: it PASSES only if its atta
 test asserts that it FAILED, with the exception the sandbox is expected to cause, and that the canary test
 after it still ran and passed (the run went on).
 
-Tests that need a given isolation level call ``need_level`` and are skipped with the reason (what was tried
-and why it failed) when this machine does not provide it: they never pass silently without it.
+Every test that takes the ``isolation`` fixture (directly or through ``run_attack``) runs twice: at the best
+level this machine has (``best``: bwrap here) and at the namespace-free ``landlock`` level that the GitHub
+Docker action falls back to. Tests that need a given isolation level call ``need_level`` and are skipped with
+the reason (what was tried and why it failed) when this machine does not provide it: they never pass
+silently without it. Project commands use ``python_for(isolation)``, not ``sys.executable``: see there.
 """
 
 from __future__ import annotations
 
+import functools
 import os
+import shutil
+import subprocess
 import sys
+import sysconfig
+import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
 
 from selfix_action.engine.models import TestRun, TestStatus
+from selfix_action.errors import SandboxError
 from selfix_action.sandbox.isolation import Isolation, IsolationConfig, IsolationLevel, detect_isolation
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
@@ -34,13 +43,76 @@ FAKE_CHECKOUT_TOKEN = "eC1hY2Nlc3MtdG9rZW46Z2hzX3NlbGZpeEZBS0VjaGVja291dA=="
 FAKE_CREDENTIAL = "ghp_selfixFAKEcredentialFILE0123456789"
 ALL_FAKE_SECRETS = (FAKE_GITHUB_TOKEN, FAKE_API_KEY, FAKE_CHECKOUT_TOKEN, FAKE_CREDENTIAL)
 
-_LEVEL_RANK = {IsolationLevel.NONE: 0, IsolationLevel.UNSHARE: 1, IsolationLevel.BWRAP: 2}
+# Landlock hides files and processes and cuts the network as bwrap does, by other means (see SECURITY.md).
+_LEVEL_RANK = {IsolationLevel.NONE: 0, IsolationLevel.UNSHARE: 1, IsolationLevel.LANDLOCK: 2, IsolationLevel.BWRAP: 2}
 
 
-@pytest.fixture(scope="session")
-def isolation() -> Isolation:
-    # SELFIX_TEST_ISOLATION=unshare|none runs the suite at a weaker level than the best one available.
-    return detect_isolation(IsolationConfig(mode=os.environ.get("SELFIX_TEST_ISOLATION", "auto")))
+@pytest.fixture(scope="session", params=["best", "landlock"])
+def isolation(request: pytest.FixtureRequest) -> Isolation:
+    # SELFIX_TEST_ISOLATION=unshare|none runs the "best" half of the suite at a weaker level.
+    if request.param == "landlock":
+        try:
+            return detect_isolation(IsolationConfig(mode="landlock"))
+        except SandboxError as exc:
+            pytest.skip(f"isolation level landlock is not available on this machine: {exc}")
+    best = detect_isolation(IsolationConfig(mode=os.environ.get("SELFIX_TEST_ISOLATION", "auto")))
+    if best.level is IsolationLevel.LANDLOCK:
+        pytest.skip("the best level here is landlock, which the [landlock] half of the suite runs")
+    return best
+
+
+def traversable(path: Path) -> Path:
+    """Let other uids walk (not list) down to ``path``: pytest makes its temp dirs 0700 and the landlock
+    level, with no mount namespace, needs the sandbox uid to reach the scratch copy by its real path."""
+    for folder in [path, *path.parents]:
+        if folder == Path(tempfile.gettempdir()) or folder == Path("/"):
+            break
+        if folder.is_dir() and folder.stat().st_uid == os.geteuid():
+            folder.chmod(folder.stat().st_mode | 0o111)
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _traversable_tmp(request: pytest.FixtureRequest) -> None:
+    if "tmp_path" in request.fixturenames:
+        traversable(request.getfixturevalue("tmp_path"))
+
+
+def python_for(isolation: Isolation) -> str:
+    """An interpreter (with this venv's packages) that the isolation's command can run.
+
+    At landlock as root the command runs as the sandbox uid with no mount namespace, so the interpreter
+    must be reachable by that uid. When selfix's own is not (pyenv under a 0700 /root, as on the dev box),
+    a venv of the system python with this venv's site-packages stands in. The field's interpreter lives
+    in the image (``/usr/local``) and needs nothing of this.
+    """
+    if isolation.level is not IsolationLevel.LANDLOCK or isolation.uid is None:
+        return sys.executable
+    return _reachable_python(isolation.uid, isolation.gid)
+
+
+@functools.cache
+def _reachable_python(uid: int, gid: int | None) -> str:
+    from selfix_action.sandbox import isolation as iso_mod
+
+    try:
+        iso_mod._check_reachable(Path(sys.executable), uid, gid)
+        return sys.executable
+    except SandboxError:
+        pass
+    base = shutil.which(f"python{sys.version_info[0]}.{sys.version_info[1]}", path="/usr/bin:/usr/local/bin")
+    if base is None:
+        pytest.skip("no system python of this version to run the landlock level with (selfix's is unreachable)")
+    folder = Path(tempfile.mkdtemp(prefix="selfix-test-python-", dir="/var/tmp"))
+    folder.chmod(0o755)
+    subprocess.run([base, "-m", "venv", "--without-pip", str(folder / "venv")], check=True, timeout=120)
+    site = Path(sysconfig.get_paths()["purelib"])
+    target = folder / "venv" / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
+    (target / "selfix-test.pth").write_text(f"import site; site.addsitedir({str(site)!r})\n", encoding="utf-8")
+    import atexit
+
+    atexit.register(shutil.rmtree, folder, True)
+    return str(folder / "venv" / "bin" / "python")
 
 
 def need_level(isolation: Isolation, level: IsolationLevel, what: str) -> None:
@@ -94,7 +166,7 @@ def run_attack(tmp_path: Path, isolation: Isolation) -> Iterator[RunAttack]:
             prepare(repo)
         sandbox = PytestSandbox(
             repo,
-            [sys.executable, "-m", "pytest"],
+            [python_for(use_isolation or isolation), "-m", "pytest"],
             limits=limits or Limits(wall_seconds=60),
             env_source=env_source,
             scratch_parent=tmp_path,

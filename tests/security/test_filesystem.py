@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 import textwrap
 from pathlib import Path
 
@@ -12,7 +11,7 @@ import pytest
 from selfix_action.sandbox.isolation import Isolation, IsolationLevel
 from selfix_action.sandbox.process import Limits, run_process, sandbox_env
 from tests.conftest import REPO_ROOT
-from tests.security.conftest import RunAttack, assert_blocked, need_level
+from tests.security.conftest import RunAttack, assert_blocked, need_level, python_for
 
 WRITE_ALL = """
 import json, os
@@ -120,7 +119,7 @@ def test_the_scratch_copy_and_a_private_tmp_stay_writable(
         print(os.getuid())
     """
     result = run_process(
-        [sys.executable, "-c", textwrap.dedent(code)],
+        [python_for(isolation), "-c", textwrap.dedent(code)],
         cwd=scratch,
         env=env,
         limits=Limits(wall_seconds=60),

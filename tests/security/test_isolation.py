@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from selfix_action.errors import SandboxError
+from selfix_action.sandbox import confine as confine_mod
 from selfix_action.sandbox import isolation as iso_mod
 from selfix_action.sandbox.isolation import Isolation, IsolationConfig, IsolationLevel, detect_isolation
 from selfix_action.sandbox.process import Limits, run_process, sandbox_env
@@ -29,7 +30,7 @@ BWRAP_ROOT = Isolation(
 
 def test_the_level_detected_here_is_reported(isolation: Isolation) -> None:
     report = isolation.report()
-    assert report["level"] in {"bwrap", "unshare", "none"}
+    assert report["level"] in {"bwrap", "landlock", "unshare", "none"}
     assert isolation.summary()
     print(f"\nisolation on this machine: {isolation.summary()} {report}")  # visible with -s / -rA
 
@@ -48,6 +49,7 @@ def _which_without(*missing: str, fake: dict[str, str] | None = None):  # type: 
 
 
 def test_without_any_tool_the_level_is_none_with_a_loud_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(confine_mod, "landlock_abi", lambda: 0)  # a kernel without Landlock
     monkeypatch.setattr(iso_mod.shutil, "which", _which_without("bwrap", "unshare"))
     found = detect_isolation(IsolationConfig())
     assert found.level is IsolationLevel.NONE
@@ -57,6 +59,7 @@ def test_without_any_tool_the_level_is_none_with_a_loud_warning(monkeypatch: pyt
 
 
 def test_require_isolation_refuses_to_run_without_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(confine_mod, "landlock_abi", lambda: 0)  # a kernel without Landlock
     monkeypatch.setattr(iso_mod.shutil, "which", _which_without("bwrap", "unshare"))
     with pytest.raises(SandboxError, match="require_isolation"):
         detect_isolation(IsolationConfig(require_isolation=True))
@@ -67,6 +70,7 @@ def test_require_isolation_refuses_to_run_without_it(monkeypatch: pytest.MonkeyP
 def test_a_bwrap_that_fails_its_probe_is_not_used_and_the_reason_is_reported(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
+    monkeypatch.setattr(confine_mod, "landlock_abi", lambda: 0)  # a kernel without Landlock
     # What bwrap says in a Docker container with the default seccomp profile.
     fake = tmp_path / "bwrap"
     fake.write_text("#!/bin/sh\necho 'bwrap: Creating new namespace failed: Operation not permitted' >&2\nexit 1\n")
@@ -80,6 +84,7 @@ def test_a_bwrap_that_fails_its_probe_is_not_used_and_the_reason_is_reported(
 def test_a_wrapper_that_does_not_isolate_is_caught_by_the_probe(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
+    monkeypatch.setattr(confine_mod, "landlock_abi", lambda: 0)  # a kernel without Landlock
     # A "bwrap" that just runs the command: the probe sees the host's network namespace and refuses it.
     fake = tmp_path / "bwrap"
     fake.write_text('#!/bin/sh\nwhile [ "$1" != "--" ]; do shift; done; shift\nexec "$@"\n')

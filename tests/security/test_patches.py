@@ -7,7 +7,6 @@ runs with it, the file stays as it was, and the loop goes on to heal with the ho
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +21,7 @@ from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
 from tests.conftest import write_project
 from tests.engine.test_loop import CALC, FIXED, ScriptedEngine, hyp
+from tests.security.conftest import python_for, traversable
 
 WORKFLOW = "on: push\njobs: {}\n"
 PROJECT = {
@@ -82,13 +82,13 @@ def _maybe_read(read: Callable[[str], str], path: str) -> str | None:
 @pytest.fixture(scope="module")
 def outcome(isolation: Isolation, tmp_path_factory: pytest.TempPathFactory) -> _Outcome:
     """One healing loop over all hostile candidates in turn, then the honest one (one loop keeps it fast)."""
-    tmp_path = tmp_path_factory.mktemp("patches")
+    tmp_path = traversable(tmp_path_factory.mktemp("patches"))
     repo = write_project(tmp_path / "repo", PROJECT)
     before = {path: _maybe_read(lambda p: (repo / p).read_text(), path) for files in HOSTILE.values() for path in files}
     names = sorted(HOSTILE)
     with PytestSandbox(
         repo,
-        [sys.executable, "-m", "pytest"],
+        [python_for(isolation), "-m", "pytest"],
         limits=Limits(wall_seconds=60),
         scratch_parent=tmp_path,
         isolation=isolation,
