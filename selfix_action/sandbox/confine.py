@@ -35,13 +35,50 @@ import ctypes
 import errno
 import json
 import os
-import platform
 import stat
 import sys
 from collections.abc import Mapping, Sequence
+from types import ModuleType
 from typing import Any
 
-import pyseccomp as seccomp  # imported before the confinement, which may hide its own files
+
+def _import_pyseccomp() -> ModuleType:
+    """``import pyseccomp``, without its two ``ctypes.util.find_library`` calls: each runs ``ldconfig -p`` (and
+    more) in a subprocess, ~90 ms of every test run. The libraries are opened by soname, as dlopen finds them;
+    a miss falls back to the real lookup."""
+    import ctypes
+
+    sonames = {"c": "libc.so.6", "seccomp": "libseccomp.so.2"}
+
+    def find_library(name: str) -> str | None:
+        soname = sonames.get(name)
+        if soname is not None:
+            try:
+                ctypes.CDLL(soname)
+                return soname
+            except OSError:
+                pass
+        import ctypes.util as real
+
+        return real.find_library(name)
+
+    stub = ModuleType("ctypes.util")
+    stub.find_library = find_library  # type: ignore[attr-defined]
+    had = sys.modules.get("ctypes.util")
+    sys.modules["ctypes.util"] = stub
+    ctypes.util = stub  # type: ignore[attr-defined]
+    try:
+        import pyseccomp
+    finally:
+        if had is None:
+            del sys.modules["ctypes.util"]
+            del ctypes.util  # type: ignore[attr-defined]
+        else:
+            sys.modules["ctypes.util"] = ctypes.util = had  # type: ignore[attr-defined]
+    return pyseccomp
+
+
+seccomp = _import_pyseccomp()  # imported before the confinement, which may hide its own files
 
 __all__ = ["CONFINE_FAILED", "landlock_abi", "main", "policy_json"]
 
@@ -51,7 +88,7 @@ CONFINE_FAILED = 125  # exit status when the confinement could not be applied (t
 _SYS_LANDLOCK_CREATE_RULESET = 444
 _SYS_LANDLOCK_ADD_RULE = 445
 _SYS_LANDLOCK_RESTRICT_SELF = 446
-_SYS_CAPSET = {"x86_64": 126, "aarch64": 91}.get(platform.machine(), -1)
+_SYS_CAPSET = {"x86_64": 126, "aarch64": 91}.get(os.uname().machine, -1)
 _LANDLOCK_CREATE_RULESET_VERSION = 1
 _LANDLOCK_RULE_PATH_BENEATH = 1
 
