@@ -274,19 +274,21 @@ class Verifier:
         while True:
             batch: list[CandidatePatch] = []
             stop: Stop | None = None
-            exhausted = True
-            for candidate in pending:
-                key = program_key(candidate.files, candidate.normalized)
-                if key in seen:
-                    continue  # the same program again: its verdict is known
+            exhausted = False
+            while len(batch) < width:
+                # Asked before the engine is: a candidate can cost a model call.
                 stop = self.budget.may_take(len(batch), self.candidate_runs)
                 if stop is not None:
                     break  # verify what was already taken, then stop
+                candidate = next(pending, None)
+                if candidate is None:
+                    exhausted = True
+                    break
+                key = program_key(candidate.files, candidate.normalized)
+                if key in seen:
+                    continue  # the same program again: its verdict is known
                 seen.add(key)
                 batch.append(candidate)
-                if len(batch) >= width:
-                    exhausted = False
-                    break
             if batch:
                 with self.budget.timed("verify"):
                     verdicts = self._verify_many(batch, qa, evidence)

@@ -175,11 +175,18 @@ def test_the_baseline_measures_what_a_confirmation_is_given() -> None:
 def test_verified_ends_with_the_stop_when_the_budget_ends_it() -> None:
     sandbox = ScriptedSandbox(_statuses)
     verifier = Verifier(sandbox, LoopConfig(max_candidates=2))
-    candidates = [_candidate(ORIGINAL.replace("return 0", f"return {n}"), n) for n in (1, 2, 3)]
-    items = list(verifier.verified(candidates, None, EVIDENCE, set()))
+    asked: list[int] = []
+
+    def candidates() -> Iterator[CandidatePatch]:  # an engine whose every candidate may cost a model call
+        for n in (1, 2, 3):
+            asked.append(n)
+            yield _candidate(ORIGINAL.replace("return 0", f"return {n}"), n)
+
+    items = list(verifier.verified(candidates(), None, EVIDENCE, set()))
     assert [type(item).__name__ for item in items] == ["tuple", "tuple", "Stop"]
     assert items[-1] == Stop(StopReason.CANDIDATE_BUDGET)
     assert verifier.budget.candidates_tried == 2
+    assert asked == [1, 2]  # the engine is not asked for a candidate the budget cannot take
 
 
 def test_the_same_program_is_verified_once() -> None:
