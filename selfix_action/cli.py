@@ -68,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     box.add_argument(
         "--isolation",
         default="auto",
-        choices=["auto", "bwrap", "unshare", "none"],
+        choices=["auto", "bwrap", "landlock", "unshare", "none"],
         help="how test runs are isolated (auto: the best that works here)",
     )
     box.add_argument("--require-isolation", action="store_true", help="refuse to run without isolation")

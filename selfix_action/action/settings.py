@@ -20,7 +20,7 @@ from selfix_action.errors import InputError
 
 DEFAULT_CONFIG_FILE = ".github/selfix.yml"
 # How test runs are isolated (selfix_action.sandbox.isolation.IsolationConfig.mode): auto takes the best that works.
-IsolationMode = Literal["auto", "bwrap", "unshare", "none"]
+IsolationMode = Literal["auto", "bwrap", "landlock", "unshare", "none"]
 MAX_CONFIG_BYTES = 256 * 1024
 DEFAULT_MEMORY_PATH = ".selfix/memory.db"
 # memory_path values that turn the memory of past fixes off
@@ -76,7 +76,9 @@ class FileConfig(BaseModel):
     protected_paths: tuple[str, ...] | None = Field(None, description="globs selfix never edits")
     labels: tuple[str, ...] | None = None
     draft: bool | None = None
-    isolation: IsolationMode | None = Field(None, description="auto (best that works), bwrap, unshare or none")
+    isolation: IsolationMode | None = Field(
+        None, description="auto (best that works), bwrap, landlock, unshare or none"
+    )
     require_isolation: bool | None = Field(None, description="refuse to run the project's tests unisolated")
     memory_path: str | None = Field(
         None, description="SQLite memory of past fixes, relative to the workspace ('none' turns it off)"
