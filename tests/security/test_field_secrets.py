@@ -125,8 +125,8 @@ def test_connecting_to_a_docker_socket_stand_in_fails(
 
 
 def test_abstract_unix_socket_outside_the_sandbox_is_unreachable(run_attack: RunAttack, isolation: Isolation) -> None:
-    # bwrap: abstract sockets belong to the network namespace; landlock: scoped to the domain (ABI >= 6).
-    need_level(isolation, IsolationLevel.BWRAP, "network isolation")
+    # bwrap/unshare: abstract sockets belong to the network namespace; landlock: scoped to the domain (ABI >= 6).
+    need_level(isolation, IsolationLevel.UNSHARE, "network isolation")
     if isolation.level is IsolationLevel.LANDLOCK and "ABI" in isolation.mechanism:
         abi = int(isolation.mechanism.split("ABI ", 1)[1].split()[0])
         if abi < 6:
