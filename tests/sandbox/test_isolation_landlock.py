@@ -283,3 +283,12 @@ def test_an_interpreter_the_sandbox_uid_cannot_reach_is_a_clear_error(landlock: 
     hidden.chmod(0o700)
     with pytest.raises(SandboxError, match="cannot reach"):
         landlock.wrap([str(tool)], cwd=tmp_path, env={"PATH": "/usr/bin"}, writable=[])
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the x32 ABI of x86_64")
+def test_an_x32_syscall_kills_the_process(landlock: Isolation, scratch: Path) -> None:
+    code = "import ctypes; print(ctypes.CDLL(None).syscall(0x40000000 | 39))"  # getpid, x32 numbering
+    control = run_process([PY, "-c", code], cwd=scratch, env=sandbox_env(os.environ))
+    assert control.returncode == 0  # unconfined: ENOSYS (no x32 here) or the pid, never a kill
+    result = run(landlock, scratch, code)
+    assert result.returncode == -signal.SIGSYS, (result.returncode, result.stdout, result.stderr)
