@@ -122,9 +122,12 @@ def run_fix(options: FixOptions, out: TextIO | None = None, err: TextIO | None =
     print(f"selfix: {report.stop_reason.value}: {report.explanation}", file=out)
     if report.patch is not None and outcome.paths.patch is not None:
         print(f"\n{report.patch.diff}", file=out)
-        if options.apply and outcome.result.files is not None:
+        if options.apply and outcome.healed and outcome.result.files is not None:
             apply_to_tree(request.repo, outcome.result.files, outcome.result.originals)
             print(f"selfix: applied the patch to {', '.join(report.patch.files)}", file=out)
+        elif options.apply:
+            # An unconfirmed patch (verified on the selected tests, never on the whole suite) is not applied.
+            print(f"selfix: not applied ({report.verification}); see {outcome.paths.patch}", file=out)
         else:
             print(f"selfix: patch written to {outcome.paths.patch} (apply with `git apply` or --apply)", file=out)
     if report.usage.get("calls"):

@@ -17,7 +17,7 @@ only ``HEALED`` (exit 0) means the whole suite passed on the patch.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from selfix_action.engine.config import LoopConfig
@@ -211,17 +211,6 @@ class HealingLoop:
     @property
     def candidates_tried(self) -> int:
         return self.budget.candidates_tried
-
-    @property
-    def baseline_seconds(self) -> dict[str, float]:
-        return self.verifier.baseline_seconds
-
-    @baseline_seconds.setter
-    def baseline_seconds(self, seconds: Mapping[str, float]) -> None:
-        self.verifier.baseline_seconds = dict(seconds)
-
-    def _candidate_wall(self, tests: Sequence[str]) -> float | None:
-        return self.verifier.candidate_wall(tests)
 
     # -- steps ---------------------------------------------------------------------------------------
     def _expose(self, hypothesis: Hypothesis, evidence: Evidence) -> Exposure | Stop:

@@ -9,7 +9,7 @@ from typing import Any
 from selfix_action import __version__
 from selfix_action.engine.fingerprint import FailureSignature, failure_signature
 from selfix_action.engine.models import Evidence
-from selfix_action.engine.report import HealReport
+from selfix_action.engine.report import HealReport, StopReason
 from selfix_action.learn.memory import Memory
 from selfix_action.learn.runs import summarize
 from selfix_action.learn.trace_schema import TraceError, TraceHeader, read_trace
@@ -27,7 +27,7 @@ def outcome_fields(report: HealReport) -> dict[str, Any]:
     signatures = [failure_signature(f) for f in report.failures[:10]]
     return {
         "stop_reason": report.stop_reason.value,
-        "healed": report.patch is not None,
+        "healed": report.stop_reason is StopReason.HEALED,  # an unconfirmed patch is not a heal
         "exit_code": report.exit_code,
         "candidates_tried": report.candidates_tried,
         "test_runs": report.test_runs,

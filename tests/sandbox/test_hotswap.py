@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from selfix_action.bench.tasks import load_task, materialize
-from selfix_action.engine.loop import HealingLoop, LoopConfig
+from selfix_action.engine.config import LoopConfig
 from selfix_action.engine.models import CandidateCheck, TestStatus
+from selfix_action.engine.verify import Verifier
 from selfix_action.errors import InputError
-from selfix_action.offline.engine import OfflineEngine
 from selfix_action.sandbox.hotswap import skeleton
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
@@ -69,16 +69,15 @@ def test_adaptive_limit_cuts_a_runaway_candidate_near_it_not_at_the_global_limit
     assert ok.results[F2P].status is TestStatus.PASSED  # a normal candidate is unaffected
 
 
-def test_loop_adaptive_limit_is_a_multiple_of_the_baseline_with_a_floor() -> None:
-    loop = HealingLoop(object(), OfflineEngine(), LoopConfig())  # type: ignore[arg-type]
-    assert loop._candidate_wall(["a"]) is None  # no baseline measured: the sandbox's limits apply
-    loop.baseline_seconds = {"a": 0.01, "b": 0.5, "c": 0.3}
-    assert loop._candidate_wall(["a"]) == 1.0  # the floor
-    assert loop._candidate_wall(["b", "c"]) == 8.0  # 10 x (0.5 + 0.3)
-    assert loop._candidate_wall(["a", "selfix_qa/test_x.py"]) is None  # a test without a baseline time
-    off = HealingLoop(object(), OfflineEngine(), LoopConfig(candidate_limit_factor=0))  # type: ignore[arg-type]
-    off.baseline_seconds = loop.baseline_seconds
-    assert off._candidate_wall(["b"]) is None
+def test_adaptive_limit_is_a_multiple_of_the_baseline_with_a_floor() -> None:
+    verifier = Verifier(object(), LoopConfig())  # type: ignore[arg-type]
+    assert verifier.candidate_wall(["a"]) is None  # no baseline measured: the sandbox's limits apply
+    verifier.baseline_seconds = {"a": 0.01, "b": 0.5, "c": 0.3}
+    assert verifier.candidate_wall(["a"]) == 1.0  # the floor
+    assert verifier.candidate_wall(["b", "c"]) == 8.0  # 10 x (0.5 + 0.3)
+    assert verifier.candidate_wall(["a", "selfix_qa/test_x.py"]) is None  # a test without a baseline time
+    off = Verifier(object(), LoopConfig(candidate_limit_factor=0), baseline_seconds=verifier.baseline_seconds)  # type: ignore[arg-type]
+    assert off.candidate_wall(["b"]) is None
 
 
 def test_the_hot_worker_imports_the_unpatched_project_even_when_first_used_under_a_patch(tmp_path: Path) -> None:
