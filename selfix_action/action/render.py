@@ -147,6 +147,9 @@ def pr_body(report: HealReport, *, run_url: str, fp: str) -> str:
         "</details>",
         "",
     ]
+    if report.verification:
+        lines.append(f"**Checked:** {clean(report.verification, 500)}.")
+    lines += [*isolation_lines(report)[:1], ""]
     lines.append(_usage_line(report) + (f"; [workflow run]({run_url})" if run_url else ""))
     lines += [
         "",

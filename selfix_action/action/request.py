@@ -18,8 +18,13 @@ REPORT_DIR = Path(".selfix") / "report"  # report.md, report.json, patch.diff, t
 
 
 def isolation_config(settings: Settings) -> IsolationConfig:
-    """The ``isolation`` and ``require_isolation`` inputs; the sandbox uid stays IsolationConfig's (nobody)."""
-    return IsolationConfig(mode=settings.isolation, require_isolation=settings.require_isolation)
+    """The ``isolation`` and ``require_isolation`` inputs; the sandbox uid stays IsolationConfig's (nobody).
+
+    Fail closed: in the action no test runs without isolation unless the user says ``isolation: none`` (the
+    image has bwrap, and the namespace-free landlock level works in Docker's default container), so every other
+    mode requires isolation; a run with ``none`` warns in the job summary and the PR body."""
+    required = settings.require_isolation or settings.isolation != "none"
+    return IsolationConfig(mode=settings.isolation, require_isolation=required)
 
 
 def heal_request(settings: Settings, env: Mapping[str, str], junit: tuple[Path, ...], hint: str) -> HealRequest:

@@ -163,7 +163,9 @@ def test_bad_input_still_sets_the_status_output(tmp_path: Path, fake: FakeGitHub
 # -- isolation inputs --------------------------------------------------------------------------------------------
 def test_isolation_inputs_map_to_the_isolation_config(tmp_path: Path) -> None:
     base = {"GITHUB_WORKSPACE": str(tmp_path)}
-    assert isolation_config(load_settings(base)) == IsolationConfig()
+    # Fail closed: auto requires isolation in the action; only an explicit "none" runs without.
+    assert isolation_config(load_settings(base)) == IsolationConfig(require_isolation=True)
+    assert isolation_config(load_settings({**base, "INPUT_ISOLATION": "none"})) == IsolationConfig(mode="none")
     settings = load_settings({**base, "INPUT_ISOLATION": "unshare", "INPUT_REQUIRE_ISOLATION": "true"})
     assert isolation_config(settings) == IsolationConfig(mode="unshare", require_isolation=True)
     assert isolation_config(settings).sandbox_uid == 65534  # the image has no other runner user

@@ -9,8 +9,9 @@ import pytest
 from selfix_action.action.events import Command, parse_command
 from selfix_action.action.gitops import GitError, check_ref, fix_branch, sanitize_component
 from selfix_action.action.log import Log
-from selfix_action.action.render import SUMMARY_LIMIT, clean, suggestions_from_diff, summary_markdown
+from selfix_action.action.render import SUMMARY_LIMIT, clean, pr_body, suggestions_from_diff, summary_markdown
 from selfix_action.action.settings import Mode, load_settings
+from selfix_action.engine.report import STOP_EXPLANATIONS, HealReport, PatchRecord, StopReason
 from selfix_action.errors import InputError
 
 
@@ -84,3 +85,32 @@ def test_suggestions_cover_replaced_lines() -> None:
     diff = "--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def limit():\n-    return 9\n+    return 10\n"
     (s,) = suggestions_from_diff(diff)
     assert (s.path, s.start_line, s.line) == ("calc.py", 2, 2) and "    return 10" in s.body
+
+
+def test_pr_body_says_what_was_checked_and_warns_without_isolation() -> None:
+    patch = PatchRecord(
+        candidate_id="H1-C1",
+        hypothesis_id="H1",
+        template="constant",
+        description="line 2: replace `9` with `10`",
+        files=("calc.py",),
+        diff="--- a/calc.py\n+++ b/calc.py\n@@ -1 +1 @@\n-X = 9\n+X = 10\n",
+        changed_lines=1,
+        minimized_from_hunks=1,
+        hunks=1,
+    )
+    report = HealReport(
+        repo="o/r",
+        engine="offline",
+        stop_reason=StopReason.HEALED,
+        explanation=STOP_EXPLANATIONS[StopReason.HEALED],
+        exit_code=0,
+        patch=patch,
+        verification="F2P, guarding P2P and the whole suite",
+        isolation={"level": "none", "warnings": ["NO ISOLATION (isolation mode is 'none')"]},
+    )
+    body = pr_body(report, run_url="", fp="abc")
+    assert "**Checked:** F2P, guarding P2P and the whole suite." in body
+    assert "**WARNING: no isolation**" in body
+    isolated = report.model_copy(update={"isolation": {"level": "bwrap", "mechanism": "bwrap", "uid": 65534}})
+    assert "WARNING" not in pr_body(isolated, run_url="", fp="abc")
