@@ -277,7 +277,9 @@ def load_settings(env: Mapping[str, str]) -> Settings:
     config_file = inputs.get("config_file", DEFAULT_CONFIG_FILE)
     config_path = Path(config_file) if Path(config_file).is_absolute() else workspace / config_file
     file_config = load_file_config(config_path) if config_path.is_file() else FileConfig()
-    if "config_file" in inputs and not config_path.is_file():
+    # The runner passes every declared input, defaults included: the default path missing means "no config file";
+    # only a path the user chose must exist.
+    if config_file != DEFAULT_CONFIG_FILE and not config_path.is_file():
         raise InputError(f"config_file {config_file!r} does not exist in the workspace")
 
     values: dict[str, Any] = {}

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from selfix_action.commands.action_cmd import run_action
 from selfix_action.engine.loop import HealResult
@@ -170,6 +171,23 @@ class Run:
     summary: str
 
 
+ACTION_YML = Path(__file__).resolve().parents[2] / "action.yml"
+
+
+def runner_inputs(**given: str) -> dict[str, str]:
+    """``INPUT_*`` exactly as the Actions runner sets them for a Docker action: every input that action.yml
+    declares, with its default when the workflow gives none (defaults included, "" when there is none), the name
+    upper-cased with spaces as underscores."""
+    declared = yaml.safe_load(ACTION_YML.read_text(encoding="utf-8"))["inputs"]
+    unknown = set(given) - set(declared)
+    assert not unknown, f"not inputs of action.yml: {sorted(unknown)}"
+    env = {}
+    for name, spec in declared.items():
+        value = given.get(name, str((spec or {}).get("default", "") or ""))
+        env[f"INPUT_{name.replace(' ', '_').upper()}"] = value
+    return env
+
+
 def action_env(
     tmp_path: Path, fake: FakeGitHub, repos: Repos, event: str, data: dict[str, Any], **inputs: str
 ) -> dict[str, str]:
@@ -193,10 +211,10 @@ def action_env(
         "SELFIX_API_WRITE_INTERVAL": "0",
         "SELFIX_API_MAX_WAIT": "10",
         "SELFIX_API_BACKOFF": "0.05",
-        "INPUT_GITHUB_TOKEN": "ghs_faketoken",
-        "INPUT_TEST_COMMAND": f"{sys.executable} -m pytest",
     }
-    env.update({f"INPUT_{k.upper()}": v for k, v in inputs.items()})
+    env.update(
+        runner_inputs(**{"github_token": "ghs_faketoken", "test_command": f"{sys.executable} -m pytest", **inputs})
+    )
     return env
 
 

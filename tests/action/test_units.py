@@ -13,6 +13,7 @@ from selfix_action.action.render import SUMMARY_LIMIT, clean, pr_body, suggestio
 from selfix_action.action.settings import Mode, load_settings
 from selfix_action.engine.report import STOP_EXPLANATIONS, HealReport, PatchRecord, StopReason
 from selfix_action.errors import InputError
+from tests.action.conftest import runner_inputs
 
 
 @pytest.mark.parametrize(
@@ -114,3 +115,12 @@ def test_pr_body_says_what_was_checked_and_warns_without_isolation() -> None:
     assert "**WARNING: no isolation**" in body
     isolated = report.model_copy(update={"isolation": {"level": "bwrap", "mechanism": "bwrap", "uid": 65534}})
     assert "WARNING" not in pr_body(isolated, run_url="", fp="abc")
+
+
+def test_the_default_config_file_may_be_missing_but_a_chosen_one_may_not(tmp_path: Path) -> None:
+    """The runner passes every declared input with its default: INPUT_CONFIG_FILE always arrives."""
+    env = {"GITHUB_WORKSPACE": str(tmp_path), **runner_inputs()}
+    assert env["INPUT_CONFIG_FILE"] == ".github/selfix.yml"
+    assert load_settings(env).engine == "offline"
+    with pytest.raises(InputError, match="does not exist"):
+        load_settings({**env, **runner_inputs(config_file="ci/selfix.yml")})
