@@ -12,6 +12,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TextIO
 
+from unidiff import PatchSet
+
 from selfix_action.action.render import SUMMARY_LIMIT, clean
 from selfix_action.engine.report import HealReport, StopReason
 
@@ -51,11 +53,24 @@ def escape_data(value: str) -> str:
 
 
 def annotations(report: HealReport, limit: int = 5) -> list[str]:
-    """``::error file=,line=::`` at the most suspicious lines (GitHub shows up to 10 per step)."""
+    """Annotations for the step (GitHub shows up to 10): when healed, a ``::notice`` at each hunk the verified
+    patch changes (a fix is not an error); otherwise ``::error`` at the most suspicious lines."""
     out = []
-    verb = "fixed here" if report.stop_reason is StopReason.HEALED else "suspicious line"
+    if report.stop_reason is StopReason.HEALED and report.patch is not None:
+        try:
+            patched = PatchSet(report.patch.diff)
+        except Exception:  # unidiff's own parse errors; the PR and the report carry the diff anyway
+            patched = []
+        for changed in patched:
+            for hunk in changed:
+                message = f"selfix: fixed here: {report.patch.description}"
+                first = next((ln for ln in hunk if not ln.is_context), None)
+                number = (first.source_line_no or first.target_line_no) if first is not None else hunk.source_start
+                location = f"file={escape_property(changed.path)},line={max(number or 1, 1)}"
+                out.append(f"::notice {location},title=selfix::{escape_data(message)}")
+        return out[:limit]
     for line in report.suspicious_lines[:limit]:
-        message = f"selfix: {verb} (score {line.score:.2f}): {report.explanation}"
+        message = f"selfix: suspicious line (score {line.score:.2f}): {report.explanation}"
         out.append(f"::error file={escape_property(line.file)},line={line.line},title=selfix::{escape_data(message)}")
     return out
 
@@ -79,6 +94,17 @@ class Log:
 
     def untrusted(self, text: str) -> None:
         self.line(stop_commands(text))
+
+    @contextmanager
+    def commands_stopped(self) -> Iterator[None]:
+        """Everything written inside runs no workflow command: for streams of untrusted text (the heal's
+        progress lines quote test names and failures), ended by a random token they cannot guess."""
+        token = secrets.token_hex(16)
+        self.line(f"::stop-commands::{token}")
+        try:
+            yield
+        finally:
+            self.line(f"::{token}::")
 
     def note(self, prefix: str, text: str, limit: int = 300) -> None:
         """One log line ending in untrusted text: cleaned and kept on that line, so none of it can start a

@@ -132,9 +132,12 @@ def plan_fix(
     return PublishPlan(Action.REPORT, body=verified_body, **common)
 
 
-def plan_escalation(settings: Settings, report: HealReport, fp: str, *, explain: bool) -> PublishPlan:
-    """One comment saying what failed and what was tried (``explain``: the diagnosis asked for)."""
-    body = render.escalation_body(report, run_url=settings.run_url, fp=fp, explain_only=explain)
+def plan_escalation(
+    settings: Settings, report: HealReport, fp: str, *, explain: bool, on_pull: bool = True
+) -> PublishPlan:
+    """One comment saying what failed and what was tried (``explain``: the diagnosis asked for); on a commit
+    (``on_pull`` False) it does not offer ``/selfix`` commands, which only pull request comments carry."""
+    body = render.escalation_body(report, run_url=settings.run_url, fp=fp, explain_only=explain, on_pull=on_pull)
     return PublishPlan(Action.ESCALATE, fp, body=body)
 
 

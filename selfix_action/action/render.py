@@ -169,7 +169,9 @@ def _failure_section(report: HealReport) -> list[str]:
     return out or ["- no failure details"]
 
 
-def escalation_body(report: HealReport, *, run_url: str, fp: str, explain_only: bool = False) -> str:
+def escalation_body(
+    report: HealReport, *, run_url: str, fp: str, explain_only: bool = False, on_pull: bool = True
+) -> str:
     title = "selfix: diagnosis" if explain_only else "selfix could not heal this failure"
     lines = [f"## {title}", "", f"**{clean(report.explanation, 500)}.**", ""]
     lines += ["### What failed", "", *_failure_section(report), ""]
@@ -182,7 +184,9 @@ def escalation_body(report: HealReport, *, run_url: str, fp: str, explain_only: 
     for note in report.notes[:5]:
         lines.append(f"- Note: {clean(note, 300)}")
     lines.append(_usage_line(report) + (f"; [workflow run]({run_url})" if run_url else ""))
-    lines += ["", f"Failure fingerprint `{fp}`. Comment `/selfix retry` after a change, or `/selfix help`."]
+    # /selfix commands are read from pull request comments only.
+    again = "Comment `/selfix retry` after a change, or `/selfix help`." if on_pull else "Push a change to run again."
+    lines += ["", f"Failure fingerprint `{fp}`. {again}"]
     return "\n".join(lines)[:COMMENT_LIMIT]
 
 

@@ -120,13 +120,21 @@ class ActionSteps:
     def heal(self, junit: tuple[Path, ...], hint: str) -> HealOutcome:
         """The heal pipeline (``setup_command`` included); warnings become ``::warning::`` lines."""
         request = heal_request(self.settings, self.env, junit, hint)
-        with self.log.group("selfix: heal"):
-            outcome = heal(
-                request,
-                warn=lambda m: self.log.note("::warning::selfix: ", m),
-                setup_output=self.log.untrusted,
-                healer=self.healer,
-            )
+        warnings: list[str] = []
+        # The progress lines go to the log as the heal runs (a heal can take many minutes); they quote test
+        # output, so workflow commands are stopped meanwhile and the warnings are emitted after.
+        try:
+            with self.log.group("selfix: heal"), self.log.commands_stopped():
+                outcome = heal(
+                    request,
+                    progress=self.log.stream,
+                    warn=warnings.append,
+                    setup_output=self.log.line,
+                    healer=self.healer,
+                )
+        finally:
+            for message in warnings:
+                self.log.note("::warning::selfix: ", message)
         if outcome.memory_recorded:
             self.log.line(f"selfix: recorded this run in the memory ({request.memory_path})")
         return outcome
@@ -233,7 +241,7 @@ def _heal_and_publish(steps: ActionSteps, trigger: Trigger, target: Target, juni
             can_publish=steps.publisher.can_publish,
         )
     elif status in ("not_healed", "explained"):
-        plan = plan_escalation(steps.settings, report, fp, explain=explain)
+        plan = plan_escalation(steps.settings, report, fp, explain=explain, on_pull=target.pull is not None)
     else:
         plan = plan_nothing(report, fp)
     with steps.log.group("selfix: publish"):

@@ -232,6 +232,14 @@ def test_real_heal_end_to_end(tmp_path: Path, fake: FakeGitHub) -> None:
     assert "**Root cause:** the bug is in `limit`" in pr["body"]
     assert "### Hypotheses" in pr["body"] and "### Tests" in pr["body"] and "cost: $0.0000" in pr["body"]
     assert "held" in pr["body"] and "dropped: healed" not in pr["body"]
+    assert "**Checked:**" in pr["body"] and "whole suite" in pr["body"]
+    # The heal's progress is in the log as it runs, inside a block that runs no workflow command.
+    lines = run.out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("::stop-commands::"))
+    token = lines[start].removeprefix("::stop-commands::")
+    end = lines.index(f"::{token}::")
+    progress = [line for line in lines[start:end] if line.startswith("[selfix ")]
+    assert any("reproduce:" in line for line in progress) and any("verify:" in line for line in progress)
 
 
 @pytest.mark.slow

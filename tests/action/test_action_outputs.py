@@ -105,7 +105,9 @@ def test_log_has_error_annotations_at_suspicious_lines_and_groups(
 def test_healed_annotation_points_at_the_fix(tmp_path: Path, fake: FakeGitHub, repos: Repos) -> None:
     line = SuspiciousLine(file="calc.py", line=2, score=1.0)
     run = invoke(workflow_env(tmp_path, fake, repos), with_report(True, suspicious_lines=(line,)))
-    assert "::error file=calc.py,line=2,title=selfix::selfix: fixed here (score 1.00)" in run.out
+    # A fix is a notice at the line the patch changes, never an error annotation.
+    assert "::notice file=calc.py,line=2,title=selfix::selfix: fixed here: line 2: replace `9` with `10`" in run.out
+    assert "::error" not in run.out
 
 
 # -- outputs -------------------------------------------------------------------------------------------------------

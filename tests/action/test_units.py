@@ -9,7 +9,14 @@ import pytest
 from selfix_action.action.events import Command, parse_command
 from selfix_action.action.gitops import GitError, check_ref, fix_branch, sanitize_component
 from selfix_action.action.log import Log
-from selfix_action.action.render import SUMMARY_LIMIT, clean, pr_body, suggestions_from_diff, summary_markdown
+from selfix_action.action.render import (
+    SUMMARY_LIMIT,
+    clean,
+    escalation_body,
+    pr_body,
+    suggestions_from_diff,
+    summary_markdown,
+)
 from selfix_action.action.settings import Mode, load_settings
 from selfix_action.engine.report import STOP_EXPLANATIONS, HealReport, PatchRecord, StopReason
 from selfix_action.errors import InputError
@@ -124,3 +131,16 @@ def test_the_default_config_file_may_be_missing_but_a_chosen_one_may_not(tmp_pat
     assert load_settings(env).engine == "offline"
     with pytest.raises(InputError, match="does not exist"):
         load_settings({**env, **runner_inputs(config_file="ci/selfix.yml")})
+
+
+def test_an_escalation_on_a_commit_offers_no_comment_command() -> None:
+    report = HealReport(
+        repo="o/r",
+        engine="offline",
+        stop_reason=StopReason.HYPOTHESES_EXHAUSTED,
+        explanation=STOP_EXPLANATIONS[StopReason.HYPOTHESES_EXHAUSTED],
+        exit_code=1,
+    )
+    assert "/selfix retry" in escalation_body(report, run_url="", fp="abc", on_pull=True)
+    on_commit = escalation_body(report, run_url="", fp="abc", on_pull=False)
+    assert "/selfix" not in on_commit and "Push a change to run again." in on_commit
