@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +33,7 @@ from selfix_action.learn.hooks import learn_from_run, open_memory, outcome_field
 from selfix_action.learn.memory import Memory
 from selfix_action.sandbox.isolation import Isolation, detect_isolation
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
-from selfix_action.sandbox.setup import run_setup_command
+from selfix_action.sandbox.setup import SetupResult, project_env_source, run_setup_command
 
 Trace = Callable[..., None]
 Warn = Callable[[str], None]
@@ -214,44 +216,78 @@ def heal(
         memory=(lambda: memory) if request.memory_path is not None else None,
     )
     isolation = detect_isolation(request.isolation)
+    setup: SetupResult | None = None
     if request.setup_command:
-        _setup(request, repo, setup_output)
-    prepare_out_dir(repo, out_dir)
-    trace.open()
+        request, setup = _setup(request, repo, setup_output, isolation)
+        for message in setup.warnings:
+            warned(message)
     try:
-        if memory_path is not None and not no_links(repo, memory_path):
-            warned(f"memory disabled: {request.memory_path} goes through a symbolic link in the repository")
-        elif memory_path is not None:
-            memory = open_memory(memory_path, warned)
-        context = HealContext(request, engine, isolation, trace, memory, failing, passing)
-        result = healer(context)
-        trace("outcome", result.report.stop_reason.value, **outcome_fields(result.report))
-        trace.close()
-        if memory is not None:
-            recorded = learn_from_run(memory, trace.path, result.report)
-            for message in memory.warnings:
-                warned(message)
+        prepare_out_dir(repo, out_dir)
+        trace.open()
+        try:
+            if memory_path is not None and not no_links(repo, memory_path):
+                warned(f"memory disabled: {request.memory_path} goes through a symbolic link in the repository")
+            elif memory_path is not None:
+                memory = open_memory(memory_path, warned)
+            context = HealContext(request, engine, isolation, trace, memory, failing, passing)
+            result = healer(context)
+            trace("outcome", result.report.stop_reason.value, **outcome_fields(result.report))
+            trace.close()
+            if memory is not None:
+                recorded = learn_from_run(memory, trace.path, result.report)
+                for message in memory.warnings:
+                    warned(message)
+        finally:
+            trace.close()
+            if memory is not None:
+                memory.close()
     finally:
-        trace.close()
-        if memory is not None:
-            memory.close()
+        if setup is not None:
+            setup.close()  # the project's environment lives as long as the heal's test runs
     paths, view_warnings = write_report_files(out_dir, result.report, trace.path)
     for message in view_warnings:
         warned(message)
     return HealOutcome(result, paths, tuple(warnings), memory_recorded=recorded)
 
 
-def _setup(request: HealRequest, repo: Path, show: Callable[[str], None] | None) -> None:
-    """The setup command, in the repository, through the sandbox's process runner; a failure is bad input."""
+_PYTHON_NAME = re.compile(r"python[0-9.]*")
+
+
+def _setup(
+    request: HealRequest, repo: Path, show: Callable[[str], None] | None, isolation: Isolation
+) -> tuple[HealRequest, SetupResult]:
+    """The setup command, inside ``isolation`` (with the network) on a scratch copy, installing into a project
+    environment of its own; a failure is bad input. The request comes back with that environment activated
+    for the test runs: a Python test command (the default, selfix's interpreter, or any ``python…``) runs
+    with the environment's interpreter, made from that same interpreter."""
+    program = Path(request.test_cmd[0])
+    python_cmd = bool(_PYTHON_NAME.fullmatch(program.name))
     try:
-        result = run_setup_command(
-            request.setup_command, cwd=repo, env_source=request.env_source or {}, wall_seconds=request.setup_seconds
+        setup = run_setup_command(
+            request.setup_command,
+            repo=repo,
+            env_source=request.env_source if request.env_source is not None else os.environ,
+            wall_seconds=request.setup_seconds,
+            isolation=isolation,
+            base_python=program if python_cmd else sys.executable,
         )
     except SandboxError as exc:
         raise InputError(f"setup_command failed to run: {exc}") from exc
+    result = setup.result
     if show is not None:
         show((result.stdout + result.stderr)[-20000:])
-    if result.timed_out:
-        raise InputError(f"setup_command did not finish within {request.setup_seconds:g} s")
-    if result.returncode != 0:
+    if not setup.ok:
+        setup.close()
+        if result.timed_out:
+            raise InputError(f"setup_command did not finish within {request.setup_seconds:g} s")
         raise InputError(f"setup_command exited with {result.returncode}")
+    source = request.env_source if request.env_source is not None else os.environ
+    test_cmd = (str(setup.python), *request.test_cmd[1:]) if python_cmd else request.test_cmd
+    changed = dataclasses.replace(request, test_cmd=test_cmd, env_source=project_env_source(source, setup.venv))
+    if python_cmd:
+        return changed, setup
+    note = (
+        f"test_command {program.name} is not a Python interpreter: it sees the setup's installs (in {setup.venv}) "
+        "only through PATH"
+    )
+    return changed, dataclasses.replace(setup, warnings=(*setup.warnings, note))

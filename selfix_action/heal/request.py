@@ -60,8 +60,9 @@ class HealRequest:
     memory_path: Path | None = None  # None: no memory of past fixes
     env_source: Mapping[str, str] | None = None  # the environment test runs pick their allowlist from
     repo_label: str = "."  # how the report names the repository
-    # Run once in the repository before the heal (the action's setup_command, e.g. ``pip install -e .[test]``),
-    # through the sandbox's process runner, within ``setup_seconds``.
+    # Run once before the heal (the action's setup_command, e.g. ``pip install -e .[test]``), within
+    # ``setup_seconds``: inside the test runs' isolation (with the network) on a scratch copy, installing into a
+    # project environment of its own whose interpreter then runs a Python test command (sandbox/setup.py).
     setup_command: str = ""
     setup_seconds: float = 900.0
 

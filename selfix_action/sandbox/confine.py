@@ -25,6 +25,9 @@ In this order, each step fatal (exit 125 with a ``selfix-confine:`` line, the co
    architecture (i386 ``int 0x80``, x32) kills the process.
 5. The environment overrides (private HOME/TMPDIR) are applied and the command is ``execvpe``'d.
 
+A policy with ``"network": true`` (the project's setup command only, which installs dependencies) leaves TCP
+unhandled by Landlock and lets seccomp allow AF_INET/AF_INET6 sockets too; every other step is the same.
+
 Landlock is driven with ctypes syscalls directly: the PyPI ``landlock`` binding (1.0.0.dev5) only knows
 ``handled_access_fs`` (no TCP rules, no scopes) and asks for every access right whatever the kernel's ABI.
 """
@@ -227,17 +230,18 @@ def policy_json(
     uid: int | None,
     gid: int | None,
     env: Mapping[str, str],
+    network: bool = False,
 ) -> str:
-    return json.dumps(
-        {"read": list(read), "write": list(write), "devices": list(devices), "uid": uid, "gid": gid, "env": dict(env)},
-        separators=(",", ":"),
-    )
+    """The launcher's policy. ``network``: TCP is not handled by Landlock and seccomp allows AF_INET and
+    AF_INET6 sockets (the setup command's, to install dependencies); False for every test run."""
+    policy = {"read": list(read), "write": list(write), "devices": list(devices), "uid": uid, "gid": gid}
+    return json.dumps({**policy, "env": dict(env), "network": bool(network)}, separators=(",", ":"))
 
 
 # --- steps -------------------------------------------------------------------------------------------------
 
 
-def _handled(abi: int) -> tuple[int, int, int]:
+def _handled(abi: int, network: bool = False) -> tuple[int, int, int]:
     fs = _FS_ABI1
     if abi >= 2:
         fs |= _FS_REFER
@@ -245,13 +249,13 @@ def _handled(abi: int) -> tuple[int, int, int]:
         fs |= _FS_TRUNCATE
     if abi >= 5:
         fs |= _FS_IOCTL_DEV
-    net = _NET_BIND_TCP | _NET_CONNECT_TCP if abi >= 4 else 0
+    net = _NET_BIND_TCP | _NET_CONNECT_TCP if abi >= 4 and not network else 0
     scoped = _SCOPE_ABSTRACT_UNIX_SOCKET | _SCOPE_SIGNAL if abi >= 6 else 0
     return fs, net, scoped
 
 
 def _build_ruleset(policy: Mapping[str, Any], abi: int) -> int:
-    fs, net, scoped = _handled(abi)
+    fs, net, scoped = _handled(abi, bool(policy.get("network")))
     attr = _RulesetAttr(fs, net, scoped)
     size = 8 if abi < 4 else 16 if abi < 6 else 24
     ruleset = _syscall(_SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
@@ -306,10 +310,17 @@ def _drop_privileges(uid: int, gid: int) -> None:
         raise ConfineError(f"could not drop to uid {uid} gid {gid}")
 
 
-def _load_seccomp() -> None:
+def _load_seccomp(network: bool = False) -> None:
     flt = seccomp.SyscallFilter(seccomp.ALLOW)
     flt.set_attr(seccomp.Attr.ACT_BADARCH, seccomp.KILL_PROCESS)  # only the native architecture is added
-    flt.add_rule(seccomp.ERRNO(errno.EAFNOSUPPORT), "socket", seccomp.Arg(0, seccomp.NE, 1))  # AF_UNIX = 1
+    if not network:
+        flt.add_rule(seccomp.ERRNO(errno.EAFNOSUPPORT), "socket", seccomp.Arg(0, seccomp.NE, 1))  # AF_UNIX = 1
+    else:
+        # AF_UNIX (1), AF_INET (2) and AF_INET6 (10) only: no netlink, packet, raw-capable families, vsock.
+        refused = seccomp.ERRNO(errno.EAFNOSUPPORT)
+        for family in (0, *range(3, 10)):
+            flt.add_rule(refused, "socket", seccomp.Arg(0, seccomp.EQ, family))
+        flt.add_rule(refused, "socket", seccomp.Arg(0, seccomp.GT, 10))
     for name in DENIED_SYSCALLS:
         flt.add_rule(seccomp.ERRNO(errno.EPERM), name)
     for flag in _CLONE_NAMESPACES:
@@ -331,7 +342,7 @@ def confine(policy: Mapping[str, Any]) -> None:
         _syscall(_SYS_LANDLOCK_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0))
     finally:
         os.close(ruleset)
-    _load_seccomp()
+    _load_seccomp(bool(policy.get("network")))
     if policy.get("uid") is not None:
         _clear_capabilities()
         left = _capabilities_left()

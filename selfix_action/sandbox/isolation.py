@@ -129,6 +129,10 @@ class Isolation:
     uid: int | None = None  # host uid the command runs as, when selfix drops privileges
     gid: int | None = None
     nproc_enforced: bool = False
+    # The command may use the host's network (bwrap without --unshare-net; landlock without the TCP rules and
+    # with AF_INET/AF_INET6 sockets allowed). Only the project's setup command (installing dependencies)
+    # gets it, through ``with_network()``; every test run is offline. Everything else stays as it is.
+    network: bool = False
     warnings: tuple[str, ...] = ()
     fallbacks: tuple[str, ...] = ()  # why better levels were not used
     config: IsolationConfig = field(default_factory=IsolationConfig)
@@ -156,6 +160,14 @@ class Isolation:
         return text + ("; " + " ".join(self.warnings) if self.warnings else "")
 
     # -- running -----------------------------------------------------------------------------------------
+    def with_network(self, readable: Iterable[str | Path] = ()) -> Isolation:
+        """This isolation with the network allowed (the setup command's), and ``readable`` re-exposed
+        read-only (files the setup command names). Nothing else changes: uid, hidden paths, limits."""
+        config = dataclasses.replace(
+            self.config, readable_paths=(*self.config.readable_paths, *(str(p) for p in readable))
+        )
+        return dataclasses.replace(self, network=True, config=config)
+
     def process_limit(self, budget: int | None) -> int | None:
         """The RLIMIT_NPROC to set for a run allowed ``budget`` processes, or None when not enforceable.
 
@@ -191,23 +203,26 @@ class Isolation:
         env: Mapping[str, str],
         writable: Iterable[str | Path] = (),
         hidden: Iterable[str | Path] = (),
+        network: bool | None = None,
     ) -> list[str]:
         """The argv that runs ``argv`` in ``cwd`` inside this isolation.
 
         ``writable``: the only paths the command may write (bwrap); ``hidden``: more paths to hide, e.g. the
-        original repository. Raises SandboxError when the command cannot be found or a path is unsafe.
+        original repository; ``network``: allow the host's network (default: ``self.network``, False but for
+        the setup command). Raises SandboxError when the command cannot be found or a path is unsafe.
         """
         args = list(argv)
         if self.level is IsolationLevel.NONE:
             return args
+        online = self.network if network is None else network
         workdir = Path(cwd).resolve()
         program = _resolve_program(args[0], workdir, env.get("PATH", os.defpath))
         if self.level is IsolationLevel.UNSHARE:
-            return [*self._unshare_prefix(), *args]
+            return [*self._unshare_prefix(online), *args]
         if self.level is IsolationLevel.LANDLOCK:
-            return [*self._landlock_prefix(program, workdir, env, writable, hidden), *args]
-        plan = _plan_mounts(self.config, program, workdir, env, writable, hidden)
-        return [*self._bwrap_prefix(plan, workdir), *args]
+            return [*self._landlock_prefix(program, workdir, env, writable, hidden, online), *args]
+        plan = _plan_mounts(self.config, program, workdir, env, writable, hidden, _network_files() if online else ())
+        return [*self._bwrap_prefix(plan, workdir, online), *args]
 
     def _landlock_prefix(
         self,
@@ -216,6 +231,7 @@ class Isolation:
         env: Mapping[str, str],
         writable: Iterable[str | Path],
         hidden: Iterable[str | Path],
+        network: bool = False,
     ) -> list[str]:
         from selfix_action.sandbox.confine import policy_json
 
@@ -244,7 +260,8 @@ class Isolation:
             ]
         )
         readable = [*_SYSTEM_DIRS]
-        for path in _existing([*_needed_paths(program, env), *self.config.readable_paths]):
+        network_files = _network_files() if network else ()
+        for path in _existing([*_needed_paths(program, env), *self.config.readable_paths, *network_files]):
             if path == Path("/") or any(_within(s, path) for s in secret):
                 continue  # would expose a hidden path (e.g. a python installed directly in $HOME)
             readable.append(path)
@@ -258,10 +275,20 @@ class Isolation:
             uid=self.uid,
             gid=self.gid,
             env=overrides,
+            network=network,
         )
         return [self.tool, "-I", "-m", "selfix_action.sandbox.confine", policy, "--"]
 
-    def _unshare_prefix(self) -> list[str]:
+    def _unshare_prefix(self, network: bool = False) -> list[str]:
+        if network:
+            # No network namespace: only the pid namespace (where there is one) is left to add.
+            if self.kind == "unshare-root":
+                flags = ["--pid", "--fork", "--mount-proc", "--kill-child"]
+            elif self.kind == "unshare-user":
+                flags = ["--user", "--map-root-user", "--pid", "--fork", "--mount-proc", "--kill-child"]
+            else:
+                return []
+            return [self.tool, *flags, "--", "/bin/sh", "-c", '"$@"; exit $?', "sh"]
         if self.kind == "unshare-root":
             flags = ["--net", "--pid", "--fork", "--mount-proc", "--kill-child"]
         elif self.kind == "unshare-user":
@@ -274,19 +301,15 @@ class Isolation:
         # (SIGXCPU from the CPU limit, SIGTERM) and must reap orphans. sh is pid 1 and waits for it.
         return [self.tool, *flags, "--", "/bin/sh", "-c", '"$@"; exit $?', "sh"]
 
-    def _bwrap_prefix(self, plan: _MountPlan, workdir: Path) -> list[str]:
+    def _bwrap_prefix(self, plan: _MountPlan, workdir: Path, network: bool = False) -> list[str]:
         args = [self.tool]
         if self.kind == "bwrap-root":
             # No user namespace: it would map the sandbox uid back to host root, where RLIMIT_NPROC is void.
-            args += [
-                "--unshare-ipc",
-                "--unshare-pid",
-                "--unshare-net",
-                "--unshare-uts",
-                "--unshare-cgroup-try",
-            ]
+            args += ["--unshare-ipc", "--unshare-pid", *([] if network else ["--unshare-net"])]
+            args += ["--unshare-uts", "--unshare-cgroup-try"]
         else:
-            args += ["--unshare-all"]  # user, ipc, pid, net, uts, cgroup; never --share-net
+            # user, ipc, pid, net, uts, cgroup; --share-net for the setup command only
+            args += ["--unshare-all", *(["--share-net"] if network else [])]
         args += [
             "--die-with-parent",
             "--new-session",
@@ -373,6 +396,7 @@ def _plan_mounts(
     env: Mapping[str, str],
     writable: Iterable[str | Path],
     hidden: Iterable[str | Path],
+    extra_readable: Iterable[str | Path] = (),
 ) -> _MountPlan:
     private = _existing([*_PRIVATE_DIRS, env.get("HOME"), *(env.get(v) for v in _TMP_VARIABLES)])
     secret = _existing(
@@ -407,7 +431,7 @@ def _plan_mounts(
         key=lambda item: len(item[0].parts),
     )
     readable: list[Path] = []
-    for path in _existing([*_needed_paths(program, env), *config.readable_paths]):
+    for path in _existing([*_needed_paths(program, env), *config.readable_paths, *extra_readable]):
         if not any(_within(path, c) for c, _ in covers):
             continue  # visible anyway
         if any(_within(s, path) for s in covered):
@@ -420,6 +444,17 @@ def _plan_mounts(
         key=lambda p: len(p.parts),
     )
     return _MountPlan(tuple(covers), tuple(readable), tuple(sorted(rw, key=lambda p: len(p.parts))))
+
+
+def _network_files() -> list[Path]:
+    """Name resolution's files when they are links out of ``/etc`` (systemd-resolved's ``resolv.conf`` lives
+    in ``/run``, which is hidden): their targets, re-exposed read-only for a run with the network."""
+    found = []
+    for name in ("/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/gai.conf"):
+        real = Path(os.path.realpath(name))
+        if real.is_file() and not any(_within(real, s) for s in _SYSTEM_DIRS):
+            found.append(real)
+    return found
 
 
 def _resolve_program(program: str, workdir: Path, path_env: str) -> Path:

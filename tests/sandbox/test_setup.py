@@ -1,0 +1,294 @@
+# ruff: noqa: F811  (the ``isolation`` fixture is imported from tests/security/conftest.py)
+"""The setup command (``pip install -e .``) inside the boundary, with real installs of a tiny local project.
+
+Installs run offline: setuptools comes from the local pip cache (a wheel copied into the project), the project
+and its one dependency are local folders (``--no-index --no-build-isolation``). The heal's test runs need
+pytest in the project's environment; with no index to install it from, the setup command's last step adds a
+``.pth`` to the environment naming selfix's site-packages (what ``pip install pytest`` would give it). Every
+test runs at the best level and at ``landlock`` (the ``isolation`` fixture of tests/security).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from selfix_action.engine.models import TestStatus
+from selfix_action.errors import InputError
+from selfix_action.heal import HealRequest
+from selfix_action.heal.pipeline import HealContext, heal
+from selfix_action.sandbox.isolation import Isolation, IsolationConfig, IsolationLevel
+from selfix_action.sandbox.process import Limits
+from selfix_action.sandbox.pytest_sandbox import PytestSandbox
+from selfix_action.sandbox.setup import SetupResult, project_env_source, run_setup_command
+from tests.conftest import write_project
+from tests.security.conftest import _traversable_tmp, isolation, python_for  # noqa: F401  (fixtures)
+
+SELFIX_SITE = sysconfig.get_paths()["purelib"]
+TEST_ID = "tests/test_value.py::test_value"
+
+
+def _setuptools_wheel() -> Path:
+    """The newest setuptools wheel (>= 70: no ``wheel`` package needed) in the local pip cache."""
+    found = []
+    for root in (Path.home() / ".cache" / "pip", Path("/root/.cache/pip")):
+        for wheel in root.glob("wheels/**/setuptools-*-py3-none-any.whl"):
+            match = re.match(r"setuptools-(\d+)\.", wheel.name)
+            if match and int(match.group(1)) >= 70:
+                found.append((int(match.group(1)), wheel))
+    if not found:
+        pytest.skip("no setuptools >= 70 wheel in the local pip cache to install offline with")
+    return max(found)[1]
+
+
+PYPROJECT = """[build-system]
+requires = ["setuptools>=70"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "tinypkg"
+version = "0.1"
+
+[tool.setuptools]
+packages = ["tinypkg"]
+"""
+DEP_PYPROJECT = """[build-system]
+requires = ["setuptools>=70"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "tinydep"
+version = "0.1"
+
+[tool.setuptools]
+py-modules = ["tinydep"]
+"""
+TEST_VALUE = """import tinydep
+import tinypkg
+
+
+def test_value():
+    assert tinydep.DEP == "dep"
+    assert tinypkg.VALUE == "patched", tinypkg.__file__
+"""
+STANDIN = f"""import pathlib, sysconfig
+site = pathlib.Path(sysconfig.get_paths()["purelib"])
+(site / "selfix-test-pytest.pth").write_text({SELFIX_SITE!r} + "\\n")
+"""
+
+
+def tiny_project(root: Path, extra: dict[str, str] | None = None, pyproject: str = PYPROJECT) -> Path:
+    files = {
+        "pyproject.toml": pyproject,
+        "tinypkg/__init__.py": 'VALUE = "original"\n',
+        "tests/test_value.py": TEST_VALUE,
+        "pytest.ini": "[pytest]\ntestpaths = tests\n",
+        "deps/tinydep/pyproject.toml": DEP_PYPROJECT,
+        "deps/tinydep/tinydep.py": 'DEP = "dep"\n',
+        "standin_pytest.py": STANDIN,
+        **(extra or {}),
+    }
+    repo = write_project(root, files)
+    (repo / "wheels").mkdir()
+    wheel = _setuptools_wheel()
+    shutil.copy(wheel, repo / "wheels" / wheel.name)
+    return repo
+
+
+def install_command(*, editable: bool = True) -> str:
+    steps = [
+        "pip install -q --no-index wheels/setuptools-*.whl",
+        "pip install -q --no-index --no-build-isolation ./deps/tinydep",
+        f"pip install -q --no-index --no-build-isolation {'-e ' if editable else ''}.",
+        "python standin_pytest.py",
+    ]
+    return 'sh -c "' + " && ".join(steps) + '"'
+
+
+def env_source() -> dict[str, str]:
+    return {"PATH": os.environ.get("PATH", os.defpath), "LANG": "C.UTF-8"}
+
+
+def run_setup(repo: Path, isolation: Isolation | None, command: str | None = None, **kwargs: object) -> SetupResult:
+    base_python = python_for(isolation) if isolation is not None else sys.executable
+    return run_setup_command(
+        command or install_command(),
+        repo=repo,
+        env_source=kwargs.pop("env_source", None) or env_source(),  # type: ignore[arg-type]
+        wall_seconds=240,
+        isolation=isolation,
+        base_python=base_python,
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+def heal_sandbox(repo: Path, setup: SetupResult, isolation: Isolation | None, tmp_path: Path) -> PytestSandbox:
+    """A sandbox of the heal's kind: the project environment's interpreter, its bin first on PATH."""
+    return PytestSandbox(
+        repo,
+        [str(setup.python), "-m", "pytest"],
+        limits=Limits(wall_seconds=120),
+        env_source=project_env_source(env_source(), setup.venv),
+        scratch_parent=tmp_path,
+        isolation=isolation,
+        hot=False,
+    )
+
+
+def site_packages(venv: Path) -> Path:
+    return next((venv / "lib").glob("python*/site-packages"))
+
+
+def test_setup_installs_into_its_own_environment_and_the_scratch_copy_wins(
+    tmp_path: Path, isolation: Isolation
+) -> None:
+    repo = tiny_project(tmp_path / "repo")
+    setup = run_setup(repo, isolation)
+    try:
+        assert setup.ok, setup.result.stdout + setup.result.stderr
+        site = site_packages(setup.venv)
+        assert any(site.glob("__editable__*tinypkg*")), sorted(os.listdir(site))  # a real editable install
+        assert (site / "tinydep.py").is_file()
+        # selfix's interpreter got nothing; the workspace got no build files
+        assert importlib.util.find_spec("tinydep") is None
+        assert not list(Path(SELFIX_SITE).glob("tinydep*")) and not list(Path(SELFIX_SITE).glob("*tinypkg*"))
+        assert not list(repo.glob("*.egg-info")) and not (repo / "build").exists()
+        assert len(setup.warnings) == 1  # the stand-in is no installed pytest: selfix says so
+        with heal_sandbox(repo, setup, isolation, tmp_path) as sandbox:
+            before = sandbox.run_tests([TEST_ID])
+            assert before.results[TEST_ID].status is TestStatus.FAILED, before.output_tail
+            assert "original" in before.results[TEST_ID].message
+            # the editable install points at the setup's copy, which says "original": the scratch copy wins
+            with sandbox.patched({"tinypkg/__init__.py": 'VALUE = "patched"\n'}):
+                after = sandbox.run_tests([TEST_ID])
+            assert after.results[TEST_ID].status is TestStatus.PASSED, after.output_tail
+    finally:
+        setup.close()
+    assert not setup.base.exists()
+
+
+def test_setup_runs_as_the_sandbox_uid_with_the_network_and_tests_stay_offline(
+    tmp_path: Path, isolation: Isolation
+) -> None:
+    probe = """import json, os, socket
+report = {"uid": os.getuid(), "venv": os.environ.get("VIRTUAL_ENV"), "path0": os.environ["PATH"].split(":")[0]}
+try:
+    socket.socket(socket.AF_INET, socket.SOCK_STREAM).close()
+    socket.socket(socket.AF_INET6, socket.SOCK_DGRAM).close()
+    report["inet"] = "ok"
+except OSError as exc:
+    report["inet"] = repr(exc)
+try:
+    socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0).close()
+    report["netlink"] = "ok"
+except OSError as exc:
+    report["netlink"] = type(exc).__name__
+report["net_ns"] = os.readlink("/proc/self/ns/net")
+open("probe.json", "w").write(json.dumps(report))
+"""
+    repo = tiny_project(tmp_path / "repo", {"probe.py": probe})
+    setup = run_setup(repo, isolation, command="python probe.py")
+    try:
+        assert setup.ok, setup.result.stderr
+        report = json.loads((setup.project / "probe.json").read_text())
+        assert report["uid"] == (isolation.uid if isolation.uid is not None else os.getuid())
+        assert report["venv"] == str(setup.venv) and report["path0"] == str(setup.venv / "bin")
+        assert report["inet"] == "ok"
+        if isolation.level is IsolationLevel.LANDLOCK:
+            assert report["netlink"] == "OSError"  # only AF_UNIX, AF_INET, AF_INET6
+        if isolation.level is IsolationLevel.BWRAP:
+            assert report["net_ns"] == os.readlink("/proc/self/ns/net")  # the host's network, for setup only
+        assert "pytest" in setup.warnings[0]  # nothing installed pytest into the environment
+    finally:
+        setup.close()
+
+
+def test_the_network_option_changes_nothing_else(tmp_path: Path, isolation: Isolation) -> None:
+    argv = [python_for(isolation), "-c", "pass"]
+    env = {"PATH": os.defpath, "HOME": str(tmp_path)}
+    offline = isolation.wrap(argv, cwd=tmp_path, env=env, writable=[tmp_path])
+    online = isolation.with_network().wrap(argv, cwd=tmp_path, env=env, writable=[tmp_path])
+    assert isolation.with_network().network and not isolation.network
+    if isolation.level is IsolationLevel.LANDLOCK:
+        policy_off, policy_on = json.loads(offline[4]), json.loads(online[4])
+        assert policy_off.pop("network") is False and policy_on.pop("network") is True
+        assert policy_off == policy_on
+    elif isolation.kind == "bwrap-root":
+        assert "--unshare-net" in offline and "--unshare-net" not in online
+        assert [a for a in offline if a != "--unshare-net"] == online
+    elif isolation.kind == "bwrap-user":
+        assert online == [*offline[:2], "--share-net", *offline[2:]]
+
+
+def test_a_failing_setup_is_a_result_and_leaves_nothing(tmp_path: Path, isolation: Isolation) -> None:
+    repo = tiny_project(tmp_path / "repo")
+    setup = run_setup(repo, isolation, command="python -c 'raise SystemExit(3)'")
+    assert not setup.ok and setup.result.returncode == 3
+    setup.close()
+    assert not setup.base.exists()
+
+
+def test_the_heal_runs_its_tests_with_the_project_environment(tmp_path: Path) -> None:
+    """The pipeline: the default test command becomes ``<venv>/bin/python -m pytest``, the environment is
+    activated for the test runs, and it is gone after the heal."""
+    from selfix_action.heal.request import resolve_test_cmd
+    from selfix_action.sandbox.isolation import detect_isolation
+
+    isolation = detect_isolation(IsolationConfig())
+    if isolation.level is IsolationLevel.LANDLOCK and python_for(isolation) != sys.executable:
+        pytest.skip("selfix's interpreter is not reachable by the sandbox uid at landlock here")
+    repo = tiny_project(tmp_path / "repo")
+    seen: dict[str, object] = {}
+
+    def healer(context: HealContext):  # type: ignore[no-untyped-def]
+        request = context.request
+        seen["test_cmd"] = request.test_cmd
+        seen["path"] = (request.env_source or {})["PATH"]
+        with PytestSandbox(
+            request.repo, request.test_cmd, env_source=request.env_source, isolation=context.isolation, hot=False
+        ) as sandbox:
+            with sandbox.patched({"tinypkg/__init__.py": 'VALUE = "patched"\n'}):
+                seen["run"] = sandbox.run_tests([TEST_ID])
+        from selfix_action.heal.pipeline import _nothing_failing
+
+        return _nothing_failing(request).result
+
+    request = HealRequest(
+        repo=repo,
+        test_cmd=resolve_test_cmd(None, repo),
+        out_dir=repo / ".selfix",
+        env_source=env_source(),
+        setup_command=install_command(),
+        setup_seconds=240,
+    )
+    heal(request, healer=healer)
+    program = Path(seen["test_cmd"][0])  # type: ignore[index]
+    assert program.name == "python" and program.parent.parent.name == "venv", seen["test_cmd"]
+    assert seen["test_cmd"][1:] == ("-m", "pytest")  # type: ignore[index]
+    assert str(seen["path"]).split(os.pathsep)[0] == str(program.parent)
+    run = seen["run"]
+    assert run.results[TEST_ID].status is TestStatus.PASSED, run.output_tail  # type: ignore[attr-defined]
+    assert not program.parent.parent.parent.exists()  # the environment is removed with the heal
+
+
+def test_a_failing_setup_command_stops_the_heal_before_any_output(tmp_path: Path) -> None:
+    repo = tiny_project(tmp_path / "repo")
+    request = HealRequest(
+        repo=repo,
+        test_cmd=(sys.executable, "-m", "pytest"),
+        out_dir=repo / ".selfix",
+        env_source=env_source(),
+        setup_command="python -c 'raise SystemExit(4)'",
+        isolation=IsolationConfig(mode="none"),
+    )
+    with pytest.raises(InputError, match="exited with 4"):
+        heal(request, healer=lambda context: pytest.fail("the heal ran"))  # type: ignore[arg-type,return-value]
+    assert not (repo / ".selfix").exists()
