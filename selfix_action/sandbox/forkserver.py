@@ -8,9 +8,9 @@ final confirmation still use a cold ``pytest`` process, so the fast path never d
 from __future__ import annotations
 
 import json
+import logging
 import os
 import select
-import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -18,7 +18,9 @@ from pathlib import Path
 
 from selfix_action.errors import SelfixError
 from selfix_action.sandbox.isolation import Isolation
-from selfix_action.sandbox.process import Limits, ProcessResult, _make_preexec, _rlimit_plan
+from selfix_action.sandbox.process import Limits, ProcessResult, RunProcesses, _make_preexec, _rlimit_plan
+
+log = logging.getLogger(__name__)
 
 _START_SECONDS = 30.0
 _REPLY_GRACE_SECONDS = 5.0  # the worker enforces the wall limit itself; this covers the worker dying
@@ -68,10 +70,15 @@ class ForkServer:
         except OSError as exc:
             raise ForkServerUnavailable(f"cannot start the {label}: {exc}") from exc
         self._buffer = b""
+        # The worker's session (and pid namespace, at bwrap): what it runs when ready is kept between checks,
+        # anything else found there after a check is what the check left behind.
+        self._processes = RunProcesses(self._proc.pid)
         reply = self._read_reply(_START_SECONDS)
         if not isinstance(reply, dict) or not reply.get("ready"):
             self.close()
             raise ForkServerUnavailable(f"the {label} did not start")
+        self._processes.find_namespace()
+        self._processes.spare = frozenset(self._processes.members())
 
     def _read_reply(self, timeout: float) -> dict | list | None:
         assert self._proc.stdout is not None
@@ -98,11 +105,14 @@ class ForkServer:
     ) -> tuple[int | None, bool]:
         """Run ``pytest.main(args)`` in a forked child; (exit code or None, timed out)."""
         request = {"args": list(args), "env": dict(env), "log": str(log), "timeout": timeout}
-        return self._checked(self._send(request, timeout))
+        reply = self._send(request, timeout)
+        self._sweep()
+        return self._checked(reply)
 
     def exchange_many(self, requests: list[dict], timeout: float) -> list[tuple[int | None, bool]]:
         """Send several requests as one line (served by concurrent children); one reply per request."""
         reply = self._send(requests, timeout)
+        self._sweep()
         if not isinstance(reply, list) or len(reply) != len(requests):
             self.close()
             raise ForkServerUnavailable(f"the {self._label} sent a malformed reply")
@@ -134,16 +144,23 @@ class ForkServer:
             raise ForkServerUnavailable(f"the {self._label} sent a malformed reply")
         return rc, timed_out
 
+    def _sweep(self) -> None:
+        """Kill what the checks left in the worker's session or namespace (a child that left its process group,
+        a sleeper it forked): the worker and what it ran when ready stay; a check's leftovers never outlive it."""
+        if self._processes.sweep() and self._proc.poll() is None:
+            log.warning("the %s kept processes of a check that would not die", self._label)
+
     def close(self) -> None:
-        if self._proc.poll() is None:
-            try:
-                os.killpg(self._proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+        # The group, then the whole session: at the landlock level a check child that moved to a process group of
+        # its own is still in it (setsid() is refused); at bwrap the pid namespace goes with the worker. Safe after
+        # the worker exited too: Linux never hands out a pid still in use as a group or session id.
+        self._processes.kill()
         try:
             self._proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
+        self._processes.spare = frozenset()
+        self._processes.sweep()
         for stream in (self._proc.stdin, self._proc.stdout):
             if stream is not None:
                 stream.close()

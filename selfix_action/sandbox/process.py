@@ -26,12 +26,12 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from selfix_action.errors import SandboxError
-from selfix_action.sandbox.isolation import Isolation, IsolationLevel
+from selfix_action.sandbox.isolation import Isolation
 
 __all__ = [
     "SAFE_ENV_NAMES",
@@ -282,17 +282,112 @@ def _kill_session(sid: int) -> None:
     At the landlock level there is no pid namespace to take everything down, and setpgid() is allowed (the
     warm worker needs it) but setsid() is not: a descendant that left the group is still in the session.
     """
+    for pid, _state, _ppid, session in _proc_table():
+        if session == sid:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _proc_table() -> Iterator[tuple[int, str, int, int]]:
+    """(pid, state, ppid, session) of every process in /proc that can still be read."""
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
         try:
             with open(f"/proc/{entry.name}/stat", "rb") as handle:
                 fields = handle.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
+            yield int(entry.name), fields[0].decode("ascii", "replace"), int(fields[1]), int(fields[3])
+        except (OSError, IndexError, ValueError):
             continue
-        if len(fields) > 3 and int(fields[3]) == sid:  # state ppid pgrp session
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(int(entry.name), signal.SIGKILL)
+
+
+def _pid_namespace(pid: int | str) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/pid")
+    except OSError:
+        return None
+
+
+_DEAD_STATES = frozenset({"Z", "X", "x"})  # a zombie holds no resource but its pid (and a RLIMIT_NPROC slot)
+
+
+class RunProcesses:
+    """Every process that belongs to one run, found again after the run to make sure none is left.
+
+    A run's processes are those of its session (the one ``start_new_session`` gave its first process) and,
+    when the wrapper made one (bwrap, ``unshare --pid``), of its pid namespace: the two boundaries a
+    descendant cannot leave (setsid() is refused at the landlock level; nothing leaves a pid namespace). So a
+    sweep never touches another run, a warm/hot worker (a session and namespace of its own) or a concurrent
+    selfix running as the same sandbox uid. ``spare`` is what a live worker keeps between its checks.
+    """
+
+    def __init__(self, leader: int) -> None:
+        self.leader = leader
+        self.namespace: str | None = None  # the run's own pid namespace, once seen
+        self.spare: frozenset[int] = frozenset()
+
+    def find_namespace(self) -> None:
+        """Remember the run's pid namespace: that of a child of the leader when it is not ours (must be called
+        while the wrapper still lives; when it exited on its own, its namespace was emptied before)."""
+        if self.namespace is not None:
+            return
+        own = _pid_namespace("self")
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry.name}/stat", "rb") as handle:
+                    ppid = int(handle.read().rsplit(b")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            if ppid == self.leader:
+                found = _pid_namespace(entry.name)
+                if found is not None and found != own:
+                    self.namespace = found
+                    return
+
+    def members(self) -> list[int]:
+        """The run's live (not zombie) processes, ``spare`` excepted. Zombies of the run that were re-parented
+        to selfix (it is pid 1 in a Docker action, or a subreaper) are reaped on the way: they would hold the
+        sandbox uid's RLIMIT_NPROC slots for good."""
+        found = []
+        me = os.getpid()
+        for pid, state, ppid, session in _proc_table():
+            if pid in self.spare:
+                continue
+            if pid == self.leader:  # reaped by its Popen, never here
+                if state not in _DEAD_STATES:
+                    found.append(pid)
+                continue
+            ours = session == self.leader or (self.namespace is not None and _pid_namespace(pid) == self.namespace)
+            if not ours:
+                continue
+            if state not in _DEAD_STATES:
+                found.append(pid)
+            elif ppid == me:
+                with contextlib.suppress(ChildProcessError, OSError):
+                    os.waitpid(pid, os.WNOHANG)
+        return found
+
+    def kill(self) -> None:
+        """SIGKILL the leader's group and the whole session, at once (no waiting)."""
+        self.find_namespace()
+        _kill_group(self.leader, session=True)
+
+    def sweep(self, timeout: float = _REAP_TIMEOUT_SECONDS) -> int:
+        """SIGKILL every live process of the run, again and again until none is left (a process may fork
+        between two scans) or ``timeout`` has passed; how many were still alive then (0: the run is gone)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = self.members()
+            if not left:
+                return 0
+            for pid in left:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            if time.monotonic() >= deadline:
+                return len(self.members())
+            time.sleep(0.005)
 
 
 def _has_exited(pid: int) -> bool:
@@ -316,7 +411,7 @@ _STDIN = object()  # selector tag for the stdin pipe
 
 
 def _communicate(
-    proc: subprocess.Popen[bytes], stdin_data: bytes, limits: Limits, deadline: float, session: bool = False
+    proc: subprocess.Popen[bytes], stdin_data: bytes, limits: Limits, deadline: float, run: RunProcesses
 ) -> tuple[_Capture, _Capture, bool]:
     """Feed stdin and drain stdout/stderr until the process exits (or times out) and the pipes close.
 
@@ -354,7 +449,7 @@ def _communicate(
                 if exited:
                     # Normal exit or not, take the whole group down: leftover background processes would
                     # keep running in CI and keep our pipes open.
-                    _kill_group(proc.pid, session)
+                    run.kill()
                     drain_until = now + _DRAIN_GRACE_SECONDS
                     for key in list(sel.get_map().values()):
                         if key.data is _PIDFD or key.data is _STDIN:
@@ -465,20 +560,23 @@ def run_process(
         raise SandboxError(f"could not start {args[0]}: {exc}") from exc
 
     timed_out = False
-    session = isolation is not None and isolation.level is IsolationLevel.LANDLOCK
+    run = RunProcesses(proc.pid)
     try:
         out, err, timed_out = _communicate(
-            proc, (stdin_data or "").encode("utf-8"), limits, start + limits.wall_seconds, session
+            proc, (stdin_data or "").encode("utf-8"), limits, start + limits.wall_seconds, run
         )
     finally:
         # Also on KeyboardInterrupt or a bug above: never leave project processes running.
-        _kill_group(proc.pid, session)
+        run.kill()
         for stream in (proc.stdin, proc.stdout, proc.stderr):
             if stream is not None:
                 with contextlib.suppress(OSError):
                     stream.close()
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=_REAP_TIMEOUT_SECONDS)
+        # What the group kill missed (a process that left the group, or forked while it was being killed) and,
+        # in a pid namespace, what the kernel is still tearing down: nothing of the run survives it.
+        run.sweep()
     returncode = proc.returncode if isolation is None else isolation.exit_status(proc.returncode)
     return ProcessResult(
         argv=args,
