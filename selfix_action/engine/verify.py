@@ -203,10 +203,24 @@ class Verifier:
     def baseline(self) -> TestRun:
         """The whole suite with per-test coverage on the unpatched code; measures what a confirmation will cost.
 
-        Raises SandboxError when the suite cannot run at all: bad input, not a stop of the loop."""
+        Raises SandboxError when the suite cannot run at all: bad input, not a stop of the loop. That includes a
+        suite that gave no result because it did not finish (collection or an import spins or sleeps until the
+        wall-clock limit kills it) or could not report (pytest's usage/internal error, interrupted collection, no
+        test collected): with no result, there is no failing test to heal, and "nothing to heal" would read as
+        a green suite."""
         self.budget.test_runs += 1
         started = self.budget.clock()
         run = self.sandbox.run_tests(None, coverage=True)
+        if not run.results and (run.timed_out or run.error):
+            tail = "\n".join(run.output_tail.strip().splitlines()[-10:])[-1500:]
+            if run.timed_out:
+                why = (
+                    f"the test suite did not finish within {run.duration:.0f} s (the test-run time limit) and gave "
+                    "no result: collection or an import hangs"
+                )
+            else:
+                why = f"the test suite gave no result: {run.error.strip().splitlines()[0]}"
+            raise SandboxError(f"{why}{': ' + tail if tail and tail not in why else ''}")
         self.budget.confirm_seconds = max(0.0, self.budget.clock() - started)
         self.baseline_seconds = {n: r.duration for n, r in run.results.items()}
         return run
