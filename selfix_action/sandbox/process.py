@@ -36,8 +36,11 @@ from selfix_action.sandbox.isolation import Isolation
 __all__ = [
     "SAFE_ENV_NAMES",
     "Limits",
+    "MemoryCap",
     "ProcessResult",
+    "RunProcesses",
     "is_secret_name",
+    "memory_cap",
     "run_process",
     "sandbox_env",
 ]
@@ -55,7 +58,8 @@ class Limits:
 
     wall_seconds: float = 120.0
     cpu_seconds: int | None = 300
-    memory_bytes: int | None = 4 * 1024**3  # RLIMIT_AS
+    # RLIMIT_AS; a ceiling: PytestSandbox lowers it to the machine's share per parallel check (``memory_cap``).
+    memory_bytes: int | None = 4 * 1024**3
     file_size_bytes: int | None = 512 * 1024**2  # RLIMIT_FSIZE
     open_files: int | None = 1024  # RLIMIT_NOFILE
     max_output_bytes: int = 1_000_000  # per stream kept in memory
@@ -72,6 +76,125 @@ class Limits:
                 raise ValueError(f"{name} must be positive or None, got {value!r}")
         if self.max_output_bytes < 0:
             raise ValueError(f"max_output_bytes must be >= 0, got {self.max_output_bytes!r}")
+
+
+MiB = 1024**2
+GiB = 1024**3
+# A derived cap never goes below this: pytest itself needs a few hundred MiB of address space.
+MIN_MEMORY_BYTES = 512 * MiB
+_UNLIMITED = 1 << 60  # cgroup v1 says "no limit" with a huge page-rounded number
+
+
+@dataclass(frozen=True)
+class MemoryCap:
+    """The RLIMIT_AS one run gets, and where it comes from (for the report)."""
+
+    bytes: int | None
+    usable: int | None  # bytes the machine (or the cgroup selfix runs in) can give its checks, None: unknown
+    source: str  # e.g. "MemAvailable", "cgroup memory.max"
+    ceiling: int | None
+    parallel_checks: int
+
+    def report(self) -> dict[str, object]:
+        if self.bytes is None:
+            how = "not limited"
+        elif self.usable is None:
+            how = "the ceiling (the machine's memory is unknown)"
+        elif self.bytes == self.ceiling:
+            share = self.usable // (self.parallel_checks + 1)
+            how = (
+                f"the ceiling ({self.source} {_gib(self.usable)} / ({self.parallel_checks} parallel check(s) + 1)"
+                f" = {_gib(share)} is more)"
+            )
+        else:
+            how = (
+                f"{self.source} {_gib(self.usable)} / ({self.parallel_checks} parallel check(s) + 1)"
+                f"{', raised to the floor' if self.bytes == MIN_MEMORY_BYTES else ''}"
+            )
+        return {
+            "memory_bytes": self.bytes,
+            "memory": f"{_gib(self.bytes)} of address space per process (RLIMIT_AS): {how}",
+            "memory_usable_bytes": self.usable,
+            "memory_source": self.source,
+        }
+
+
+def _gib(value: int | None) -> str:
+    return "unlimited" if value is None else f"{value / GiB:.2f} GiB"
+
+
+def _meminfo(path: Path) -> tuple[int, str] | None:
+    fields: dict[str, int] = {}
+    try:
+        for line in path.read_text(encoding="ascii", errors="replace").splitlines():
+            name, _, rest = line.partition(":")
+            parts = rest.split()
+            if parts and parts[0].isdigit():
+                fields[name.strip()] = int(parts[0]) * 1024  # kB
+    except OSError:
+        return None
+    for name in ("MemAvailable", "MemTotal"):  # MemAvailable: what can be had without swapping (Linux >= 3.14)
+        if fields.get(name):
+            return fields[name], name
+    return None
+
+
+def _cgroup_limit(cgroup_root: Path, proc_cgroup: Path) -> int | None:
+    """The lowest memory limit of the cgroups selfix runs in (v2 ``memory.max``, v1 ``memory.limit_in_bytes``),
+    on its own cgroup's path and every ancestor; None when none is set."""
+    candidates: list[Path] = [cgroup_root / "memory.max", cgroup_root / "memory" / "memory.limit_in_bytes"]
+    try:
+        lines = proc_cgroup.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        lines = []
+    for line in lines:
+        _, controllers, path = [*line.split(":", 2), "", ""][:3]
+        rel = Path(path.lstrip("/"))
+        if controllers == "":  # v2
+            base, name = cgroup_root, "memory.max"
+        elif "memory" in controllers.split(","):
+            base, name = cgroup_root / "memory", "memory.limit_in_bytes"
+        else:
+            continue
+        for parent in (rel, *rel.parents):
+            candidates.append(base / parent / name)
+    limits = []
+    for candidate in candidates:
+        try:
+            text = candidate.read_text(encoding="ascii").strip()
+        except (OSError, UnicodeDecodeError):
+            continue
+        if text.isdigit() and 0 < int(text) < _UNLIMITED:
+            limits.append(int(text))
+    return min(limits) if limits else None
+
+
+def memory_cap(
+    ceiling: int | None,
+    parallel_checks: int,
+    *,
+    meminfo: Path = Path("/proc/meminfo"),
+    cgroup_root: Path = Path("/sys/fs/cgroup"),
+    proc_cgroup: Path = Path("/proc/self/cgroup"),
+) -> MemoryCap:
+    """The RLIMIT_AS of one run: ``min(ceiling, usable / (parallel_checks + 1))``, at least MIN_MEMORY_BYTES.
+
+    ``usable`` is MemAvailable (else MemTotal) from /proc/meminfo, no more than the cgroup's memory limit (a
+    container's, a CI runner's). ``parallel_checks`` hot-check children can run at once, beside the hot worker
+    and selfix itself: each gets its share, so together they cannot exhaust the machine. ``ceiling`` None: no
+    limit at all (the caller asked for none).
+    """
+    if ceiling is None:
+        return MemoryCap(None, None, "", None, parallel_checks)
+    found = _meminfo(meminfo)
+    usable, source = found if found is not None else (None, "")
+    cgroup = _cgroup_limit(cgroup_root, proc_cgroup)
+    if cgroup is not None and (usable is None or cgroup < usable):
+        usable, source = cgroup, "cgroup memory limit"
+    if usable is None:
+        return MemoryCap(ceiling, None, "unknown", ceiling, parallel_checks)
+    share = usable // (max(1, parallel_checks) + 1)
+    return MemoryCap(min(ceiling, max(MIN_MEMORY_BYTES, share)), usable, source, ceiling, parallel_checks)
 
 
 @dataclass(frozen=True)

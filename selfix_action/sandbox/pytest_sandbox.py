@@ -13,6 +13,7 @@ so in ``TestRun.error``; a test without a result is never taken as passed.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -31,7 +32,7 @@ from selfix_action.errors import InputError, SandboxError
 from selfix_action.sandbox.forkserver import ForkServer, ForkServerUnavailable, worker_result
 from selfix_action.sandbox.hotswap import UNKNOWN_TEST, UNSWAPPABLE, HotServer, skeleton
 from selfix_action.sandbox.isolation import Isolation
-from selfix_action.sandbox.process import Limits, ProcessResult, run_process, sandbox_env
+from selfix_action.sandbox.process import Limits, ProcessResult, memory_cap, run_process, sandbox_env
 
 PLUGIN_DIR = Path(__file__).parent / "plugin"
 _MAX_HANG_RETRIES = 3
@@ -69,7 +70,12 @@ class PytestSandbox:
         self.test_cmd = list(test_cmd)
         if not self.test_cmd:
             raise InputError("the test command is empty")
-        self.limits = limits or Limits()
+        if parallel_checks < 1:
+            raise InputError("parallel checks must be at least 1")
+        # The memory limit is a ceiling, lowered to this machine's share per check that can run at once.
+        wanted = limits or Limits()
+        self.memory = memory_cap(wanted.memory_bytes, parallel_checks)
+        self.limits = dataclasses.replace(wanted, memory_bytes=self.memory.bytes)
         # None: a plain subprocess (the old behaviour). Else every run is wrapped in it, with only the
         # scratch dir writable and the original repository hidden.
         self.isolation = isolation
@@ -91,9 +97,27 @@ class PytestSandbox:
         self._skeletons: dict[str, str | None] = {}
         self._originals: dict[str, str] = {}  # every file ever patched: the worker may hold any version of it
         self.hot_runs = 0
-        if parallel_checks < 1:
-            raise InputError("parallel checks must be at least 1")
         self.parallel_checks = parallel_checks  # hot checks of different candidates run at once (cores)
+
+    def limits_report(self) -> dict[str, object]:
+        """The resource limits every test run had, for the report (beside ``Isolation.report()``)."""
+        limits = self.limits
+        enforced = self.isolation is not None and self.isolation.nproc_enforced
+        return {
+            "wall_seconds": limits.wall_seconds,
+            "cpu_seconds": limits.cpu_seconds,
+            **self.memory.report(),
+            "max_processes": limits.max_processes if enforced else None,
+            "process_limit": (
+                f"{limits.max_processes} processes of the sandbox uid at once (RLIMIT_NPROC)"
+                if enforced
+                else "not enforced at this isolation level"
+            ),
+            "file_size_bytes": limits.file_size_bytes,
+            "open_files": limits.open_files,
+            "max_output_bytes": limits.max_output_bytes,
+            "parallel_checks": self.parallel_checks,
+        }
 
     # -- files ---------------------------------------------------------------------------------------
     def close(self) -> None:
