@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from selfix_action.cli import main
-from selfix_action.sandbox.process import GiB, MIN_MEMORY_BYTES, Limits, memory_cap
+from selfix_action.sandbox.process import MIN_MEMORY_BYTES, GiB, Limits, memory_cap
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
 from tests.conftest import write_project
 
