@@ -5,18 +5,25 @@ from __future__ import annotations
 import os
 import signal
 import textwrap
+import threading
 import time
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 from selfix_action.engine.models import TestStatus
 from selfix_action.sandbox.isolation import Isolation, IsolationConfig, IsolationLevel, detect_isolation
-from selfix_action.sandbox.process import Limits, run_process, sandbox_env
+from selfix_action.sandbox.process import GiB, Limits, memory_cap, run_process, sandbox_env
+from selfix_action.sandbox.pytest_sandbox import PytestSandbox
+from tests.conftest import write_project
 from tests.security.conftest import (
     ATTACK,
     CANARY,
     RunAttack,
     assert_blocked,
+    hostile_project,
     need_level,
     need_process_limit,
     python_for,
@@ -65,21 +72,211 @@ def _processes_of(uid: int) -> list[int]:
     return pids
 
 
+def _own_uid(isolation: Isolation, base: int) -> Isolation:
+    """``isolation`` with a sandbox uid of its own (one per level: the [best] and [landlock] halves may run at once
+    on two test workers), so that a bomb cannot starve sandboxes other test workers run as 65534 and the count of
+    the uid's processes is this test's alone."""
+    need_process_limit(isolation)
+    if isolation.uid is None:
+        return isolation
+    uid = base - (isolation.level is IsolationLevel.LANDLOCK)
+    mode = isolation.level.value
+    own = detect_isolation(IsolationConfig(mode=mode, sandbox_uid=uid, sandbox_gid=uid))
+    need_process_limit(own)
+    return own
+
+
+def _live(pids: list[int]) -> list[int]:
+    """Those of ``pids`` that still run (a zombie holds nothing but its pid)."""
+    alive = []
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state not in (b"Z", b"X"):
+            alive.append(pid)
+    return alive
+
+
+def _gone_eventually(pids_now: Callable[[], list[int]], bound: float = 30.0) -> list[int]:
+    """Poll (generously bounded) until ``pids_now()`` is empty; what is left then (zombies are reaped by the
+    container's init, which takes its time)."""
+    deadline = time.monotonic() + bound
+    while (left := pids_now()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return left
+
+
 def test_fork_bomb_is_bounded_by_the_process_limit(run_attack: RunAttack, isolation: Isolation) -> None:
     need_process_limit(isolation)
     # A uid of its own, so that the bomb cannot starve sandboxes that other test workers run as 65534.
-    own = isolation
-    if isolation.uid is not None:
-        own = detect_isolation(IsolationConfig(sandbox_uid=64999, sandbox_gid=64999))
-        need_process_limit(own)
+    own = _own_uid(isolation, 64999)
     started = time.monotonic()
     run, _ = run_attack(FORK_BOMB, limits=Limits(wall_seconds=30, max_processes=40), use_isolation=own)
     assert_blocked(run, "AssertionError")
     assert "fork refused" in run.results[ATTACK].message
     assert time.monotonic() - started < 25
     if own.uid is not None:
-        time.sleep(0.2)
-        assert _processes_of(own.uid) == [], "processes of the sandbox uid survived the run"
+        uid = own.uid
+        assert _live(_processes_of(uid)) == [], "processes of the sandbox uid survived the run"
+        assert _gone_eventually(lambda: _processes_of(uid)) == []
+
+
+# A real bomb: fork until refused, every child sleeping forever (in a process group of its own, so the run's
+# group kill misses it), then fail with the count. With RLIMIT_NPROC = CAP the uid holds CAP processes at most:
+# pytest itself and CAP - 1 children.
+UNBOUNDED_BOMB = """
+import os, time
+made = 0
+while True:
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        try:
+            os.setpgid(0, 0)
+        except OSError:
+            pass
+        time.sleep(10**6)
+        os._exit(0)
+    made += 1
+assert False, f"made {made} children"
+"""
+
+
+class _Peak:
+    """The highest number of processes of ``uid`` seen while it runs (a poller in a thread: a lower bound of the
+    true peak, which the kernel's own count bounds from above)."""
+
+    def __init__(self, uid: int) -> None:
+        self.uid, self.peak, self._stop = uid, 0, threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+
+    def _poll(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, len(_processes_of(self.uid)))
+
+    def __enter__(self) -> _Peak:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def test_a_real_fork_bomb_never_exceeds_the_cap_and_leaves_nothing(run_attack: RunAttack, isolation: Isolation) -> None:
+    own = _own_uid(isolation, 64997)
+    cap = 64
+    if own.uid is None:
+        pytest.skip("no dedicated sandbox uid to count the processes of")
+    uid = own.uid
+    assert _live(_processes_of(uid)) == []
+    with _Peak(uid) as seen:
+        run, _ = run_attack(UNBOUNDED_BOMB, limits=Limits(wall_seconds=60, max_processes=cap), use_isolation=own)
+    assert_blocked(run, "AssertionError")
+    # Exactly the cap: the pytest process and cap - 1 children, never more (and the poller saw no more).
+    assert f"made {cap - 1} children" in run.results[ATTACK].message, run.results[ATTACK].message
+    assert 0 < seen.peak <= cap, seen.peak
+    # Nothing left: the run's sweep killed every sleeper, whatever its process group.
+    assert _live(_processes_of(uid)) == [], "sleepers of the bomb survived the run"
+    assert _gone_eventually(lambda: _processes_of(uid)) == []
+
+
+SLEEPERS = r"""
+import os, subprocess, sys, time
+pids = []
+# A sleeper in its own process group, one that left the group after a double fork (an orphan), and one that
+# tried setsid() (refused at landlock: then it leaves the group only).
+pids.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(10**6)"], process_group=0).pid)
+read, write = os.pipe()
+if os.fork() == 0:
+    if os.fork() == 0:
+        os.setpgid(0, 0)
+        os.write(write, str(os.getpid()).encode() + b"\n")
+        time.sleep(10**6)
+    os._exit(0)
+pids.append(int(os.read(read, 64).split()[0]))
+try:
+    pids.append(subprocess.Popen(["sleep", "1000000"], start_new_session=True).pid)
+except PermissionError:
+    pids.append(subprocess.Popen(["sleep", "1000000"], process_group=0).pid)
+with open(os.environ["SELFIX_ROOT"] + "/../sleepers.txt", "a") as handle:
+    handle.write(" ".join(map(str, pids)) + "\n")
+"""
+
+
+def _sleepers(sandbox: PytestSandbox) -> list[int]:
+    text = (sandbox.root.parent / "sleepers.txt").read_text()
+    return [int(p) for p in text.split()]
+
+
+def _host_pids(sandbox: PytestSandbox, pids: list[int]) -> list[int]:
+    """Inside a pid namespace the project saw its own pids: those of the host are found by their command line."""
+    return pids if sandbox.isolation is None or sandbox.isolation.level is IsolationLevel.LANDLOCK else []
+
+
+def test_leftover_sleepers_are_killed_after_a_cold_run(run_attack: RunAttack, isolation: Isolation) -> None:
+    need_level(isolation, IsolationLevel.BWRAP, "a boundary the run's processes cannot leave")
+    own = _own_uid(isolation, 64995)
+    if own.uid is None:
+        pytest.skip("no dedicated sandbox uid to count the processes of")
+    uid = own.uid
+    run, sandbox = run_attack(SLEEPERS, use_isolation=own)
+    assert ATTACK in run.results and run.results[ATTACK].status is TestStatus.PASSED, run.output_tail
+    assert len(_sleepers(sandbox)) == 3
+    assert _live(_processes_of(uid)) == [], "a sleeper the run left behind survived it"
+    assert _live(_host_pids(sandbox, _sleepers(sandbox))) == []
+
+
+def test_a_warm_check_leaves_no_sleeper_and_the_worker_survives(run_attack: RunAttack, isolation: Isolation) -> None:
+    need_level(isolation, IsolationLevel.BWRAP, "a boundary the run's processes cannot leave")
+    own = _own_uid(isolation, 64993)
+    if own.uid is None:
+        pytest.skip("no dedicated sandbox uid to count the processes of")
+    uid = own.uid
+    run, sandbox = run_attack(SLEEPERS, use_isolation=own, warm=True)
+    assert sandbox.warm_runs == 1, sandbox._fork_disabled
+    assert run.results[ATTACK].status is TestStatus.PASSED, run.output_tail
+    server = sandbox._fork_server
+    assert server is not None
+    # What runs as the uid now is the warm worker itself (its own process at bwrap; its session leader at landlock)
+    # and nothing of the two runs (the cold one and the warm check) that planted six sleepers.
+    worker = set(server._processes.spare)
+    assert len(_sleepers(sandbox)) == 6
+    assert set(_live(_processes_of(uid))) <= worker
+    assert _live(_host_pids(sandbox, _sleepers(sandbox))) == []
+    again = sandbox.run_tests(warm=True)  # the worker lived on
+    assert sandbox.warm_runs == 2 and again.results[CANARY].status is TestStatus.PASSED
+    sandbox.close()
+    assert _live(_processes_of(uid)) == [], "the warm worker or a check's sleeper survived close()"
+
+
+def test_the_memory_cap_is_derived_and_a_bomb_meets_it(isolation: Isolation, tmp_path: Path) -> None:
+    """With enough parallel checks that the machine's share is about 1 GiB, a test allocating 2 GiB at once gets
+    MemoryError (it would not under the 4 GiB ceiling), and the sandbox reports the cap it applied."""
+    usable = memory_cap(4 * GiB, 1).usable
+    assert usable is not None
+    parallel = max(1, usable // GiB - 1)
+    attack = "blob = bytearray(2 * 1024**3)\nassert len(blob) > 0\n"
+    repo = write_project(tmp_path / "repo", hostile_project(attack))
+    with PytestSandbox(
+        repo,
+        [python_for(isolation), "-m", "pytest"],
+        limits=Limits(wall_seconds=60),
+        scratch_parent=tmp_path,
+        isolation=isolation,
+        parallel_checks=parallel,
+    ) as sandbox:
+        report = sandbox.limits_report()
+        run = sandbox.run_tests()
+    # MemAvailable moves between two reads: the report's own figures, and the share they give.
+    assert report["memory_bytes"] == sandbox.limits.memory_bytes
+    assert report["memory_bytes"] == int(str(report["memory_usable_bytes"])) // (parallel + 1) < 2 * GiB
+    assert f"/ ({parallel} parallel check(s) + 1)" in str(report["memory"])
+    assert_blocked(run, "MemoryError")
 
 
 def test_memory_bomb_gets_memory_error(run_attack: RunAttack) -> None:
