@@ -159,6 +159,15 @@ def render_markdown(report: HealReport) -> str:
     )
     if report.isolation:
         out.append(f"- Isolation: {report.isolation.get('level', 'none')} ({report.isolation.get('mechanism', '')})")
+        limits = report.isolation.get("limits")
+        if isinstance(limits, dict):
+            wall = limits.get("wall_seconds")
+            out.append(
+                f"- Limits per test run: {wall:g} s wall; memory {limits.get('memory', 'not reported')}; "
+                f"processes: {limits.get('process_limit', 'not reported')}"
+                if isinstance(wall, int | float)
+                else f"- Limits per test run: memory {limits.get('memory', 'not reported')}"
+            )
     for note in report.notes:
         out.append(f"- Note: {note}")
 

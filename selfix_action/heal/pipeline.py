@@ -122,6 +122,7 @@ def heal_in_sandbox(context: HealContext) -> HealResult:
     ) as sandbox:
         loop = HealingLoop(sandbox, context.engine, request.loop, trace=context.trace, repo_label=request.repo_label)
         result = loop.run(context.junit_failing, context.junit_passing)
+        limits = sandbox.limits_report()
         process_runs = {
             "hot": sandbox.hot_runs,
             "warm": sandbox.warm_runs - sandbox.hot_runs,
@@ -131,7 +132,7 @@ def heal_in_sandbox(context: HealContext) -> HealResult:
     if isolation.warnings:
         notes = (*notes, isolation.summary())
     report = result.report.model_copy(
-        update={"isolation": isolation.report(), "notes": notes, "process_runs": process_runs}
+        update={"isolation": {**isolation.report(), "limits": limits}, "notes": notes, "process_runs": process_runs}
     )
     return dataclasses.replace(result, report=report)
 

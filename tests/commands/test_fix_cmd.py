@@ -207,6 +207,10 @@ def test_report_names_the_isolation_of_the_test_runs(tmp_path: Path) -> None:
     assert any("NO ISOLATION" in note for note in report["notes"])
     markdown = (repo / ".selfix" / "report.md").read_text()
     assert "- Isolation: none (plain subprocess)" in markdown
+    # The limits every run had, the memory cap derived from this machine and the parallel checks.
+    limits = report["isolation"]["limits"]
+    assert limits["wall_seconds"] == 120.0 and limits["memory_bytes"] and "RLIMIT_AS" in limits["memory"]
+    assert "- Limits per test run: 120 s wall; memory " in markdown
     # Every process run is accounted for: hot checks, fork-per-run and cold runs (baseline, re-run, confirmation).
     # inventory's fix is a module-level constant: the hot worker cannot swap it, so it is checked fork-per-run.
     kinds = report["process_runs"]
