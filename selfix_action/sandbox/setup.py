@@ -131,6 +131,46 @@ def _named_files(argv: list[str]) -> list[Path]:
     return found
 
 
+_Trusted = tuple[bytes, dict[str, str]]
+
+
+def _entry_points(venv: Path) -> _Trusted:
+    """What selfix itself reads of the environment, outside the sandbox, to plan the test runs' mounts
+    (``isolation._needed_paths``): ``pyvenv.cfg`` (its ``home``) and the ``bin/python*`` links (their targets
+    are re-exposed read-only). Recorded right after creation, before any project code runs."""
+    bin_dir = venv / "bin"
+    links = {p.name: os.readlink(p) for p in bin_dir.iterdir() if p.name.startswith("python") and p.is_symlink()}
+    return (venv / "pyvenv.cfg").read_bytes(), links
+
+
+def _seal(base: Path, venv: Path, trusted: _Trusted) -> None:
+    """Undo whatever the setup did to the environment's entry points, and make them root's (when selfix is
+    root), so a planted ``home = /github/workspace`` or ``bin/python -> /root/...`` never re-exposes a hidden
+    path to the test runs. The setup's processes are all dead by now (session killed); nothing races this."""
+    cfg, links = trusted
+    bin_dir = venv / "bin"
+    for path in (base, venv, bin_dir):
+        if path.is_symlink() or not path.is_dir():
+            raise SandboxError(f"setup_command replaced {path.relative_to(base.parent)}: the environment is not used")
+    (venv / "pyvenv.cfg").unlink(missing_ok=True)
+    fd = os.open(venv / "pyvenv.cfg", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(cfg)
+    for name, target in links.items():
+        link = bin_dir / name
+        if link.is_symlink() or link.exists():
+            if link.is_dir() and not link.is_symlink():
+                shutil.rmtree(link)
+            else:
+                link.unlink()
+        os.symlink(target, link)
+    if os.geteuid() == 0:
+        for path in (base, venv, bin_dir, venv / "pyvenv.cfg", *(bin_dir / name for name in links)):
+            os.chown(path, 0, 0, follow_symlinks=False)
+        for path in (base, venv, bin_dir):
+            path.chmod(0o755)
+
+
 def _installed(venv: Path, name: str) -> bool:
     return any(
         (site / name).is_dir() or any(site.glob(f"{name}-*.dist-info"))
@@ -162,6 +202,7 @@ def run_setup_command(
         project, venv = base / "project", base / "venv"
         shutil.copytree(repo, project, ignore=_copy_ignore, symlinks=True)
         python = create_environment(base_python or sys.executable, venv)
+        trusted = _entry_points(venv)
         home, tmp = base / "home", base / "tmp"
         for folder in (home, tmp):
             folder.mkdir(mode=0o700)
@@ -189,6 +230,7 @@ def run_setup_command(
         result = run_process(
             argv, cwd=project, env=env, limits=limits, isolation=wrapped, writable=(base,), hidden=(repo,)
         )
+        _seal(base, venv, trusted)
     except BaseException:
         shutil.rmtree(base, ignore_errors=True)
         raise

@@ -196,3 +196,41 @@ def test_control_without_isolation_the_same_setup_py_succeeds(
     finally:
         planted.unlink(missing_ok=True)
         setup.close()
+
+
+REWRITE_ENV = r"""
+import os, pathlib, sys
+venv = pathlib.Path(os.environ["VIRTUAL_ENV"])
+secret = sys.argv[1]
+(venv / "pyvenv.cfg").write_text(f"home = {secret}\ninclude-system-site-packages = false\n")
+link = venv / "bin" / "python3"
+link.unlink()
+link.symlink_to(f"{secret}/bin/python3")
+"""
+
+
+def test_a_setup_that_rewrites_its_environment_cannot_expose_a_hidden_path(
+    tmp_path: Path, isolation: Isolation
+) -> None:
+    """selfix reads ``pyvenv.cfg`` and the ``bin/python*`` links (outside the sandbox) to decide what the test
+    runs may read: a setup naming the workspace's ``.git`` there gets it restored, and the tests see nothing."""
+    need_level(isolation, IsolationLevel.BWRAP, "a setup command inside the boundary")
+    read_test = "import pathlib\n\n\ndef test_read():\n    pathlib.Path(SECRET, 'config').read_text()\n"
+    repo = tiny_project(tmp_path / "workspace", {"rewrite_env.py": REWRITE_ENV})
+    (repo / ".git").mkdir()
+    (repo / ".git" / "config").write_text(GIT_CONFIG)
+    (repo / "tests" / "test_read.py").write_text(f"SECRET = {str(repo / '.git')!r}\n" + read_test)
+    command = f'sh -c "python standin_pytest.py && python rewrite_env.py {repo / ".git"}"'
+    setup = run_setup(repo, isolation, command=command)
+    try:
+        assert setup.ok, setup.result.stderr
+        assert str(repo) not in (setup.venv / "pyvenv.cfg").read_text()
+        assert str(repo) not in os.readlink(setup.venv / "bin" / "python3")
+        with heal_sandbox(repo, setup, isolation, tmp_path) as sandbox:
+            run = sandbox.run_tests(["tests/test_read.py::test_read"])
+        result = run.results["tests/test_read.py::test_read"]
+        assert result.status is TestStatus.FAILED, f"ATTACK SUCCEEDED\n{run.output_tail}"
+        assert result.exc_type in ("FileNotFoundError", "PermissionError", "NotADirectoryError"), result.message
+        assert FAKE_CHECKOUT_TOKEN not in run.output_tail
+    finally:
+        setup.close()
