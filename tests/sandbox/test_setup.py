@@ -292,3 +292,16 @@ def test_a_failing_setup_command_stops_the_heal_before_any_output(tmp_path: Path
     with pytest.raises(InputError, match="exited with 4"):
         heal(request, healer=lambda context: pytest.fail("the heal ran"))  # type: ignore[arg-type,return-value]
     assert not (repo / ".selfix").exists()
+
+
+@pytest.mark.parametrize("kind", ["unshare-root", "unshare-user", "unshare-root-net", "unshare-user-net"])
+def test_unshare_with_the_network_keeps_only_the_pid_namespace(tmp_path: Path, kind: str) -> None:
+    unshare = Isolation(level=IsolationLevel.UNSHARE, mechanism="test", kind=kind, tool="/usr/bin/unshare")
+    env = {"PATH": os.defpath}
+    online = unshare.with_network().wrap(["true"], cwd=tmp_path, env=env)
+    offline = unshare.wrap(["true"], cwd=tmp_path, env=env)
+    assert "--net" in offline and "--net" not in online
+    if kind.endswith("-net"):
+        assert online == ["true"]  # only a network namespace to drop: nothing is left
+    else:
+        assert "--pid" in online and "--mount-proc" in online

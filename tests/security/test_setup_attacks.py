@@ -25,7 +25,7 @@ from selfix_action.sandbox.isolation import Isolation, IsolationLevel
 from tests.sandbox.test_setup import SELFIX_SITE, env_source, heal_sandbox, run_setup, tiny_project
 from tests.security.conftest import FAKE_API_KEY, FAKE_CHECKOUT_TOKEN, FAKE_GITHUB_TOKEN, need_level
 
-HOSTILE_SETUP = r'''
+HOSTILE_SETUP = r"""
 import json, os, pathlib
 from setuptools import setup
 
@@ -90,7 +90,7 @@ for name, action in list(globals().items()):
         attempt(name, action)
 pathlib.Path("attacks.json").write_text(json.dumps(report))
 setup()
-'''
+"""
 GIT_CONFIG = f"""[core]
 \trepositoryformatversion = 0
 [http "https://github.com/"]
