@@ -17,6 +17,8 @@ bwrap (and unshare with ``--pid``) it dies with the namespace.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import functools
 import math
 import os
 import re
@@ -431,6 +433,16 @@ def _pid_namespace(pid: int | str) -> str | None:
         return None
 
 
+@functools.cache
+def _child_subreaper() -> bool:
+    """Make selfix the reaper of its orphaned descendants (PR_SET_CHILD_SUBREAPER, Linux >= 3.4); False if not."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        return False
+
+
 _DEAD_STATES = frozenset({"Z", "X", "x"})  # a zombie holds no resource but its pid (and a RLIMIT_NPROC slot)
 
 
@@ -448,6 +460,10 @@ class RunProcesses:
         self.leader = leader
         self.namespace: str | None = None  # the run's own pid namespace, once seen
         self.spare: frozenset[int] = frozenset()
+        # Orphans of the run come to selfix (not to a pid 1 that may reap them late or never) and are reaped by the
+        # sweep: until then a zombie holds one of the sandbox uid's RLIMIT_NPROC slots, and the next run (or the
+        # warm worker's next fork) would find the uid full.
+        self.reaping = _child_subreaper()
 
     def find_namespace(self) -> None:
         """Remember the run's pid namespace: that of a child of the leader when it is not ours (must be called
@@ -490,6 +506,8 @@ class RunProcesses:
             elif ppid == me:
                 with contextlib.suppress(ChildProcessError, OSError):
                     os.waitpid(pid, os.WNOHANG)
+            elif self.reaping and ppid not in self.spare:
+                found.append(pid)  # re-parented to selfix once its dying parent is gone, then reaped here
         return found
 
     def kill(self) -> None:

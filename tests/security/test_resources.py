@@ -185,6 +185,27 @@ def test_a_real_fork_bomb_never_exceeds_the_cap_and_leaves_nothing(run_attack: R
     assert _gone_eventually(lambda: _processes_of(uid)) == []
 
 
+def test_a_fork_bomb_in_a_warm_check_leaves_the_next_run_its_share(run_attack: RunAttack, isolation: Isolation) -> None:
+    """A bomb in a warm check (a child of the warm worker): its sleepers die with the check, so the next run gets
+    the whole cap but the worker's own slot (they used to stay in the worker's session and starve every later
+    run of the uid: 0 children)."""
+    own = _own_uid(isolation, 64991)
+    if own.uid is None:
+        pytest.skip("no dedicated sandbox uid to count the processes of")
+    uid, cap = own.uid, 64
+    limits = Limits(wall_seconds=60, max_processes=cap)
+    run, sandbox = run_attack(UNBOUNDED_BOMB, limits=limits, use_isolation=own, warm=True)
+    assert sandbox.warm_runs == 1, sandbox._fork_disabled
+    worker = set(sandbox._fork_server._processes.spare) if sandbox._fork_server is not None else set()
+    # The worker holds one slot of the uid, its forked check child another: cap - 2 children.
+    assert f"made {cap - 2} children" in run.results[ATTACK].message, run.results[ATTACK].message
+    assert set(_live(_processes_of(uid))) <= worker
+    for again in (sandbox.run_tests(), sandbox.run_tests(warm=True)):
+        assert f"made {cap - 2} children" in again.results[ATTACK].message, again.results[ATTACK].message
+    sandbox.close()
+    assert _gone_eventually(lambda: _processes_of(uid)) == []
+
+
 SLEEPERS = r"""
 import os, subprocess, sys, time
 pids = []
