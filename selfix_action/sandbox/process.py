@@ -9,9 +9,11 @@ With an ``isolation`` (see ``isolation.py``) the command is wrapped in bubblewra
 a read-only filesystem except the scratch dirs named ``writable``, hidden home/repository, a non-root uid and
 a process-count limit. Without one, behaviour is exactly that of a plain subprocess under the limits.
 
-Known limit without a pid namespace: a descendant that calls ``setsid()``/``setpgid()`` leaves the group and
-survives the kill; we stop reading its output after a short grace period instead of hanging on it. Inside
-bwrap (and unshare with ``--pid``) it dies with the namespace.
+After the group kill, ``RunProcesses.sweep`` kills whatever of the run is left: its session (setsid() is
+refused at landlock, so a descendant that only left the group is still in it) and its pid namespace (bwrap,
+unshare ``--pid``), again and again until none is left. Known limit with neither (level none, unshare without
+``--pid``): a descendant that calls ``setsid()`` survives; we stop reading its output after a short grace period
+instead of hanging on it.
 """
 
 from __future__ import annotations
