@@ -1,0 +1,23 @@
+"""Repair templates: AST mutations that propose one-statement fixes at suspicious lines.
+
+Each candidate is rendered as a minimal text edit of the original file and verified to parse to
+exactly the intended AST (`render`). The package is laid out by stage:
+
+- `analysis`: file-wide facts (parent slots, scopes and bindings, name/attribute/literal pools)
+- `targeting`: which statements and expressions a suspicious line exposes
+- `render`: text renderings, tree mutations and their verification; `SourceEdit`
+- `model`, `family`: the `Template` (id, prior) and `Family` (generator + templates) contract
+- one module per template family: `names`, `calls`, `operators`, `conditions`, `constants`,
+  `bounds`, `statements`, `defaults`
+- `registry`: every template (the priors' single source) and the families in dispatch order
+- `candidates`: the pipeline behind `candidate_edits`
+"""
+
+from __future__ import annotations
+
+from selfix_action.offline.templates.candidates import candidate_edits
+from selfix_action.offline.templates.model import Template
+from selfix_action.offline.templates.registry import PRIORS, TEMPLATES
+from selfix_action.offline.templates.render import SourceEdit
+
+__all__ = ["PRIORS", "TEMPLATES", "SourceEdit", "Template", "candidate_edits"]

@@ -1,0 +1,180 @@
+"""Identifier templates: the wrong name, attribute or function, and swapped unpacking targets.
+
+These are the most frequent one-statement fixes in the bug-fix studies; the alternatives come from
+what the file itself binds and uses, so only like is swapped for like (values for values, functions
+for functions, classes for classes).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from collections.abc import Iterator
+
+from selfix_action.offline.spans import TextEdit
+from selfix_action.offline.templates.analysis import IMPLICIT_NAMES, FileFacts
+from selfix_action.offline.templates.family import Context, Family
+from selfix_action.offline.templates.model import Mutation, Template
+
+NAME_REPLACE = Template("name_replace", 0.90, "change identifier used")
+TARGET_SWAP = Template("target_swap", 0.76, "the arg_swap slip on the binding side: `for x, i in enumerate(xs)`")
+SIBLING_CALL = Template("sibling_call", 0.74, "wrong function name (min/max, any/all, ...)")
+ATTRIBUTE_REPLACE = Template("attribute_replace", 0.66, "change attribute used")
+
+# Bounds that keep the candidate count in the tens-to-low-hundreds per line.
+_NAME_CAP = 8
+_ATTR_CAP = 8
+
+# Functions and methods commonly confused with one another.
+SIBLINGS: dict[str, tuple[str, ...]] = {
+    "any": ("all",),
+    "all": ("any",),
+    "min": ("max",),
+    "max": ("min",),
+    "append": ("extend",),
+    "extend": ("append",),
+    "sorted": ("reversed",),
+    "reversed": ("sorted",),
+    "startswith": ("endswith",),
+    "endswith": ("startswith",),
+    "lower": ("upper",),
+    "upper": ("lower",),
+    "islower": ("isupper",),
+    "isupper": ("islower",),
+    "keys": ("values", "items"),
+    "values": ("keys", "items"),
+    "items": ("keys", "values"),
+    "pop": ("get",),
+    "get": ("pop",),
+    "remove": ("discard",),
+    "discard": ("remove",),
+    "find": ("index", "rfind"),
+    "rfind": ("find",),
+    "index": ("find",),
+    "floor": ("ceil",),
+    "ceil": ("floor",),
+    "strip": ("lstrip", "rstrip"),
+    "lstrip": ("strip", "rstrip"),
+    "rstrip": ("strip", "lstrip"),
+    "split": ("rsplit",),
+    "rsplit": ("split",),
+}
+
+
+def _callable_pool(facts: FileFacts, node: ast.Name, kind: str) -> list[str]:
+    """Functions for a function, classes for a class (exceptions for an exception)."""
+    chain = facts.scope_chain(node)
+    pool: list[str] = []
+    skip = {node.id, *SIBLINGS.get(node.id, ())}  # sibling_call proposes those, better labelled
+    for scope in chain:
+        for name, binding in facts.bindings_of(scope).items():
+            if binding.kind == kind and name not in skip and name not in pool:
+                pool.append(name)
+    builtin_names = facts.used_builtins[kind]
+    original = getattr(builtins, node.id, None)
+    if isinstance(original, type) and issubclass(original, BaseException):
+        builtin_names = [n for n in builtin_names if issubclass(getattr(builtins, n), BaseException)]
+    for name in builtin_names:
+        if name not in skip and name not in pool:
+            pool.append(name)
+    return pool
+
+
+def name_replace(ctx: Context, node: ast.Name) -> Iterator[Mutation | None]:
+    """A used name -> another of its kind in scope, nearest first."""
+    facts = ctx.facts
+    if not isinstance(node.ctx, ast.Load):
+        return  # only uses: binding a different name would also change every later use
+    chain = facts.scope_chain(node)
+    kind = facts.kind(node.id, chain)
+    if node.id in IMPLICIT_NAMES or kind in (None, "module", "builtin"):
+        return
+    if kind in ("callable", "class"):
+        pool = _callable_pool(facts, node, kind)
+    elif facts.is_call_func(node):
+        return  # a value called like a function (callback): other values are not callables
+    else:
+        pool = facts.value_pool(node, exclude=node.id)
+    for name in pool[:_NAME_CAP]:
+        yield ctx.render.replace(NAME_REPLACE, node, ast.Name(id=name, ctx=ast.Load()), name)
+
+
+def _class_methods(facts: FileFacts, node: ast.AST) -> list[str]:
+    """Methods of the class enclosing `node`: `self.<wrong>()` often means one of them."""
+    for ancestor in facts.ancestors(node):
+        if isinstance(ancestor, ast.ClassDef):
+            return [
+                s.name
+                for s in ancestor.body
+                if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) and not s.name.startswith("__")
+            ]
+    return []
+
+
+def attribute_replace(ctx: Context, node: ast.Attribute) -> Iterator[Mutation | None]:
+    """`obj.a` -> `obj.b`: attributes seen on the same name first, then the file's most used."""
+    facts, source = ctx.facts, ctx.facts.source
+    if isinstance(node.value, ast.Constant):
+        return  # `"sep".join`: other names used on other objects make no sense on a literal
+    is_call = facts.is_call_func(node)
+    pool: list[str] = []
+    if isinstance(node.value, ast.Name):
+        pool.extend(facts.attrs_by_base.get((node.value.id, is_call), []))
+        if node.value.id == "self" and is_call:
+            pool.extend(_class_methods(facts, node))
+    pool.extend(facts.attr_pool[is_call])
+    end = facts.lines.span(node)[1]
+    count = 0
+    for attr in dict.fromkeys(pool):
+        if attr == node.attr or attr.startswith("__") or count >= _ATTR_CAP:
+            continue
+        if is_call and attr in SIBLINGS.get(node.attr, ()):
+            continue  # proposed by sibling_call
+        new = ast.Attribute(value=node.value, attr=attr, ctx=node.ctx)
+        preferred = []
+        if source[end - len(node.attr) : end] == node.attr:
+            preferred.append([TextEdit(end - len(node.attr), end, attr)])
+        count += 1
+        yield ctx.render.replace(ATTRIBUTE_REPLACE, node, new, preferred=preferred)
+
+
+def sibling_call(ctx: Context, node: ast.Call) -> Iterator[Mutation | None]:
+    """`min(...)` -> `max(...)`, `.keys()` -> `.values()`, ...: a function confused with its sibling."""
+    func = node.func
+    if isinstance(func, ast.Name):
+        for other in SIBLINGS.get(func.id, ()):
+            yield ctx.render.replace(SIBLING_CALL, func, ast.Name(id=other, ctx=ast.Load()), other)
+    elif isinstance(func, ast.Attribute):
+        source = ctx.facts.source
+        end = ctx.facts.lines.span(func)[1]
+        for other in SIBLINGS.get(func.attr, ()):
+            new = ast.Attribute(value=func.value, attr=other, ctx=ast.Load())
+            preferred = []
+            if source[end - len(func.attr) : end] == func.attr:
+                preferred.append([TextEdit(end - len(func.attr), end, other)])
+            yield ctx.render.replace(SIBLING_CALL, func, new, preferred=preferred)
+
+
+def target_swap(ctx: Context, node: ast.List | ast.Tuple) -> Iterator[Mutation | None]:
+    """Swap two neighbouring unpacking targets (`i, x = ...` for `x, i = ...`)."""
+    if not isinstance(node.ctx, ast.Store):
+        return
+    lines, render = ctx.facts.lines, ctx.render
+    for i in range(len(node.elts) - 1):
+        a, b = node.elts[i], node.elts[i + 1]
+        if isinstance(a, ast.Starred) or isinstance(b, ast.Starred):
+            continue
+        elts = list(node.elts)
+        elts[i], elts[i + 1] = b, a
+        (sa, ea), (sb, eb) = lines.span(a), lines.span(b)
+        edits = [TextEdit(sa, ea, render.text(b)), TextEdit(sb, eb, render.text(a))]
+        new = type(node)(elts=elts, ctx=ast.Store())
+        yield render.replace(TARGET_SWAP, node, new, preferred=[edits])
+
+
+NAME_REPLACE_FAMILY = Family("name_replace", "expression", (ast.Name,), (NAME_REPLACE,), name_replace)
+ATTRIBUTE_REPLACE_FAMILY = Family(
+    "attribute_replace", "expression", (ast.Attribute,), (ATTRIBUTE_REPLACE,), attribute_replace
+)
+SIBLING_CALL_FAMILY = Family("sibling_call", "expression", (ast.Call,), (SIBLING_CALL,), sibling_call)
+TARGET_SWAP_FAMILY = Family("target_swap", "expression", (ast.List, ast.Tuple), (TARGET_SWAP,), target_swap)

@@ -1,0 +1,139 @@
+"""Every repair template and every family that generates candidates, in order.
+
+`TEMPLATES` is the single source of the priors: hand-set, they follow the frequency ordering of
+studies of single-statement bug fixes (ManySStuBs4J, PySStuBs, TSSB-3M), most frequent fix kind
+first. Identifier, operand, argument, function-name and attribute changes are the most frequent;
+operator, literal and off-by-one changes are rarer but cheap and precise. Priors rank *kinds* of
+edit, not individual candidates.
+
+The family lists are the dispatch order. At each expression node (pre-order) the families whose
+kinds match run in list order, then at each statement the statement families, then at each
+function covering the line the function families. Candidates of equal prior and size keep that
+order, so reordering a list changes which of two equivalent renderings wins and the order of
+equally ranked candidates.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from selfix_action.offline.templates import (
+    bounds,
+    calls,
+    conditions,
+    constants,
+    defaults,
+    names,
+    operators,
+    statements,
+)
+from selfix_action.offline.templates.family import Family
+from selfix_action.offline.templates.model import Template
+
+TEMPLATES: tuple[Template, ...] = (
+    names.NAME_REPLACE,
+    operators.OPERAND_REPLACE,
+    calls.ARG_ADD,
+    calls.ARG_DROP,
+    calls.ARG_SWAP,
+    names.TARGET_SWAP,
+    names.SIBLING_CALL,
+    calls.WRAP_CALL,
+    calls.UNWRAP_CALL,
+    names.ATTRIBUTE_REPLACE,
+    constants.LITERAL_TWEAK,
+    conditions.CONDITION_NARROW,
+    conditions.CONDITION_WIDEN,
+    conditions.CONDITION_NEGATE,
+    constants.ITERABLE_ADD,
+    constants.BOOL_FLIP,
+    operators.BINOP_REPLACE,
+    operators.COMPARE_REPLACE,
+    operators.BOOLOP_REPLACE,
+    operators.UNARY_REPLACE,
+    bounds.OFF_BY_ONE,
+    bounds.SLICE_ADD,
+    defaults.MUTABLE_DEFAULT,
+    statements.STMT_INSERT,
+    statements.STMT_DELETE,
+    statements.RETURN_REPLACE,
+)
+
+# Template id -> prior, for callers that rank or report by id.
+PRIORS: dict[str, float] = {template.id: template.prior for template in TEMPLATES}
+
+EXPRESSION_FAMILIES: tuple[Family[Any], ...] = (
+    # ast.Name
+    names.NAME_REPLACE_FAMILY,
+    bounds.SLICE_ADD_FAMILY,
+    # ast.Constant
+    constants.BOOL_FLIP_FAMILY,
+    constants.LITERAL_TWEAK_FAMILY,
+    # ast.Attribute
+    names.ATTRIBUTE_REPLACE_FAMILY,
+    # ast.Call
+    names.SIBLING_CALL_FAMILY,
+    calls.ARG_SWAP_FAMILY,
+    calls.ARG_DROP_FAMILY,
+    calls.ARG_ADD_FAMILY,
+    calls.UNWRAP_CALL_FAMILY,
+    bounds.RANGE_BOUNDS_FAMILY,
+    # ast.BinOp
+    operators.BINOP_REPLACE_FAMILY,
+    operators.BINOP_OPERANDS_FAMILY,
+    # ast.Compare
+    operators.COMPARE_REPLACE_FAMILY,
+    operators.COMPARE_OPERANDS_FAMILY,
+    bounds.COMPARE_BOUNDS_FAMILY,
+    # ast.BoolOp
+    operators.BOOLOP_REPLACE_FAMILY,
+    conditions.OPERAND_DROP_FAMILY,
+    # ast.UnaryOp
+    operators.UNARY_REPLACE_FAMILY,
+    # ast.Subscript
+    bounds.SUBSCRIPT_BOUNDS_FAMILY,
+    # ast.List / ast.Tuple / ast.Set
+    constants.ITERABLE_ADD_FAMILY,
+    names.TARGET_SWAP_FAMILY,
+    # any truth test
+    conditions.CONDITION_FAMILY,
+    # names, attributes, subscripts, calls, binary operations
+    calls.WRAP_CALL_FAMILY,
+)
+
+STATEMENT_FAMILIES: tuple[Family[Any], ...] = (
+    operators.AUGASSIGN_REPLACE_FAMILY,
+    statements.RETURN_VALUE_FAMILY,
+    statements.STMT_DELETE_FAMILY,
+    statements.STMT_INSERT_FAMILY,
+)
+
+FUNCTION_FAMILIES: tuple[Family[Any], ...] = (defaults.MUTABLE_DEFAULT_FAMILY,)
+
+FAMILIES: tuple[Family[Any], ...] = (*EXPRESSION_FAMILIES, *STATEMENT_FAMILIES, *FUNCTION_FAMILIES)
+
+
+def _check() -> None:
+    """Fail at import on a registry that would mislabel or misroute candidates."""
+    ids = [template.id for template in TEMPLATES]
+    if len(set(ids)) != len(ids):
+        raise RuntimeError(f"duplicate template ids: {ids}")
+    known = set(TEMPLATES)
+    for family in FAMILIES:
+        unknown = [template.id for template in family.templates if template not in known]
+        if unknown:
+            raise RuntimeError(f"family {family.name} emits unregistered templates {unknown}")
+    families = [family.name for family in FAMILIES]
+    if len(set(families)) != len(families):
+        raise RuntimeError(f"duplicate family names: {families}")
+    for group, sites in (
+        (EXPRESSION_FAMILIES, ("expression", "test")),
+        (STATEMENT_FAMILIES, ("statement",)),
+        (FUNCTION_FAMILIES, ("function",)),
+    ):
+        for family in group:
+            if family.site not in sites:
+                raise RuntimeError(f"family {family.name} ({family.site}) is listed with the {sites[0]} families")
+
+
+_check()
