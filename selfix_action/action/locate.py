@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from selfix_action.action.api import Api
-from selfix_action.action.events import CommentTrigger, DispatchTrigger, StepTrigger, Trigger, WorkflowRunTrigger
+from selfix_action.action.events import DispatchTrigger, StepTrigger, Trigger, WorkflowRunTrigger
 from selfix_action.action.gitops import Git, check_ref
 from selfix_action.action.log import Log
 from selfix_action.action.policy import Target
@@ -65,7 +65,7 @@ class Locator:
         pull = self._pull_for((int(pr["number"]),) if pr and isinstance(pr.get("number"), int) else (), notes_sha)
         return Target(head, trigger.branch, pull, fork, default_branch), self._local_junit()
 
-    def for_pull(self, trigger: CommentTrigger, pull: PullInfo, default_branch: str) -> Target:
+    def for_pull(self, pull: PullInfo, default_branch: str) -> Target:
         """A ``/selfix`` command's target: the PR's head, checked out (no JUnit: selfix runs the suite)."""
         target = Target(
             sha=pull.head_sha,

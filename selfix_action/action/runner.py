@@ -95,7 +95,7 @@ class ActionSteps:
     def credentials_taken(self) -> Iterator[None]:
         """The checkout's token out of .git/config while this run works (project code runs meanwhile); back
         afterwards, for the workflow's later steps. A .git/config changed meanwhile is restored and reported."""
-        taken = self.git.take_credentials() if (self.settings.workspace / ".git").is_dir() else 0
+        taken = self.git.take_credentials()  # 0 without a .git folder (a plain workspace)
         if taken:
             self.log.line(f"selfix: holding the checkout's credential outside .git/config ({taken} entry)")
         try:
@@ -139,10 +139,9 @@ class ActionSteps:
             self.log.line(f"selfix: recorded this run in the memory ({request.memory_path})")
         return outcome
 
-    def summary(self, status: str, healed: HealOutcome | None, extra: list[str]) -> None:
-        body = render_markdown(healed.report) if healed is not None and healed.paths is not None else ""
-        if healed is not None and healed.paths is None:
-            body = healed.report.explanation + ".\n"
+    def summary(self, status: str, healed: HealOutcome, extra: list[str]) -> None:
+        """The job summary: the report, or only why nothing ran (the JUnit reports show no failing test)."""
+        body = render_markdown(healed.report) if healed.paths is not None else healed.report.explanation + ".\n"
         write_summary(self.settings.summary_path, render.summary_markdown(status, body, extra))
 
 
@@ -213,7 +212,7 @@ def _on_comment(steps: ActionSteps, trigger: CommentTrigger, default_branch: str
         return ActionOutcome("skipped", notes=["pull request not open"])
     link = f" ([run]({steps.settings.run_url}))" if steps.settings.run_url else ""
     publisher.track(pull.number, f"## selfix\n\n:hourglass: working on `/selfix {trigger.command.value}`{link}")
-    return steps.locator.for_pull(trigger, pull, default_branch)
+    return steps.locator.for_pull(pull, default_branch)
 
 
 def _heal_and_publish(steps: ActionSteps, trigger: Trigger, target: Target, junit: tuple[Path, ...]) -> ActionOutcome:

@@ -118,23 +118,25 @@ def write_report_files(out_dir: Path, report: HealReport, trace_path: Path) -> t
     report_json.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
     report_md = out_dir / "report.md"
     report_md.write_text(render_markdown(report), encoding="utf-8")
-    patch_path: Path | None = out_dir / "patch.diff"
-    assert patch_path is not None
-    patch_path.unlink(missing_ok=True)
+    patch = out_dir / "patch.diff"
+    patch.unlink(missing_ok=True)
     if report.patch is not None:
-        patch_path.write_text(report.patch.diff, encoding="utf-8")
-    else:
-        patch_path = None
-    view: Path | None = out_dir / "view.html"
-    assert view is not None
+        patch.write_text(report.patch.diff, encoding="utf-8")
+    view = out_dir / "view.html"
     view.unlink(missing_ok=True)
     try:
         view.write_text(render_html(read_trace(trace_path)), encoding="utf-8")
     except (TraceError, OSError) as exc:
         warnings.append(f"no view.html: {exc}")
-        view = None
-    paths = OutputPaths(out_dir, report_md, report_json, trace_path, patch_path, view)
-    return paths, warnings
+    written = OutputPaths(
+        out_dir,
+        report_md,
+        report_json,
+        trace_path,
+        patch if report.patch is not None else None,
+        view if view.is_file() else None,
+    )
+    return written, warnings
 
 
 def apply_to_tree(repo: Path, files: Mapping[str, str], originals: Mapping[str, str]) -> None:

@@ -263,11 +263,12 @@ def _setup(
     with the environment's interpreter, made from that same interpreter."""
     program = Path(request.test_cmd[0])
     python_cmd = bool(_PYTHON_NAME.fullmatch(program.name))
+    source = request.env_source if request.env_source is not None else os.environ
     try:
         setup = run_setup_command(
             request.setup_command,
             repo=repo,
-            env_source=request.env_source if request.env_source is not None else os.environ,
+            env_source=source,
             wall_seconds=request.setup_seconds,
             isolation=isolation,
             base_python=program if python_cmd else sys.executable,
@@ -282,7 +283,6 @@ def _setup(
         if result.timed_out:
             raise InputError(f"setup_command did not finish within {request.setup_seconds:g} s")
         raise InputError(f"setup_command exited with {result.returncode}")
-    source = request.env_source if request.env_source is not None else os.environ
     test_cmd = (str(setup.python), *request.test_cmd[1:]) if python_cmd else request.test_cmd
     changed = dataclasses.replace(request, test_cmd=test_cmd, env_source=project_env_source(source, setup.venv))
     if python_cmd:
