@@ -14,9 +14,14 @@ Conventions:
 * Outcome precedence within one test case: error > failure > skipped > passed.
 * ``text`` joins the bodies of all ``<failure>``/``<error>`` children; skipped bodies and
   ``<system-out>``/``<system-err>`` are not included.
-* Test cases repeated in the same ``<testsuite>`` with the same classname, name and file are merged into one
-  result. pytest does this for a test that fails and then also errors in teardown (two ``<testcase>``
-  elements); ``go test -count=N`` does it too. Durations are summed, the worst outcome wins.
+* Every run a file records is kept. Test cases repeated in the same ``<testsuite>`` with the same classname,
+  name and file are one result with one entry in ``runs`` per ``<testcase>`` element: pytest writes two for a
+  test that fails and then also errors in teardown, ``go test -count=N``, mocha retries and parametrized suites
+  repeat names. Surefire's ``<flakyFailure>``/``<flakyError>`` (a failed attempt before a pass) and
+  ``<rerunFailure>``/``<rerunError>`` (a failed rerun) are runs too. Durations are summed.
+* A case that failed in any run counts as failing (the worst outcome wins), and as ``flaky`` if it also passed,
+  so a failing run never hides behind a passing one. Counts over ``runs`` match what the file says.
+* A ``<testcase>`` without a name is never merged with another: each one is counted (it has no node id).
 * ``line`` is the attribute as written. Note pytest writes a 0-based line number (its ``location``), other
   tools (unittest-xml-reporting) write 1-based ones.
 """
@@ -31,7 +36,7 @@ import stat
 from collections.abc import Iterable, Iterator
 from enum import StrEnum
 from pathlib import Path
-from typing import IO, ClassVar
+from typing import IO, ClassVar, NamedTuple
 from xml.etree.ElementTree import ElementTree, ParseError, TreeBuilder
 
 from defusedxml import DefusedXmlException
@@ -40,7 +45,7 @@ from defusedxml.ElementTree import parse as defused_parse
 from junitparser import Attr, Error, Failure, JUnitXml, JUnitXmlError, Skipped, TestSuite
 from junitparser import TestCase as _JPTestCase
 from junitparser.junitparser import FinalResult
-from pydantic import BaseModel
+from pydantic import BaseModel, computed_field
 
 from selfix_action.errors import JUnitError
 
@@ -87,6 +92,14 @@ class TestCaseResult(BaseModel, frozen=True):
     duration: float | None
     message: str
     text: str
+    runs: tuple[Outcome, ...] = ()  # one outcome per run the file records, in file order
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def flaky(self) -> bool:
+        """Failed (or errored) in one run and passed in another."""
+        failed = any(run in (Outcome.FAILED, Outcome.ERROR) for run in self.runs)
+        return failed and Outcome.PASSED in self.runs
 
 
 class ReportError(BaseModel, frozen=True):
@@ -236,9 +249,7 @@ def _load(path: str, max_bytes: int, max_depth: int) -> JUnitXml:
         raise _fail(path, f"malformed XML: {exc}") from None
     except JUnitXmlError:
         tag = parse_func.tree.getroot().tag if parse_func.tree is not None else "?"
-        raise _fail(
-            path, f"not a JUnit report: root element is <{tag}>, not <testsuites> or <testsuite>"
-        ) from None
+        raise _fail(path, f"not a JUnit report: root element is <{tag}>, not <testsuites> or <testsuite>") from None
     except (ValueError, LookupError) as exc:  # e.g. an unknown encoding declared in the XML prolog
         raise _fail(path, f"malformed XML: {exc}") from None
 
@@ -293,18 +304,65 @@ _PRECEDENCE: tuple[tuple[Outcome, type[FinalResult]], ...] = (
 )
 
 
+# Surefire's extra attempts inside one <testcase>: each is a run that failed (or errored).
+_ATTEMPT_TAGS: dict[str, Outcome] = {
+    "flakyFailure": Outcome.FAILED,
+    "flakyError": Outcome.ERROR,
+    "rerunFailure": Outcome.FAILED,
+    "rerunError": Outcome.ERROR,
+}
+_WORST_FIRST = (Outcome.ERROR, Outcome.FAILED, Outcome.SKIPPED, Outcome.PASSED)
+
+
+class _Attempt(NamedTuple):
+    tag: str
+    outcome: Outcome
+    message: str
+    text: str
+
+
+def _attempts(case: _Case) -> list[_Attempt]:
+    """The flaky or rerun attempts recorded inside one ``<testcase>``, in file order."""
+    found = []
+    for child in case._elem:
+        outcome = _ATTEMPT_TAGS.get(child.tag)
+        if outcome is not None:
+            trace = child.find("stackTrace")
+            body = trace.text if trace is not None and trace.text else (child.text or "")
+            found.append(_Attempt(child.tag, outcome, child.get("message") or "", body.strip("\r\n")))
+    return found
+
+
+def _element_outcome(case: _Case) -> Outcome:
+    for candidate, kind in _PRECEDENCE:
+        if any(isinstance(r, kind) for r in case.result):
+            return candidate
+    return Outcome.PASSED
+
+
+def _runs(case: _Case) -> list[Outcome]:
+    """The runs one ``<testcase>`` records: flaky attempts came before its final outcome, reruns after it."""
+    attempts = _attempts(case)
+    before = [a.outcome for a in attempts if a.tag.startswith("flaky")]
+    after = [a.outcome for a in attempts if a.tag.startswith("rerun")]
+    return [*before, _element_outcome(case), *after]
+
+
 def _result(report: str, group: list[_Case]) -> TestCaseResult:
     first = group[0]
     results: list[FinalResult] = [r for case in group for r in case.result]
-    outcome = Outcome.PASSED
+    attempts = [attempt for case in group for attempt in _attempts(case)]
+    runs = tuple(run for case in group for run in _runs(case))
+    outcome = next(candidate for candidate in _WORST_FIRST if candidate in runs)
     message = ""
     for candidate, kind in _PRECEDENCE:
-        of_kind = [r for r in results if isinstance(r, kind)]
-        if of_kind:
-            outcome = candidate
-            message = next((r.message for r in of_kind if r.message), "")
-            break
+        if candidate is outcome:
+            message = next((r.message for r in results if isinstance(r, kind) and r.message), "")
+    if not message:
+        message = next((a.message for a in attempts if a.outcome is outcome and a.message), "")
     texts = [_text(r) for r in results if isinstance(r, Error | Failure)]
+    if not any(texts):
+        texts = [a.text for a in attempts]
     durations = [d for d in (_duration(case) for case in group) if d is not None]
 
     classname = first.classname or ""
@@ -321,6 +379,7 @@ def _result(report: str, group: list[_Case]) -> TestCaseResult:
         duration=sum(durations) if durations else None,
         message=message,
         text="\n\n".join(t for t in texts if t),
+        runs=runs,
     )
 
 
@@ -332,8 +391,10 @@ def parse_report(
     xml = _load(report, max_bytes, max_depth)
     counter = itertools.count()
     groups: dict[tuple[int, str, str, str], list[_Case]] = {}
-    for suite_id, case in _walk(xml, counter):
-        key = (suite_id, case.classname or "", case.name or "", case.file or "")
+    for index, (suite_id, case) in enumerate(_walk(xml, counter)):
+        # An unnamed case is its own result: merging every nameless case of a suite would hide runs.
+        name = case.name or f"\0{index}"
+        key = (suite_id, case.classname or "", name, case.file or "")
         groups.setdefault(key, []).append(case)
     return [_result(report, group) for group in groups.values()]
 

@@ -129,15 +129,20 @@ def test_maven_surefire() -> None:
         ("dividesByZero", E),
         ("multiplies", F),
         ("roundsHalfUp", S),
-        ("usesNetwork", P),  # flaky: failed once, passed on rerun
+        ("usesNetwork", F),  # flaky: failed once, passed on rerun; a failed run counts
         ("alwaysBroken", F),  # failure + rerunFailure children
+    ]
+    assert [(c.name, c.runs, c.flaky) for c in cases if len(c.runs) > 1] == [
+        ("usesNetwork", (F, P), True),
+        ("alwaysBroken", (F, F, F), False),
     ]
     assert all(c.classname == "com.example.CalculatorTest" and c.nodeid is None for c in cases)
     cases_by_name = by_name(cases)
     assert cases_by_name["multiplies"].message == "expected: <12> but was: <7>"
     assert "multiplying 3 and 4" not in cases_by_name["multiplies"].text
     assert cases_by_name["dividesByZero"].text.startswith("java.lang.NullPointerException")
-    assert cases_by_name["usesNetwork"].text == ""
+    assert cases_by_name["usesNetwork"].message == "Connection refused"
+    assert cases_by_name["usesNetwork"].text.startswith("java.net.ConnectException: Connection refused")
     assert cases_by_name["alwaysBroken"].text.count("java.lang.AssertionError: boom") == 1
 
 
@@ -565,3 +570,44 @@ def test_real_pytest_collect_output_is_what_we_expect(real_pytest: dict[str, obj
     collected_ids = [line for line in str(real_pytest["collected"]).splitlines() if "::" in line]
     assert len(collected_ids) == 10
     assert re.search(r"^tests/test_sample.py::test_param\[c::d\]$", str(real_pytest["collected"]), re.M)
+
+
+def test_repeated_cases_keep_every_run(tmp_path: Path) -> None:
+    """mocha retries, go test -count=3, parametrized suites that repeat names: no run disappears."""
+    path = tmp_path / "repeated.xml"
+    path.write_text(
+        '<testsuite name="s">'
+        '<testcase classname="tests.test_a" name="test_x" file="tests/test_a.py" time="0.5"/>'
+        '<testcase classname="tests.test_a" name="test_x" file="tests/test_a.py" time="0.25">'
+        '<failure message="second run failed">boom</failure></testcase>'
+        '<testcase classname="tests.test_a" name="test_x" file="tests/test_a.py" time="0.25"/>'
+        '<testcase classname="tests.test_a" name="test_y" file="tests/test_a.py"/>'
+        '<testcase classname="tests.test_a" name="test_y" file="tests/test_a.py"/>'
+        "</testsuite>"
+    )
+    cases = parse_report(path)
+    assert [(c.nodeid, c.outcome, c.runs, c.flaky) for c in cases] == [
+        ("tests/test_a.py::test_x", F, (P, F, P), True),
+        ("tests/test_a.py::test_y", P, (P, P), False),
+    ]
+    assert cases[0].message == "second run failed"
+    assert cases[0].duration == pytest.approx(1.0)
+
+
+def test_unnamed_cases_are_each_counted(tmp_path: Path) -> None:
+    path = tmp_path / "unnamed.xml"
+    path.write_text(
+        '<testsuite name="s"><testcase classname="k"/><testcase classname="k"><error message="e"/></testcase>'
+        '<testcase classname="k" name=""/></testsuite>'
+    )
+    cases = parse_report(path)
+    assert [(c.name, c.outcome, c.nodeid, c.runs) for c in cases] == [
+        ("", P, None, (P,)),
+        ("", E, None, (E,)),
+        ("", P, None, (P,)),
+    ]
+
+
+def test_one_run_per_plain_case() -> None:
+    cases = parse_report(fixture("pytest_xunit1.xml"))
+    assert cases and all(c.runs == (c.outcome,) and not c.flaky for c in cases)

@@ -44,6 +44,9 @@ def _indent(text: str, prefix: str) -> list[str]:
 
 def _case_lines(case: TestCaseResult) -> list[str]:
     head = f"{_LABELS[case.outcome]:<7} {_title(case)}"
+    if len(case.runs) > 1:
+        runs = ", ".join(run.value for run in case.runs)
+        head += f"  [{len(case.runs)} runs: {runs}{'; flaky' if case.flaky else ''}]"
     if case.duration is not None:
         head += f"  ({case.duration:.3f}s)"
     location = _location(case)
@@ -68,12 +71,18 @@ def _plural(n: int, word: str, plural: str | None = None) -> str:
 
 
 def _summary(report: JUnitReport, n_files: int) -> str:
-    counts = Counter(case.outcome for case in report.cases)
-    return (
+    """Counts of runs, as the files record them (a repeated case counts once per run), then the flaky cases."""
+    counts = Counter(run for case in report.cases for run in case.runs)
+    line = (
         f"{counts[Outcome.PASSED]} passed, {counts[Outcome.FAILED]} failed, "
         f"{_plural(counts[Outcome.ERROR], 'error')}, {counts[Outcome.SKIPPED]} skipped "
         f"in {_plural(n_files, 'file')}"
     )
+    repeated = [case for case in report.cases if len(case.runs) > 1]
+    if repeated:
+        flaky = sum(case.flaky for case in repeated)
+        line += f" ({_plural(len(repeated), 'case')} ran more than once, {flaky} flaky)"
+    return line
 
 
 def run_junit(paths: Sequence[str], as_json: bool, out: TextIO, err: TextIO) -> int:

@@ -159,7 +159,17 @@ def failure_sets(paths: Sequence[Path], *, strict: bool, warn: Warn) -> tuple[tu
             "none of the failing tests in the JUnit report(s) maps to a pytest node id "
             f"(first: {unmapped[0].classname} {unmapped[0].name}); selfix heals pytest suites"
         )
-    return tuple(c.nodeid for c in failing if c.nodeid), tuple(c.nodeid for c in passing if c.nodeid)
+    # One node id can appear in several reports (a rerun job, a matrix): failing in any run makes it F2P only.
+    f2p = tuple(dict.fromkeys(c.nodeid for c in failing if c.nodeid))
+    failing_ids = set(f2p)
+    flaky = sorted(
+        {c.nodeid for c in report.cases if c.nodeid in failing_ids and (c.flaky or c.outcome is Outcome.PASSED)}
+    )
+    if flaky:
+        shown = ", ".join(flaky[:3]) + (f" and {len(flaky) - 3} more" if len(flaky) > 3 else "")
+        warn(f"{len(flaky)} failing test(s) also passed in another run of the report(s) (flaky): {shown}")
+    p2p = tuple(dict.fromkeys(c.nodeid for c in passing if c.nodeid and c.nodeid not in failing_ids))
+    return f2p, p2p
 
 
 def _nothing_failing(request: HealRequest) -> HealOutcome:

@@ -19,6 +19,8 @@ CASE_KEYS = {
     "duration",
     "message",
     "text",
+    "runs",
+    "flaky",
 }
 
 
@@ -80,9 +82,7 @@ def test_long_tracebacks_are_truncated(tmp_path: Path) -> None:
 
 
 def test_json_output() -> None:
-    code, out, err = run(
-        [fixture("pytest_xunit1.xml"), fixture("TEST-com.example.CalculatorTest.xml")], as_json=True
-    )
+    code, out, err = run([fixture("pytest_xunit1.xml"), fixture("TEST-com.example.CalculatorTest.xml")], as_json=True)
     assert (code, err) == (0, "")
     data = json.loads(out)
     assert set(data) == {"cases", "errors"}
@@ -101,6 +101,8 @@ def test_json_output() -> None:
         "duration": 0.012,
         "message": "AssertionError: assert 0.5 == 2\n +  where 0.5 = divide(1, 2)",
         "text": divide["text"],
+        "runs": ["failed"],
+        "flaky": False,
     }
     assert divide["text"].endswith("tests/test_calc.py:9: AssertionError")
     java = next(c for c in data["cases"] if c["name"] == "dividesByZero")
@@ -158,3 +160,22 @@ def test_no_paths() -> None:
     code, out, err = run([])
     assert (code, out) == (2, "")
     assert err == "selfix: error: no JUnit report given\n"
+
+
+def test_counts_are_runs_as_the_file_records_them(tmp_path: Path) -> None:
+    """A retried case counts once per run, nameless cases each count: the totals equal the <testcase> elements."""
+    path = tmp_path / "mocha.xml"
+    path.write_text(
+        '<testsuites><testsuite name="api">'
+        '<testcase classname="api" name="retries then passes"><failure message="timeout"/></testcase>'
+        '<testcase classname="api" name="retries then passes"/>'
+        '<testcase classname="api" name="stable"/>'
+        '<testcase classname="api" name=""><failure message="anonymous one"/></testcase>'
+        '<testcase classname="api" name=""/>'
+        "</testsuite></testsuites>"
+    )
+    code, out, _ = run([str(path)])
+    assert code == 0
+    lines = out.splitlines()
+    assert "FAILED  api::retries then passes  [2 runs: failed, passed; flaky]" in lines
+    assert lines[-1] == "3 passed, 2 failed, 0 errors, 0 skipped in 1 file (1 case ran more than once, 1 flaky)"
