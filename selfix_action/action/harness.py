@@ -19,12 +19,20 @@ Work = Callable[[Settings, dict[str, str], Log], ActionOutcome]
 
 
 def run_guarded(env: Mapping[str, str] | None, out: TextIO | None, err: TextIO | None, work: Work) -> int:
-    """Exit 0 for every handled outcome (the status output says which), 1 on error, 2 on invalid settings, so a
-    broken setup is visible without turning every unhealed failure into a second red job."""
+    """Exit 0 for every handled outcome (the status output says which), 1 on error, 2 on invalid settings or
+    outside a GitHub Actions job, so a broken setup is visible without turning every unhealed failure into a second
+    red job."""
     env = dict(os.environ if env is None else env)
     out = out or sys.stdout
     err = err or sys.stderr
     log = Log(out)
+    if env.get("GITHUB_ACTIONS") != "true":  # the runner always sets it; without it there is no event to act on
+        print(
+            "selfix: error: this command runs inside a GitHub Actions job (GITHUB_ACTIONS is not 'true'); "
+            "to heal a local checkout, run `selfix fix`",
+            file=err,
+        )
+        return 2
     try:
         settings = load_settings(env)
     except SelfixError as exc:

@@ -198,6 +198,7 @@ def action_env(
     env = {
         "PATH": "/usr/bin:/bin:/usr/local/bin",
         "HOME": str(tmp_path),
+        "GITHUB_ACTIONS": "true",
         "GITHUB_EVENT_NAME": event,
         "GITHUB_EVENT_PATH": str(event_path),
         "GITHUB_REPOSITORY": REPO,

@@ -354,3 +354,16 @@ def test_commit_mode_does_not_push_when_the_branch_moved(tmp_path: Path, fake: F
     assert remote_branches(repos) == {"main": repos.main_sha, "feature/avg": moved}  # no force, no rewrite
     assert fake.writes() == [("POST", f"{R}/issues/{number}/comments")]
     assert "moved since the failing run" in fake.calls_of("POST", "/comments$")[0].body["body"]
+
+
+# -- outside Actions --------------------------------------------------------------------------------------------
+def test_outside_actions_says_so_and_exits_2_touching_nothing(tmp_path: Path, fake: FakeGitHub, repos: Repos) -> None:
+    env = action_env(tmp_path, fake, repos, "workflow_dispatch", dispatch_payload("feature/avg", ""))
+    del env["GITHUB_ACTIONS"]
+    head = git(repos.workspace, "rev-parse", "HEAD")
+    run = invoke(env, synthetic(True))
+    assert run.code == 2
+    assert "runs inside a GitHub Actions job" in run.out and "selfix fix" in run.out
+    assert "rev-parse" not in run.out
+    assert fake.calls == [] and run.outputs == {} and run.summary == ""
+    assert git(repos.workspace, "rev-parse", "HEAD") == head
