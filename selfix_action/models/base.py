@@ -7,11 +7,12 @@ wait is reported in the response (never silent).
 
 from __future__ import annotations
 
+import difflib
 import email.utils
 import json
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar
 
@@ -33,11 +34,13 @@ class ModelError(SelfixError):
         status: int | None = None,
         retryable: bool = False,
         retry_after: float | None = None,
+        timed_out: bool = False,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.retryable = retryable
         self.retry_after = retry_after
+        self.timed_out = timed_out  # the request outlived its timeout (the connection was abandoned)
         self.retries: tuple[RetryNote, ...] = ()
 
 
@@ -49,6 +52,55 @@ class ModelAuthError(ModelError):
 
 class ModelRateLimited(ModelError):
     """429 (rate limit or quota) that outlasted the retries."""
+
+
+class ModelSetupError(ModelError):
+    """The preflight check found the key, the base URL or the model name wrong: a usage error (exit 2), found
+    before the test suite runs. The message names what to fix (``fix``: the variable, flag or input)."""
+
+    exit_code = ExitCode.BAD_INPUT
+
+    def __init__(self, message: str, *, status: int | None = None, fix: str = "") -> None:
+        super().__init__(message, status=status)
+        self.fix = fix
+
+
+# -- structured output ---------------------------------------------------------------------------------
+# How a structured answer is asked for: a forced tool call, a JSON Schema the server enforces (OpenAI
+# ``response_format: json_schema``, Anthropic ``output_config.format``), or JSON asked for in the prompt (with
+# OpenAI's ``json_object`` mode). "auto" starts with tools and steps down on a clear signal (see ``next_mode``).
+STRUCTURED_MODES = ("tools", "json-schema", "json")
+STRUCTURED_CHOICES = ("auto", *STRUCTURED_MODES)
+
+
+def structured_modes(choice: str) -> tuple[str, ...]:
+    """The modes a ``--structured`` choice may use, in the order tried."""
+    if choice == "auto":
+        return STRUCTURED_MODES
+    if choice not in STRUCTURED_MODES:
+        raise ValueError(f"structured output must be one of {', '.join(STRUCTURED_CHOICES)}, not {choice!r}")
+    return (choice,)
+
+
+# Words of a 400/422 error that say the request's structured-output part was refused (not, say, its length).
+MODE_WORDS = {
+    "tools": ("tool", "function"),
+    "json-schema": ("response_format", "json_schema", "output_config", "format", "schema"),
+}
+
+
+def mode_refused(err: ModelError, mode: str) -> bool:
+    """A clear signal that the server does not take ``mode``: HTTP 400/422 naming its request field."""
+    text = str(err).lower()
+    return err.status in (400, 422) and any(word in text for word in MODE_WORDS.get(mode, ()))
+
+
+@dataclass(frozen=True)
+class PreflightResult:
+    """What the cheap check before the run found: the models the server lists, and a note (or "")."""
+
+    models: tuple[str, ...]
+    note: str = ""
 
 
 # -- request and response ------------------------------------------------------------------------------
@@ -78,6 +130,9 @@ class ModelRequest:
     tools: tuple[ToolSpec, ...]
     tool: str
     max_tokens: int = 2048
+    # Seconds this one request may take (the run's remaining time can make it shorter than the adapter's
+    # default); None: the adapter's ``timeout``.
+    timeout: float | None = None
 
     def as_messages(self) -> list[dict[str, str]]:
         """Provider-neutral view for the trace: every prompt part, in order."""
@@ -139,6 +194,10 @@ class ModelResponse:
     stop_reason: str | None = None
     parse_error: str | None = None
     retries: tuple[RetryNote, ...] = field(default_factory=tuple)
+    structured: str = "tools"  # the mode this answer was asked in (STRUCTURED_MODES)
+    # The answer shows the server ignored the mode (a forced tool never called, "JSON" that is prose): a clear
+    # signal for "auto" to step down to the next mode.
+    mode_ignored: bool = False
 
 
 class ChatModel(Protocol):
@@ -146,8 +205,91 @@ class ChatModel(Protocol):
 
     provider: str
     model: str
+    structured: str  # the mode the next call uses
 
     def complete(self, request: ModelRequest) -> ModelResponse: ...
+
+    def step_down(self) -> str | None:
+        """Switch to the next structured mode ("auto" only); the new mode, or None when there is none."""
+        ...
+
+    def preflight(self) -> PreflightResult:
+        """One cheap call (``GET /v1/models``) that checks key, base URL and model name before the run;
+        raises ``ModelSetupError`` naming what to fix."""
+        ...
+
+
+class ModeLadder:
+    """The structured modes a model may still use; ``step_down`` moves to the next one."""
+
+    def __init__(self, choice: str) -> None:
+        self.modes = structured_modes(choice)
+        self.index = 0
+
+    @property
+    def current(self) -> str:
+        return self.modes[self.index]
+
+    def step_down(self) -> str | None:
+        if self.index + 1 >= len(self.modes):
+            return None
+        self.index += 1
+        return self.current
+
+
+def json_instruction(description: str, schema: Mapping[str, Any]) -> str:
+    """The prompt suffix of the "json" mode: the schema spelled out, since nothing enforces it."""
+    return (
+        f"\n\nAnswer with only a JSON object ({description}) matching this JSON Schema, no prose:\n"
+        f"{json.dumps(schema, separators=(',', ':'))}"
+    )
+
+
+def check_listed_model(
+    provider: str,
+    model: str,
+    listed: Sequence[str],
+    fixes: Mapping[str, str],
+    retrievable: Callable[[], bool],
+) -> str:
+    """The preflight's model-name check on a listing: "" when ``model`` is listed or can be retrieved by name
+    (an alias); a note when the server lists exactly one model (a local single-model server such as llama.cpp
+    answers under any name); else ``ModelSetupError`` naming the model flag or input."""
+    if model in listed or not listed or retrievable():
+        return ""
+    if len(listed) == 1:
+        return f"{provider}: model {model!r} is not listed; the server serves one model ({listed[0]}) and is used as is"
+    close = difflib.get_close_matches(model, list(listed), n=3, cutoff=0.5)
+    hint = f" (close: {', '.join(close)})" if close else ""
+    raise ModelSetupError(
+        f"{provider} does not list the model {model!r}{hint}; {len(listed)} models are listed. "
+        f"Set {fixes['model']} to one of them.",
+        status=404,
+        fix=fixes["model"],
+    )
+
+
+def preflight_status_error(provider: str, status: int, detail: str, fixes: Mapping[str, str]) -> ModelSetupError:
+    """The usage error for an HTTP error status of the preflight's ``GET /v1/models``."""
+    if status in (401, 403):
+        what = "rejected the API key" if status == 401 else "refused access with this API key"
+        return ModelSetupError(
+            f"{provider} {what} (HTTP {status}): {detail}. Set {fixes['api_key']} (and check {fixes['base_url']}).",
+            status=status,
+            fix=fixes["api_key"],
+        )
+    if status == 404:
+        return ModelSetupError(
+            f"{provider}: the base URL has no models endpoint (HTTP 404 on GET /v1/models): {detail}. "
+            f"Check {fixes['base_url']} (an OpenAI-compatible URL usually ends in /v1).",
+            status=status,
+            fix=fixes["base_url"],
+        )
+    return ModelSetupError(
+        f"{provider}: the models endpoint answered HTTP {status}: {detail}. Check {fixes['base_url']}.",
+        status=status,
+        fix=fixes["base_url"],
+    )
 
 
 # -- retries -----------------------------------------------------------------------------------------
@@ -159,6 +301,9 @@ class RetryPolicy:
     max_wait: float = 30.0
     base_delay: float = 0.5
     max_backoff: float = 8.0
+    # A request that timed out is retried this often at most: the same prompt on the same server mostly times
+    # out again, and on a single-slot server (llama.cpp) every retry waits for the slot.
+    max_timeout_retries: int = 1
 
     def wait_for(self, retry_number: int, retry_after: float | None) -> float:
         if retry_after is not None and retry_after >= 0:
@@ -171,21 +316,37 @@ def with_retries(
     call: Callable[[], T],
     policy: RetryPolicy,
     sleep: Callable[[float], None] = time.sleep,
+    *,
+    before_retry: Callable[[ModelError], None] | None = None,
+    deadline: float | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> tuple[T, tuple[RetryNote, ...]]:
-    """Run ``call`` (which raises only ``ModelError``), retrying the retryable ones with capped waits."""
+    """Run ``call`` (which raises only ``ModelError``), retrying the retryable ones with capped waits.
+
+    ``before_retry`` runs before each retry (the adapters drop their connections after a timeout, so the server
+    sees the abandoned request's socket close and cancels it instead of finishing it first); no retry starts
+    after ``deadline`` (a ``clock`` time): the call's share of the run is spent."""
     notes: list[RetryNote] = []
     attempt = 0
+    timeouts = 0
     while True:
         try:
             return call(), tuple(notes)
         except ModelError as err:
             err.retries = tuple(notes)
+            timeouts += err.timed_out
             if not err.retryable or attempt >= policy.max_retries:
                 raise
+            if err.timed_out and timeouts > policy.max_timeout_retries:
+                raise
+            wait = policy.wait_for(attempt + 1, err.retry_after)
+            if deadline is not None and clock() + wait >= deadline:
+                raise
             attempt += 1
-            wait = policy.wait_for(attempt, err.retry_after)
-            reason = f"HTTP {err.status}" if err.status else "a connection error"
+            reason = "a timeout" if err.timed_out else f"HTTP {err.status}" if err.status else "a connection error"
             notes.append(RetryNote(attempt, err.status, reason, err.retry_after, wait))
+            if before_retry is not None:
+                before_retry(err)
             sleep(wait)
 
 

@@ -1,25 +1,34 @@
 """OpenAI-compatible Chat Completions adapter: hosted OpenAI, and Ollama, vLLM or llama.cpp's server through a
-base URL. Structured output through a forced function call ("tools") or JSON mode ("json") for servers
-without tool support; an answer given as JSON text instead of a tool call is accepted too."""
+base URL. Structured output through a forced function call ("tools"), a JSON Schema the server enforces
+(``response_format: json_schema``, which llama.cpp turns into a grammar) or JSON mode with the schema in the
+prompt ("json"); "auto" starts with tools and steps down when the server shows it ignores them. An answer given
+as JSON text instead of a tool call is accepted in every mode."""
 
 from __future__ import annotations
 
-import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import urlsplit
 
 import openai
 
 from selfix_action.models.base import (
+    ModeLadder,
     ModelError,
     ModelRequest,
     ModelResponse,
+    ModelSetupError,
+    PreflightResult,
+    RetryNote,
     RetryPolicy,
     TokenUsage,
+    check_listed_model,
+    json_instruction,
+    mode_refused,
     parse_json_object,
+    preflight_status_error,
     status_error,
     with_retries,
 )
@@ -27,8 +36,7 @@ from selfix_action.models.base import (
 DEFAULT_MODEL = "gpt-5-mini"
 DEFAULT_TIMEOUT = 120.0
 PROVIDER = "openai"
-
-Structured = Literal["tools", "json"]
+DEFAULT_FIXES = {"api_key": "OPENAI_API_KEY (or --api-key)", "base_url": "--base-url", "model": "--model"}
 
 
 class OpenAIModel:
@@ -42,33 +50,102 @@ class OpenAIModel:
         base_url: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
         retry: RetryPolicy | None = None,
-        structured: Structured = "tools",
+        structured: str = "auto",
+        fixes: Mapping[str, str] | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.model = model
         self.retry = retry or RetryPolicy()
-        self.structured = structured
+        self.timeout = timeout
+        self.fixes = {**DEFAULT_FIXES, **(fixes or {})}
+        self._ladder = ModeLadder(structured)
         self._sleep = sleep
+        self._clock = clock
+        self._api_key = api_key
+        self._base_url = base_url
         # Hosted OpenAI takes max_completion_tokens; most OpenAI-compatible servers only know max_tokens.
         hosted = base_url is None or (urlsplit(base_url).hostname or "").endswith("openai.com")
         self._token_param = "max_completion_tokens" if hosted else "max_tokens"
+        self._client = self._new_client()
+
+    @property
+    def structured(self) -> str:
+        return self._ladder.current
+
+    def step_down(self) -> str | None:
+        return self._ladder.step_down()
+
+    def _new_client(self) -> openai.OpenAI:
         # We retry ourselves so that no single wait exceeds the policy's cap (see base.with_retries).
-        self._client = openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0)
+        return openai.OpenAI(api_key=self._api_key, base_url=self._base_url, timeout=self.timeout, max_retries=0)
 
+    def _drop_connections(self, err: ModelError) -> None:
+        """After a timeout, close the pooled connections: the server sees the abandoned request's socket close
+        (llama.cpp then cancels its task) rather than finishing it while the retry waits for the slot."""
+        if err.timed_out:
+            self._client.close()
+            self._client = self._new_client()
+
+    # -- the cheap check before the run ---------------------------------------------------------------
+    def preflight(self) -> PreflightResult:
+        try:
+            listed = tuple(m.id for m in self._client.with_options(timeout=min(self.timeout, 30.0)).models.list())
+        except openai.APIStatusError as exc:
+            raise preflight_status_error(PROVIDER, exc.status_code, _detail(exc), self.fixes) from exc
+        except openai.APIConnectionError as exc:
+            raise ModelSetupError(
+                f"{PROVIDER}: cannot reach the server ({_short(str(exc))}). Check {self.fixes['base_url']}.",
+                fix=self.fixes["base_url"],
+            ) from exc
+        except (openai.OpenAIError, ValueError) as exc:  # a body that is not a model list
+            raise ModelSetupError(
+                f"{PROVIDER}: GET /v1/models gave no model list ({_short(str(exc))}). Check {self.fixes['base_url']}.",
+                fix=self.fixes["base_url"],
+            ) from exc
+        note = check_listed_model(PROVIDER, self.model, listed, self.fixes, self._retrievable)
+        return PreflightResult(listed, note)
+
+    def _retrievable(self) -> bool:
+        try:
+            self._client.with_options(timeout=min(self.timeout, 30.0)).models.retrieve(self.model)
+        except (openai.OpenAIError, ValueError):
+            return False
+        return True
+
+    # -- one structured completion ------------------------------------------------------------------------
     def complete(self, request: ModelRequest) -> ModelResponse:
-        response, retries = with_retries(
-            lambda: self._response(self._call(request), request.tool), self.retry, self._sleep
-        )
-        return replace(response, retries=retries)
+        deadline = self._clock() + request.timeout if request.timeout else None
+        notes: list[RetryNote] = []
+        while True:
+            mode = self.structured
+            try:
+                response, retries = with_retries(
+                    lambda mode=mode: self._response(self._call(request, mode, deadline), request.tool, mode),
+                    self.retry,
+                    self._sleep,
+                    before_retry=self._drop_connections,
+                    deadline=deadline,
+                    clock=self._clock,
+                )
+            except ModelError as err:
+                if mode_refused(err, mode) and (lower := self.step_down()) is not None:
+                    reason = f"HTTP {err.status} for the {mode} mode (now {lower})"
+                    notes += [*err.retries, RetryNote(len(notes) + len(err.retries) + 1, err.status, reason, None, 0.0)]
+                    continue
+                err.retries = (*notes, *err.retries)
+                raise
+            return replace(response, retries=(*notes, *retries))
 
-    def _call(self, request: ModelRequest) -> Any:
+    def _call(self, request: ModelRequest, mode: str, deadline: float | None) -> Any:
         # System prompt and repository context first and byte-identical across calls: providers that cache
         # prompt prefixes automatically (OpenAI, vLLM's prefix caching, llama.cpp's slots) can reuse them.
         system = request.system + ("\n\n" + request.context if request.context else "")
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
         messages += [{"role": m.role, "content": m.content} for m in request.messages]
         kwargs: dict[str, Any] = {self._token_param: request.max_tokens}
-        if self.structured == "tools":
+        spec = next(t for t in request.tools if t.name == request.tool)
+        if mode == "tools":
             kwargs["tools"] = [
                 {
                     "type": "function",
@@ -77,20 +154,32 @@ class OpenAIModel:
                 for t in request.tools
             ]
             kwargs["tool_choice"] = {"type": "function", "function": {"name": request.tool}}
-        else:
-            spec = next(t for t in request.tools if t.name == request.tool)
+        elif mode == "json-schema":
+            last = messages[-1]
             messages[-1] = {
-                "role": messages[-1]["role"],
-                "content": f"{messages[-1]['content']}\n\nAnswer with only a JSON object "
-                f"({spec.description}) matching this JSON Schema:\n{json.dumps(spec.schema)}",
+                **last,
+                "content": f"{last['content']}\n\nAnswer with only a JSON object ({spec.description}).",
             }
+            kwargs["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": spec.name, "description": spec.description, "schema": dict(spec.schema)},
+            }
+        else:
+            last = messages[-1]
+            messages[-1] = {**last, "content": last["content"] + json_instruction(spec.description, spec.schema)}
             kwargs["response_format"] = {"type": "json_object"}
+        client = self._client
+        if deadline is not None:
+            left = deadline - self._clock()
+            if left <= 0:
+                raise ModelError(f"{PROVIDER}: no time left for the request", timed_out=True)
+            client = client.with_options(timeout=min(self.timeout, left))
         try:
-            return self._client.chat.completions.create(model=self.model, messages=messages, **kwargs)  # type: ignore[arg-type]
+            return client.chat.completions.create(model=self.model, messages=messages, **kwargs)  # type: ignore[arg-type]
         except openai.APIStatusError as exc:
             raise status_error(exc.status_code, PROVIDER, _detail(exc), exc.response.headers) from exc
         except openai.APITimeoutError as exc:
-            raise ModelError(f"{PROVIDER}: request timed out", retryable=True) from exc
+            raise ModelError(f"{PROVIDER}: request timed out", retryable=True, timed_out=True) from exc
         except openai.APIConnectionError as exc:
             raise ModelError(f"{PROVIDER}: cannot connect ({_short(str(exc))})", retryable=True) from exc
         except openai.APIResponseValidationError as exc:
@@ -100,7 +189,7 @@ class OpenAIModel:
         except openai.OpenAIError as exc:
             raise ModelError(f"{PROVIDER}: {_short(str(exc))}") from exc
 
-    def _response(self, completion: Any, tool: str) -> ModelResponse:
+    def _response(self, completion: Any, tool: str, mode: str) -> ModelResponse:
         try:
             choice = completion.choices[0]
             message = choice.message
@@ -132,9 +221,22 @@ class OpenAIModel:
         if chosen is None and calls:
             error = f"the answer did not call the {tool} tool (it called {calls[0].function.name})"
             value = None
-        if stop == "length":
+        cut = stop == "length"
+        if cut:
             error = "the answer was cut off at the output token limit; answer more briefly"
-        return ModelResponse(text, name or (tool if value is not None else None), value, usage, model, stop, error)
+        # Prose where a tool call (or schema-bound JSON) was asked for: the server does not support the mode.
+        ignored = value is None and not cut and not calls and mode in ("tools", "json-schema")
+        return ModelResponse(
+            text,
+            name or (tool if value is not None else None),
+            value,
+            usage,
+            model,
+            stop,
+            error,
+            structured=mode,
+            mode_ignored=ignored,
+        )
 
 
 def _detail(exc: openai.APIStatusError) -> str:

@@ -65,7 +65,7 @@ def test_json_mode() -> None:
     assert response.tool_input == {"x": 5}
     body = provider.requests[0].body
     assert body["response_format"] == {"type": "json_object"} and "tools" not in body
-    assert json.dumps(TOOL.schema) in body["messages"][-1]["content"]
+    assert json.dumps(TOOL.schema, separators=(",", ":")) in body["messages"][-1]["content"]
 
 
 @pytest.mark.parametrize("status", [429, 500, 502, 503])
