@@ -149,7 +149,11 @@ def pr_body(report: HealReport, *, run_url: str, fp: str) -> str:
     ]
     if report.verification:
         lines.append(f"**Checked:** {clean(report.verification, 500)}.")
-    lines += [*isolation_lines(report)[:1], ""]
+    lines.append(
+        f"**Search:** {report.candidates_tried} candidate patch(es) tried, {rejected_candidates(report)} rejected "
+        f"by verification, over {len(report.hypotheses)} hypothesis(es); {report.test_runs} test runs."
+    )
+    lines += [*(isolation_lines(report)[:1] or ["Isolation: not reported"]), ""]
     lines.append(_usage_line(report) + (f"; [workflow run]({run_url})" if run_url else ""))
     lines += [
         "",
@@ -245,9 +249,53 @@ def isolation_lines(report: HealReport) -> list[str]:
     return out
 
 
+def rejected_candidates(report: HealReport) -> int:
+    """Candidate patches that failed verification, over every hypothesis (the winner is not counted)."""
+    return sum(sum(record.rejections_by_stage.values()) for record in report.hypotheses)
+
+
+_HEADLINES = {
+    "healed": "healed",
+    "not_healed": "not healed",
+    "explained": "diagnosis",
+    "nothing_to_heal": "nothing to heal",
+}
+
+
+def _mechanics_line(report: HealReport) -> str:
+    total = report.timings.get("total")
+    time = f"; time {total:.1f} s" if isinstance(total, int | float) and total else ""
+    return (
+        f"**Cost:** ${cost_usd(report):.4f}, {tokens(report)} tokens (engine `{report.engine}`). "
+        f"**Candidates:** {report.candidates_tried} tried, {rejected_candidates(report)} rejected; "
+        f"{report.test_runs} test runs{time}."
+    )
+
+
+def job_summary(status: str, report: HealReport, report_md: str, facts: Sequence[str] = ()) -> str:
+    """The job summary a maintainer reads first: one headline, the tests before and after, cost and tokens, then
+    the mechanics (trigger, branch, isolation, notes) and the full report folded below."""
+    headline = _HEADLINES.get(status, status.replace("_", " "))
+    lines = [f"# selfix: {headline}", "", f"**{clean(report.explanation, 500)}.**", ""]
+    if report.f2p_tests:
+        lines += [*_tests_section(report), ""]
+    lines += [_mechanics_line(report), ""]
+    lines += [f"- {fact}" for fact in facts]
+    # report.md's own headline and explanation repeat what is above: the folded part starts after them.
+    md_lines = report_md.splitlines()
+    explained_at = next((i for i, line in enumerate(md_lines[:4]) if line.startswith("**")), -1)
+    folded = "\n".join(md_lines[explained_at + 1 :]).strip()
+    lines += ["", "<details><summary>Full report</summary>", "", folded, "", "</details>", ""]
+    return _bounded("\n".join(lines))
+
+
 def summary_markdown(status: str, report_md: str, extra: Sequence[str] = ()) -> str:
-    head = f"# selfix: {status}\n\n" + "".join(f"- {line}\n" for line in extra) + "\n"
-    body = head + report_md
+    """A summary without a heal report (nothing ran, or an error): the status, the facts, the text."""
+    head = f"# selfix: {_HEADLINES.get(status, status.replace('_', ' '))}\n\n"
+    return _bounded(head + "".join(f"- {line}\n" for line in extra) + ("\n" if extra else "") + report_md)
+
+
+def _bounded(body: str) -> str:
     encoded = body.encode("utf-8")
     if len(encoded) <= SUMMARY_LIMIT:
         return body

@@ -139,10 +139,13 @@ class ActionSteps:
             self.log.line(f"selfix: recorded this run in the memory ({request.memory_path})")
         return outcome
 
-    def summary(self, status: str, healed: HealOutcome, extra: list[str]) -> None:
+    def summary(self, status: str, healed: HealOutcome, facts: list[str]) -> None:
         """The job summary: the report, or only why nothing ran (the JUnit reports show no failing test)."""
-        body = render_markdown(healed.report) if healed.paths is not None else healed.report.explanation + ".\n"
-        write_summary(self.settings.summary_path, render.summary_markdown(status, body, extra))
+        if healed.paths is None:
+            body = render.summary_markdown(status, healed.report.explanation + ".\n", facts)
+        else:
+            body = render.job_summary(status, healed.report, render_markdown(healed.report), facts)
+        write_summary(self.settings.summary_path, body)
 
 
 def hint_of(trigger: Trigger) -> str:
@@ -247,10 +250,9 @@ def _heal_and_publish(steps: ActionSteps, trigger: Trigger, target: Target, juni
         published = steps.publisher.publish(plan, target, healed.result.files)
     outcome.pr_url = published.pr_url
     outcome.notes += published.notes
-    extra = [f"Trigger: {trigger.name}", f"Failing branch: `{target.branch}`", f"Fingerprint: `{fp}`"]
-    extra += render.isolation_lines(report)
-    if outcome.pr_url:
-        extra.append(f"Pull request: {outcome.pr_url}")
-    extra += outcome.notes
-    steps.summary(status, healed, extra)
+    facts = [f"Pull request: {outcome.pr_url}"] if outcome.pr_url else []
+    facts += render.isolation_lines(report)
+    facts += [f"Trigger: {trigger.name}", f"Failing branch: `{target.branch}`", f"Fingerprint: `{fp}`"]
+    facts += outcome.notes
+    steps.summary(status, healed, facts)
     return outcome

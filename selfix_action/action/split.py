@@ -127,9 +127,8 @@ def _heal_to_bundle(steps: ActionSteps, bundle_dir: Path) -> ActionOutcome:
         bundle_dir, repository=steps.settings.repository, target=target, fp=fp, status=status, result=healed.result
     )
     steps.log.line(f"selfix: bundle written to {bundle_dir} (status {status}); nothing published")
-    steps.summary(
-        status, healed, [f"Trigger: {trigger.name}", f"Failing branch: `{target.branch}`", f"Bundle: `{bundle_dir}`"]
-    )
+    facts = [*render.isolation_lines(healed.report), f"Trigger: {trigger.name}", f"Failing branch: `{target.branch}`"]
+    steps.summary(status, healed, [*facts, f"Bundle: `{bundle_dir}`"])
     return ActionOutcome.of(status, healed)
 
 
@@ -278,10 +277,10 @@ def _publish_bundle(steps: ActionSteps, root: Path) -> ActionOutcome:
         tokens=render.tokens(report),
         notes=published.notes,
     )
-    extra = [f"Bundle: `{root}`", f"Failing branch: `{bundle.branch}`", f"Fingerprint: `{fp}`", *outcome.notes]
-    if outcome.pr_url:
-        extra.append(f"Pull request: {outcome.pr_url}")
-    write_summary(settings.summary_path, render.summary_markdown(outcome.status, render_markdown(report), extra))
+    facts = [f"Pull request: {outcome.pr_url}"] if outcome.pr_url else []
+    facts += render.isolation_lines(report)
+    facts += [f"Bundle: `{root}`", f"Failing branch: `{bundle.branch}`", f"Fingerprint: `{fp}`", *outcome.notes]
+    write_summary(settings.summary_path, render.job_summary(outcome.status, report, render_markdown(report), facts))
     return outcome
 
 

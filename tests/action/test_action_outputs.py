@@ -61,7 +61,7 @@ def test_job_summary_stays_under_one_mib_with_a_huge_report(
     assert run.code == 0 and run.outputs["status"] == ("healed" if healed else "not_healed"), run.out[-2000:]
     size = Path(env["GITHUB_STEP_SUMMARY"]).stat().st_size
     assert size <= SUMMARY_LIMIT < MIB
-    assert run.summary.startswith(f"# selfix: {run.outputs['status']}")
+    assert run.summary.startswith("# selfix: healed" if healed else "# selfix: not healed")
     assert "truncated" in run.summary[-300:]
     # the comment GitHub receives is bounded too (its limit is 65536 characters)
     bodies = [c.body["body"] for c in fake.calls if isinstance(c.body, dict) and "body" in c.body]

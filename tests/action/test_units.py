@@ -13,12 +13,14 @@ from selfix_action.action.render import (
     SUMMARY_LIMIT,
     clean,
     escalation_body,
+    job_summary,
     pr_body,
     suggestions_from_diff,
     summary_markdown,
 )
 from selfix_action.action.settings import Mode, load_settings
-from selfix_action.engine.report import STOP_EXPLANATIONS, HealReport, PatchRecord, StopReason
+from selfix_action.engine.models import Hypothesis
+from selfix_action.engine.report import STOP_EXPLANATIONS, HealReport, HypothesisRecord, PatchRecord, StopReason
 from selfix_action.errors import InputError
 from tests.action.conftest import runner_inputs
 
@@ -122,6 +124,50 @@ def test_pr_body_says_what_was_checked_and_warns_without_isolation() -> None:
     assert "**WARNING: no isolation**" in body
     isolated = report.model_copy(update={"isolation": {"level": "bwrap", "mechanism": "bwrap", "uid": 65534}})
     assert "WARNING" not in pr_body(isolated, run_url="", fp="abc")
+    assert "Isolation: `bwrap` (bwrap), as uid 65534" in pr_body(isolated, run_url="", fp="abc")
+
+
+def test_pr_body_and_summary_count_the_rejected_candidates() -> None:
+    hypothesis = Hypothesis(id="H1", rank=1, title="off by one", confidence=0.5, file="calc.py", symbol="f", lines=(2,))
+    tried = HypothesisRecord(
+        hypothesis=hypothesis, exposed=True, exposure="F2P", rejections_by_stage={"f2p": 3, "p2p": 2}
+    )
+    patch = PatchRecord(
+        candidate_id="H1-C6",
+        hypothesis_id="H1",
+        template="constant",
+        description="line 2",
+        files=("calc.py",),
+        diff="--- a/calc.py\n+++ b/calc.py\n@@ -1 +1 @@\n-X = 9\n+X = 10\n",
+        changed_lines=1,
+        minimized_from_hunks=1,
+        hunks=1,
+    )
+    report = HealReport(
+        repo="o/r",
+        engine="offline",
+        stop_reason=StopReason.HEALED,
+        explanation="verified",
+        exit_code=0,
+        patch=patch,
+        hypotheses=(tried,),
+        candidates_tried=6,
+        test_runs=9,
+        f2p_tests=("t.py::test_a",),
+        tests_before={"t.py::test_a": "failed"},
+        tests_after={"t.py::test_a": "passed"},
+    )
+    body = pr_body(report, run_url="", fp="abc")
+    assert "**Search:** 6 candidate patch(es) tried, 5 rejected by verification, over 1 hypothesis(es)" in body
+    assert "Isolation: not reported" in body
+    summary = job_summary("healed", report, "# selfix: verified\n\n**verified.**\n\n- Engine: `offline`\n")
+    assert summary.startswith("# selfix: healed\n\n**verified.**\n\n| test | before | after |")
+    assert summary.count("# selfix") == 1 and summary.count("**verified.**") == 1
+    assert (
+        "**Cost:** $0.0000, 0 tokens (engine `offline`). **Candidates:** 6 tried, 5 rejected; 9 test runs." in summary
+    )
+    assert summary.index("| `t.py::test_a` | failed | passed |") < summary.index("<details>")
+    assert summary.index("<details>") < summary.index("- Engine: `offline`")
 
 
 def test_the_default_config_file_may_be_missing_but_a_chosen_one_may_not(tmp_path: Path) -> None:
