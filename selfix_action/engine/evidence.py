@@ -29,6 +29,9 @@ class Reproduction:
     f2p: tuple[str, ...] = ()  # failing here every time
     p2p: tuple[str, ...] = ()  # passing here (and in the CI report, when one is given)
     flaky: tuple[str, ...] = ()  # failed once, then passed when re-run
+    # Passed in the CI report but failed here: the sandbox's doing (a different environment), never a failure to
+    # heal, so neither F2P nor P2P; reported with the failure the sandbox saw.
+    sandbox_failures: tuple[TestResult, ...] = ()
     notes: tuple[str, ...] = ()
     stop: Stop | None = None
 
@@ -63,14 +66,24 @@ def reproduce(
             notes.append(f"{len(missing)} failing test(s) from the report were not found here")
         failing = [n for n in junit_failing if n in baseline.results]
     passing = tuple(n for n in baseline.passing() if not junit_passing or n in junit_passing)
+    ci_passed = set(junit_passing)
+    sandbox_failures = tuple(baseline.results[n] for n in baseline.failing() if n in ci_passed)
+    if sandbox_failures:
+        notes.append(
+            f"{len(sandbox_failures)} test(s) that passed in the CI report failed in the sandbox (first: "
+            f"{sandbox_failures[0].nodeid}): left out of the tests to heal and of the passing tests"
+        )
     if not failing:
-        return Reproduction(baseline, p2p=passing, notes=tuple(notes))
+        return Reproduction(baseline, p2p=passing, notes=tuple(notes), sandbox_failures=sandbox_failures)
     trace("reproduce", f"re-running {len(failing)} failing test(s) to check they fail every time")
     reproducible = set(failing)
     for attempt in range(1, (2 if junit_failing else 1) + 1):
         if (stop := budget.allows(1)) is not None:
             detail = f"{stop.why} reached before re-run {attempt} of the {len(failing)} failing test(s)"
-            return Reproduction(baseline, p2p=passing, notes=tuple(notes), stop=Stop(stop.reason, detail))
+            halted = Stop(stop.reason, detail)
+            return Reproduction(
+                baseline, p2p=passing, notes=tuple(notes), sandbox_failures=sandbox_failures, stop=halted
+            )
         rerun = verifier.run(failing)
         unrun = [n for n in failing if n not in rerun.results]
         if unrun:
@@ -80,13 +93,13 @@ def reproduce(
                 f"(first: {unrun[0]}), so they cannot be called flaky: {why.strip()[-1500:]}"
             )
             stop = Stop(StopReason.SANDBOX_ERROR, detail)
-            return Reproduction(baseline, p2p=passing, notes=tuple(notes), stop=stop)
+            return Reproduction(baseline, p2p=passing, notes=tuple(notes), sandbox_failures=sandbox_failures, stop=stop)
         reproducible &= set(rerun.failing())
     flaky = tuple(n for n in failing if n not in reproducible)
     if flaky:
         notes.append(f"{len(flaky)} failing test(s) passed on a re-run and were left out as flaky")
     f2p = tuple(n for n in failing if n in reproducible)
-    return Reproduction(baseline, f2p, passing, flaky, tuple(notes))
+    return Reproduction(baseline, f2p, passing, flaky, sandbox_failures, tuple(notes))
 
 
 def gather_evidence(

@@ -105,6 +105,8 @@ class HealingLoop:
         if repro.stop is not None:  # TIME_LIMIT, TEST_RUN_BUDGET, or SANDBOX_ERROR: a re-run gave no result
             return self._finish(repro.stop, repro)
         if not repro.f2p:
+            if repro.sandbox_failures:
+                return self._finish(Stop(StopReason.ONLY_SANDBOX_FAILURES), repro)
             return self._finish(
                 Stop(StopReason.NOT_REPRODUCIBLE if repro.flaky else StopReason.NO_FAILING_TESTS), repro
             )
@@ -332,6 +334,7 @@ class HealingLoop:
             f2p_tests=evidence.f2p_tests if evidence else (),
             p2p_tests=evidence.p2p_tests if evidence else (),
             flaky_tests=repro.flaky,
+            sandbox_failures=repro.sandbox_failures,
             failures=evidence.failures if evidence else (),
             coverage_used=evidence.coverage_used if evidence else False,
             localization_note=evidence.localization_note if evidence else "",

@@ -30,6 +30,7 @@ class StopReason(StrEnum):
     VERIFIED_UNCONFIRMED = "verified_unconfirmed"
     NO_FAILING_TESTS = "no_failing_tests"
     NOT_REPRODUCIBLE = "not_reproducible"
+    ONLY_SANDBOX_FAILURES = "only_sandbox_failures"  # what fails here passed in CI: the sandbox's doing
     NO_SUSPECTS = "no_suspects"
     HYPOTHESES_EXHAUSTED = "hypotheses_exhausted"
     CANDIDATE_BUDGET = "candidate_budget_exhausted"
@@ -44,7 +45,7 @@ class StopReason(StrEnum):
     def exit_code(self) -> ExitCode:
         if self is StopReason.HEALED:
             return ExitCode.HEALED
-        if self in (StopReason.NO_FAILING_TESTS, StopReason.NOT_REPRODUCIBLE):
+        if self in (StopReason.NO_FAILING_TESTS, StopReason.NOT_REPRODUCIBLE, StopReason.ONLY_SANDBOX_FAILURES):
             return ExitCode.NOTHING_TO_HEAL
         if self is StopReason.SANDBOX_ERROR:
             return ExitCode.BAD_INPUT
@@ -59,6 +60,10 @@ STOP_EXPLANATIONS = {
     ),
     StopReason.NO_FAILING_TESTS: "no test fails, so there is nothing to heal",
     StopReason.NOT_REPRODUCIBLE: "the failing tests passed when re-run in the sandbox: probably flaky, no patch",
+    StopReason.ONLY_SANDBOX_FAILURES: (
+        "the only tests that fail in the sandbox passed in the CI report, so the sandbox made them fail (see the "
+        "sandbox failures): nothing to heal, no patch"
+    ),
     StopReason.NO_SUSPECTS: "localization found no line of the project's source that the failing tests reach",
     StopReason.HYPOTHESES_EXHAUSTED: "every hypothesis was tried and no candidate patch passed verification",
     StopReason.CANDIDATE_BUDGET: "the candidate budget ran out before a patch passed verification",
@@ -109,6 +114,8 @@ class HealReport(Frozen):
     f2p_tests: tuple[str, ...] = ()
     p2p_tests: tuple[str, ...] = ()
     flaky_tests: tuple[str, ...] = ()
+    # Passed in the CI report, failed in the sandbox (with the sandbox's failure): never healed nor used as P2P.
+    sandbox_failures: tuple[TestResult, ...] = ()
     failures: tuple[TestResult, ...] = ()
     coverage_used: bool = False
     localization_note: str = ""
@@ -185,6 +192,16 @@ def render_markdown(report: HealReport) -> str:
     if report.flaky_tests:
         out += ["", "Failed in CI but passed when re-run (flaky, not used): "]
         out += [f"- `{t}`" for t in report.flaky_tests]
+    if report.sandbox_failures:
+        out += [
+            "",
+            "Passed in CI but failed in the sandbox (the sandbox's doing, not healed, not used as passing tests):",
+        ]
+        for failure in report.sandbox_failures:
+            out.append(f"- `{failure.nodeid}`: {failure.status.value} {failure.exc_type}")
+            if failure.message:
+                first = failure.message.strip().splitlines()[:3]
+                out += ["", "  ```", *[f"  {line}" for line in first], "  ```", ""]
 
     out += ["", "## Where the bug probably is", "", f"Localization: {report.localization_note}.", ""]
     if report.suspicious_functions:
