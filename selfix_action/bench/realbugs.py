@@ -1,0 +1,645 @@
+"""Real-bug benchmark tasks: historical bugs of open-source projects, rebuilt from their git history at run time.
+
+A task file (``bench/realbugs/tasks/<project>-<n>.json``, ``"kind": "realbug"``) names the project's public git URL,
+the buggy and the fixed commit, which changed paths are the developers' *test change* and which their *fix*, the
+developers' new failing tests (F2P), the tests of the same files that pass before and after (P2P), the *hidden*
+tests (other test files of the fixed commit that exercise the fixed modules; the tool never runs them) and the
+pinned requirements of the project's test environment. No third-party source is stored: every tree is rebuilt
+from the history (a local mirror given by ``--mirror-dir`` or the public URL), cached under ``~/.cache``.
+
+The tool sees the buggy commit plus the developers' test change, never the fix. A patch is scored three ways:
+**resolved** (every F2P and P2P test passes with it), **correct** (resolved, and either the same normalized syntax
+tree as the developers' fix in every function either side changed, or it passes the hidden tests too), and
+**plausible-but-wrong** (resolved, not correct).
+
+    python -m selfix_action.bench.realbugs build --bugsinpy DIR --project black --mirror-dir DIR --out DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import hashlib
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from selfix_action.bench.tasks import CACHE_DIR, PIP_TIMEOUT
+from selfix_action.engine.models import TestRun, TestStatus
+from selfix_action.errors import InputError
+from selfix_action.sandbox.process import Limits
+from selfix_action.sandbox.pytest_sandbox import PytestSandbox
+
+KIND = "realbug"
+SCHEMA = 1
+GIT_TIMEOUT = 600
+# pytest 7.4 runs on Python 3.11 and still accepts the old projects' conftest hooks; the projects' own pins
+# (pytest 3-5) do not run on 3.11. Recorded in every task's requirements.
+PYTEST_PIN = "pytest==7.4.4"
+VALIDATION_WALL_SECONDS = 300.0
+HIDDEN_MAX_FILES = 4
+DOC_NAMES = ("CHANGES", "CHANGELOG", "HISTORY", "README", "AUTHORS", "docs/", ".github/", "NEWS")
+
+# Where git trees come from: a folder of local mirrors (``--mirror-dir``), else the public URL. Set per process.
+_mirror_dir: Path | None = None
+
+
+def set_mirror_dir(path: Path | None) -> None:
+    global _mirror_dir
+    _mirror_dir = path
+
+
+@dataclass(frozen=True)
+class RealBugTask:
+    id: str
+    project: str
+    source: dict[str, Any]  # {"kind": "git", "name", "url", "buggy_commit", "fixed_commit"}
+    fix_paths: tuple[str, ...]  # the developers' fix: these paths as in the fixed commit
+    test_paths: tuple[str, ...]  # the developers' test change: these paths as in the fixed commit
+    test_modules: tuple[str, ...]  # the test files the tool's test command runs (the changed test modules)
+    f2p: tuple[str, ...]
+    p2p: tuple[str, ...]
+    hidden: tuple[str, ...]  # tests of other test files of the fixed commit that pass with the fix
+    hidden_paths: tuple[str, ...]
+    requirements: tuple[str, ...]
+    bug_report: str
+    fix_lines: int = 0  # changed lines (added + removed) of the developers' fix
+    base_dir: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def fix_kind(self) -> str:
+        return "single-line" if self.fix_lines <= 2 else "multi-line"
+
+    def to_json(self) -> str:
+        data = {
+            "schema": SCHEMA,
+            "kind": KIND,
+            "id": self.id,
+            "project": self.project,
+            "source": self.source,
+            "fix_paths": list(self.fix_paths),
+            "test_paths": list(self.test_paths),
+            "test_modules": list(self.test_modules),
+            "f2p": list(self.f2p),
+            "p2p": list(self.p2p),
+            "hidden": list(self.hidden),
+            "hidden_paths": list(self.hidden_paths),
+            "requirements": list(self.requirements),
+            "bug_report": self.bug_report,
+            "fix_lines": self.fix_lines,
+            "meta": self.meta,
+        }
+        return json.dumps(data, indent=1, sort_keys=True) + "\n"
+
+
+def is_realbug_file(data: Mapping[str, Any]) -> bool:
+    return data.get("kind") == KIND
+
+
+def task_from_data(data: Mapping[str, Any], base_dir: str) -> RealBugTask:
+    return RealBugTask(
+        id=data["id"],
+        project=data["project"],
+        source=dict(data["source"]),
+        fix_paths=tuple(data["fix_paths"]),
+        test_paths=tuple(data["test_paths"]),
+        test_modules=tuple(data["test_modules"]),
+        f2p=tuple(data["f2p"]),
+        p2p=tuple(data["p2p"]),
+        hidden=tuple(data.get("hidden", ())),
+        hidden_paths=tuple(data.get("hidden_paths", ())),
+        requirements=tuple(data.get("requirements", ())),
+        bug_report=data.get("bug_report", ""),
+        fix_lines=int(data.get("fix_lines", 0)),
+        base_dir=base_dir,
+        meta=dict(data.get("meta", {})),
+    )
+
+
+# -- git -----------------------------------------------------------------------------------------------
+def _git(args: Sequence[str], cwd: Path | None = None, timeout: float = GIT_TIMEOUT) -> bytes:
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, timeout=timeout, env=env, check=False)
+    if proc.returncode != 0:
+        raise InputError(f"git {' '.join(args[:3])} failed: {proc.stderr.decode(errors='replace').strip()[-300:]}")
+    return proc.stdout
+
+
+def _slug(url: str) -> tuple[str, str]:
+    """owner and name of a repository URL (``https://github.com/psf/black`` -> ``psf``, ``black``)."""
+    parts = [p for p in re.split(r"[/:]", url.removesuffix("/").removesuffix(".git")) if p]
+    if len(parts) < 2:
+        raise InputError(f"not a repository URL: {url}")
+    return parts[-2], parts[-1]
+
+
+def mirror_for(url: str, mirror_dir: Path | None) -> str:
+    """The local mirror of ``url`` in ``mirror_dir`` (``owner+name/repo``, ``owner+name``, ``name.git`` or
+    ``name``), else the URL itself."""
+    if mirror_dir is not None:
+        owner, name = _slug(url)
+        for candidate in (
+            mirror_dir / f"{owner}+{name}" / "repo",
+            mirror_dir / f"{owner}+{name}",
+            mirror_dir / f"{name}.git",
+            mirror_dir / name,
+        ):
+            if (candidate / "HEAD").exists() or (candidate / ".git").exists():
+                return str(candidate)
+    return url
+
+
+def git_cache(source: Mapping[str, Any], cache: Path = CACHE_DIR) -> Path:
+    """A bare clone of the task's repository in the cache, holding both pinned commits."""
+    owner, name = _slug(source["url"])
+    bare = cache / "git" / f"{owner}+{name}.git"
+    commits = [source["buggy_commit"], source["fixed_commit"]]
+    if not (bare / ".complete").exists():
+        shutil.rmtree(bare, ignore_errors=True)
+        bare.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=bare.parent))
+        _git(["clone", "--bare", "--quiet", mirror_for(source["url"], _mirror_dir), str(tmp / "repo.git")])
+        (tmp / "repo.git").rename(bare)
+        shutil.rmtree(tmp, ignore_errors=True)
+        (bare / ".complete").write_text("ok\n")
+    for commit in commits:
+        try:
+            _git(["cat-file", "-e", f"{commit}^{{commit}}"], cwd=bare)
+        except InputError:
+            _git(["fetch", "--quiet", mirror_for(source["url"], _mirror_dir), commit], cwd=bare)
+    return bare
+
+
+def export_tree(bare: Path, commit: str, dest: Path) -> Path:
+    """The tree of ``commit`` written to ``dest`` (no .git: the tool gets a plain checkout)."""
+    data = _git(["archive", "--format=tar", commit], cwd=bare)
+    dest.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        tar.extractall(dest, filter="data")
+    return dest
+
+
+def file_at(bare: Path, commit: str, path: str) -> bytes | None:
+    """The bytes of ``path`` at ``commit`` (None: absent there)."""
+    try:
+        return _git(["show", f"{commit}:{path}"], cwd=bare)
+    except InputError:
+        return None
+
+
+def changed_paths(bare: Path, buggy: str, fixed: str) -> list[str]:
+    out = _git(["diff", "--name-only", "--no-renames", buggy, fixed], cwd=bare).decode()
+    return [line for line in out.splitlines() if line]
+
+
+def fix_line_count(bare: Path, buggy: str, fixed: str, paths: Sequence[str]) -> int:
+    if not paths:
+        return 0
+    out = _git(["diff", "--numstat", "--no-renames", buggy, fixed, "--", *paths], cwd=bare).decode()
+    total = 0
+    for line in out.splitlines():
+        added, removed, _ = line.split("\t", 2)
+        total += int(added) + int(removed) if added.isdigit() and removed.isdigit() else 0
+    return total
+
+
+# -- trees ---------------------------------------------------------------------------------------------
+def _overlay(bare: Path, commit: str, paths: Iterable[str], repo: Path) -> None:
+    """Make ``paths`` in ``repo`` what they are at ``commit`` (deleted where the commit has none)."""
+    for rel in paths:
+        target = repo / rel
+        data = file_at(bare, commit, rel)
+        if data is None:
+            target.unlink(missing_ok=True)
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
+
+def materialize(task: RealBugTask, dest: Path, *, fixed: bool = False, cache: Path = CACHE_DIR) -> Path:
+    """The buggy commit plus the developers' test change (and their fix when ``fixed``) at ``dest``."""
+    bare = git_cache(task.source, cache)
+    export_tree(bare, task.source["buggy_commit"], dest)
+    _overlay(bare, task.source["fixed_commit"], task.test_paths, dest)
+    if fixed:
+        _overlay(bare, task.source["fixed_commit"], task.fix_paths, dest)
+    return dest
+
+
+def developer_fix(task: RealBugTask, cache: Path = CACHE_DIR) -> tuple[dict[str, str], dict[str, str]]:
+    """The fix as (fixed files, buggy originals), text by repo-relative path (a file the fix deletes is "")."""
+    bare = git_cache(task.source, cache)
+    fixed, originals = {}, {}
+    for rel in task.fix_paths:
+        after = file_at(bare, task.source["fixed_commit"], rel)
+        before = file_at(bare, task.source["buggy_commit"], rel)
+        fixed[rel] = after.decode("utf-8", errors="replace") if after is not None else ""
+        originals[rel] = before.decode("utf-8", errors="replace") if before is not None else ""
+    return fixed, originals
+
+
+# -- the test environment ------------------------------------------------------------------------------
+def env_python(requirements: Sequence[str], cache: Path = CACHE_DIR) -> str:
+    """A cached venv with the pinned requirements (pytest, and selfix's coverage.py version for its collector)."""
+    import coverage
+
+    wanted = sorted({*requirements, f"coverage=={coverage.__version__}"})
+    digest = hashlib.sha256("\n".join(wanted).encode()).hexdigest()[:12]
+    env = cache / "envs" / f"realbug-{digest}"
+    python = env / "bin" / "python"
+    if not (env / ".complete").exists():
+        shutil.rmtree(env, ignore_errors=True)
+        subprocess.run([sys.executable, "-m", "venv", str(env)], check=True, timeout=PIP_TIMEOUT, capture_output=True)
+        proc = subprocess.run(
+            [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *wanted],
+            timeout=PIP_TIMEOUT * 3,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if proc.returncode != 0:
+            raise InputError(f"pip could not install the pinned requirements: {proc.stderr.strip()[-400:]}")
+        (env / ".complete").write_text("\n".join(wanted) + "\n")
+    return str(python)
+
+
+def task_python(task: RealBugTask, cache: Path = CACHE_DIR) -> str:
+    if not task.requirements:
+        return sys.executable  # a task of the tests' own making: the running interpreter's pytest
+    return env_python(task.requirements, cache)
+
+
+def run_tests(
+    repo: Path, python: str, test_modules: Sequence[str], nodeids: Sequence[str] | None,
+    wall: float = VALIDATION_WALL_SECONDS,
+) -> TestRun:
+    """One clean pytest run in the sandbox on ``repo`` (the given tests, or every test of ``test_modules``)."""
+    with PytestSandbox(repo, [python, "-m", "pytest", *test_modules], limits=Limits(wall_seconds=wall), hot=False) as box:
+        return box.run_tests(list(nodeids) if nodeids is not None else None)
+
+
+def passed(run: TestRun) -> set[str]:
+    return {n for n, r in run.results.items() if r.status is TestStatus.PASSED}
+
+
+def not_passed(run: TestRun, ids: Iterable[str]) -> list[str]:
+    return [n for n in ids if n not in run.results or run.results[n].status is not TestStatus.PASSED]
+
+
+# -- normalized syntax trees ---------------------------------------------------------------------------
+class _StripDocstrings(ast.NodeTransformer):
+    def _strip(self, node: ast.AST) -> ast.AST:
+        self.generic_visit(node)
+        body = getattr(node, "body", None)
+        if (
+            isinstance(body, list)
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
+            node.body = body[1:] or [ast.Pass()]  # type: ignore[attr-defined]
+        return node
+
+    visit_Module = visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _strip  # noqa: N815
+
+
+def code_units(source: str) -> dict[str, str]:
+    """Normalized ``ast.dump`` of every function and class by qualified name, plus ``<module>`` for the module's
+    own statements (docstrings dropped; line numbers, comments and formatting never part of a dump)."""
+    tree = _StripDocstrings().visit(ast.parse(source))
+    units: dict[str, str] = {}
+    top: list[ast.stmt] = []
+
+    def walk(body: Sequence[ast.stmt], prefix: str, collect: list[ast.stmt] | None) -> None:
+        for node in body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                name = f"{prefix}{node.name}"
+                units[name] = ast.dump(node, include_attributes=False)
+                walk(node.body, f"{name}.", None)
+            elif collect is not None:
+                collect.append(node)
+
+    walk(tree.body, "", top)
+    units["<module>"] = ast.dump(ast.Module(body=top, type_ignores=[]), include_attributes=False)
+    return units
+
+
+@dataclass(frozen=True)
+class AstVerdict:
+    same: bool
+    changed: tuple[str, ...]  # "path::qualname" changed by the tool or the developers
+    differing: tuple[str, ...]  # of those, where the tool's tree differs from the developers'
+    reason: str = ""
+
+
+def compare_to_fix(
+    tool_files: Mapping[str, str], dev_files: Mapping[str, str], buggy_files: Mapping[str, str]
+) -> AstVerdict:
+    """Same normalized syntax tree as the developers' fix in every function either side changed?
+
+    ``tool_files`` / ``dev_files``: the files each side changed (text); ``buggy_files``: the buggy text of every
+    path in either (a path missing there is a new file). Non-Python files must match line for line."""
+    changed: list[str] = []
+    differing: list[str] = []
+    for path in sorted(set(tool_files) | set(dev_files)):
+        buggy = buggy_files.get(path, "")
+        tool = tool_files.get(path, buggy)
+        dev = dev_files.get(path, buggy)
+        if not path.endswith(".py"):
+            if tool.split() != dev.split():
+                changed.append(path)
+                differing.append(path)
+            elif tool.split() != buggy.split():
+                changed.append(path)
+            continue
+        try:
+            units = [code_units(text) if text else {} for text in (buggy, tool, dev)]
+        except SyntaxError as exc:
+            return AstVerdict(False, tuple(changed), (*differing, path), f"{path} does not parse: {exc.msg}")
+        before, mine, theirs = units
+        for name in sorted(set(before) | set(mine) | set(theirs)):
+            if mine.get(name) == before.get(name) and theirs.get(name) == before.get(name):
+                continue
+            changed.append(f"{path}::{name}")
+            if mine.get(name) != theirs.get(name):
+                differing.append(f"{path}::{name}")
+    return AstVerdict(not differing, tuple(changed), tuple(differing))
+
+
+# -- judging -------------------------------------------------------------------------------------------
+def _is_under(path: str, roots: Iterable[str]) -> bool:
+    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
+
+
+def judge(
+    task: RealBugTask, files: Mapping[str, str], python: str, workdir: Path, cache: Path = CACHE_DIR
+) -> dict[str, Any]:
+    """resolved / correct / plausible_wrong for the tool's edited files, judged on fresh trees, never the tool's."""
+    repo = materialize(task, workdir / "judge", cache=cache)
+    test_dirs = tuple(task.meta.get("test_dirs", ()))
+    edits: dict[str, str] = {}
+    buggy: dict[str, str] = {}
+    for path, text in files.items():
+        if path in task.test_paths or _is_under(path, test_dirs):
+            continue  # the tool's test edits never count
+        target = (repo / path).resolve()
+        if not target.is_relative_to(repo.resolve()):
+            continue
+        buggy[path] = target.read_text(encoding="utf-8", errors="replace") if target.exists() else ""
+        if text == buggy[path]:
+            continue
+        edits[path] = text
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    run = run_tests(repo, python, task.test_modules, [*task.f2p, *task.p2p])
+    f2p_bad, p2p_bad = not_passed(run, task.f2p), not_passed(run, task.p2p)
+    resolved = not f2p_bad and not p2p_bad
+    dev_files, dev_originals = developer_fix(task, cache)
+    verdict = compare_to_fix(edits, dev_files, {**dev_originals, **buggy})
+    hidden_bad: list[str] | None = None
+    if resolved and task.hidden:
+        hidden_run = run_tests(repo, python, task.hidden_paths, task.hidden)
+        hidden_bad = not_passed(hidden_run, task.hidden)
+    correct_tests = hidden_bad is not None and not hidden_bad
+    correct = resolved and (verdict.same or correct_tests)
+    return {
+        "resolved": resolved,
+        "correct": correct,
+        "plausible_wrong": resolved and not correct,
+        "correct_ast": resolved and verdict.same,
+        "correct_tests": correct_tests,
+        "ast_differs": list(verdict.differing)[:10],
+        "f2p_failing": len(f2p_bad),
+        "p2p_failing": len(p2p_bad),
+        "hidden_failing": len(hidden_bad) if hidden_bad is not None else None,
+        "edited_files": sorted(edits),
+    }
+
+
+# -- building and validating tasks ---------------------------------------------------------------------
+def is_test_path(path: str, test_dirs: Sequence[str], listed: Sequence[str] = ()) -> bool:
+    name = Path(path).name
+    return (
+        path in listed
+        or _is_under(path, test_dirs)
+        or name.startswith("test_")
+        or name.endswith("_test.py")
+        or "/tests/" in f"/{path}"
+    )
+
+
+def is_doc_path(path: str) -> bool:
+    """Documentation and top-level project files (changelog, tox.ini, CI): never part of the fix."""
+    return path.endswith((".md", ".rst")) or "/" not in path and not path.endswith(".py") or path.startswith(DOC_NAMES)
+
+
+def _is_test_module(path: str) -> bool:
+    name = Path(path).name
+    return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py") or name == "tests.py")
+
+
+def _modules_of(paths: Iterable[str]) -> set[str]:
+    """Importable names a test that exercises these source files would mention (``black``, ``tornado.web``)."""
+    names = set()
+    for path in paths:
+        if path.endswith(".py"):
+            parts = Path(path).with_suffix("").parts
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            if parts:
+                names.add(".".join(parts))
+    return names
+
+
+def _hidden_candidates(
+    bare: Path, fixed: str, test_dirs: Sequence[str], exclude: Iterable[str], fix_paths: Sequence[str]
+) -> list[str]:
+    """Other test modules of the fixed commit that import a module the fix changed (most mentions first)."""
+    listing = _git(["ls-tree", "-r", "--name-only", fixed], cwd=bare).decode().splitlines()
+    modules = _modules_of(fix_paths)
+    scored = []
+    for path in listing:
+        if path in exclude or not _is_test_module(path) or not _is_under(path, test_dirs):
+            continue
+        text = (file_at(bare, fixed, path) or b"").decode("utf-8", errors="replace")
+        hits = 0
+        for module in modules:
+            last = module.rsplit(".", 1)[-1]
+            hits += len(re.findall(rf"(?:import|from)\s+[\w.]*\b{re.escape(last)}\b", text))
+        if hits:
+            scored.append((-hits, path))
+    return [p for _, p in sorted(scored)[:HIDDEN_MAX_FILES]]
+
+
+def bug_report_for(f2p: Sequence[str], run: TestRun) -> str:
+    lines = [f"{len(f2p)} test(s) the developers added or changed fail:", ""]
+    for nodeid in f2p:
+        result = run.results.get(nodeid)
+        kind = result.exc_type if result is not None and result.exc_type else "failed"
+        lines.append(f"- `{nodeid}`: {kind}")
+    return "\n".join(lines) + "\n"
+
+
+@dataclass
+class BuildOutcome:
+    task: RealBugTask | None
+    reason: str  # why it was dropped ("" when kept)
+    seconds: float
+
+
+def build_task(
+    project: str,
+    number: int,
+    url: str,
+    buggy: str,
+    fixed: str,
+    requirements: Sequence[str],
+    test_dirs: Sequence[str],
+    listed_tests: Sequence[str] = (),
+    cache: Path = CACHE_DIR,
+    log: Callable[[str], None] = lambda m: None,
+) -> BuildOutcome:
+    """Rebuild one bug, run the changed test modules on buggy and fixed trees, and keep it if it validates:
+    some test fails on the buggy commit + test change and passes with the fix, twice the same."""
+    started = time.monotonic()
+    task_id = f"{project}-{number}"
+    source = {"kind": "git", "name": project, "url": url, "buggy_commit": buggy, "fixed_commit": fixed}
+
+    def dropped(reason: str) -> BuildOutcome:
+        log(f"{task_id}: dropped: {reason}")
+        return BuildOutcome(None, reason, round(time.monotonic() - started, 1))
+
+    bare = git_cache(source, cache)
+    paths = changed_paths(bare, buggy, fixed)
+    test_paths = tuple(p for p in paths if is_test_path(p, test_dirs, listed_tests))
+    fix_paths = tuple(p for p in paths if p not in test_paths and not is_doc_path(p))
+    if not any(p.endswith(".py") for p in fix_paths):
+        return dropped(f"the fix changes no Python source ({', '.join(paths[:4])})")
+    test_modules = tuple(p for p in test_paths if _is_test_module(p) and file_at(bare, fixed, p) is not None)
+    if not test_modules:
+        return dropped("the test change has no test module pytest collects")
+    python = env_python([PYTEST_PIN, *requirements], cache)
+    draft = RealBugTask(
+        id=task_id, project=project, source=source, fix_paths=fix_paths, test_paths=test_paths,
+        test_modules=test_modules, f2p=(), p2p=(), hidden=(), hidden_paths=(),
+        requirements=(PYTEST_PIN, *requirements), bug_report="",
+        fix_lines=fix_line_count(bare, buggy, fixed, [p for p in fix_paths if p.endswith(".py")]),
+        meta={"test_dirs": list(test_dirs)},
+    )
+    with tempfile.TemporaryDirectory(prefix="selfix-realbug-") as tmp:
+        buggy_repo = materialize(draft, Path(tmp) / "buggy", cache=cache)
+        fixed_repo = materialize(draft, Path(tmp) / "fixed", fixed=True, cache=cache)
+        before = run_tests(buggy_repo, python, test_modules, None)
+        after = run_tests(fixed_repo, python, test_modules, None)
+        if after.error and not after.results:
+            return dropped(f"the fixed commit's tests do not run: {after.error}")
+        good_after = passed(after)
+        f2p = sorted(n for n in good_after if n in before.results and n not in passed(before))
+        f2p += sorted(n for n in good_after if n not in before.results and before.results)  # new tests that error
+        f2p = sorted(set(f2p))
+        p2p = sorted(passed(before) & good_after)
+        if not f2p:
+            return dropped(f"no test fails on the buggy commit and passes with the fix ({len(good_after)} pass after,"
+                           f" {len(passed(before))} before{'; ' + before.error if before.error else ''})")
+        again = run_tests(buggy_repo, python, test_modules, [*f2p, *p2p])
+        still_failing = set(not_passed(again, f2p))
+        p2p = [n for n in p2p if n not in set(not_passed(again, p2p))]
+        f2p = [n for n in f2p if n in still_failing]
+        confirm = run_tests(fixed_repo, python, test_modules, [*f2p, *p2p])
+        if not_passed(confirm, f2p) or not f2p:
+            return dropped("the failing tests are unstable (a second run disagrees)")
+        p2p = [n for n in p2p if n not in set(not_passed(confirm, p2p))]
+        hidden_paths = _hidden_candidates(bare, fixed, test_dirs, test_paths, fix_paths)
+        hidden: list[str] = []
+        if hidden_paths:
+            hidden_run = run_tests(fixed_repo, python, hidden_paths, None)
+            hidden = sorted(passed(hidden_run))
+            hidden_paths = [p for p in hidden_paths if any(n.startswith(p + "::") for n in hidden)]
+        report = bug_report_for(f2p, before)
+    listed = [t for t in listed_tests if t.endswith(".py")]
+    task = RealBugTask(
+        **{**draft.__dict__, "f2p": tuple(f2p), "p2p": tuple(p2p), "hidden": tuple(hidden),
+           "hidden_paths": tuple(hidden_paths), "bug_report": report,
+           "meta": {**draft.meta, "bugsinpy": f"{project}/{number}", "bugsinpy_test_files": listed,
+                    "validated_seconds": round(time.monotonic() - started, 1)}},
+    )
+    log(f"{task_id}: kept: {len(f2p)} F2P, {len(p2p)} P2P, {len(hidden)} hidden, fix {draft.fix_lines} line(s)")
+    return BuildOutcome(task, "", round(time.monotonic() - started, 1))
+
+
+def read_bugsinpy_info(path: Path) -> dict[str, str]:
+    """``bug.info`` / ``project.info``: shell-style ``key="value"`` lines."""
+    info = {}
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            info[key.strip()] = value.strip().strip('"').strip()
+    return info
+
+
+EXCLUDED_PROJECTS = frozenset({"thefuck", "youtube-dl", "tqdm", "PySnooper", "cookiecutter"})
+
+
+def build_main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m selfix_action.bench.realbugs build")
+    parser.add_argument("--bugsinpy", type=Path, required=True, help="a checkout of soarsmu/BugsInPy")
+    parser.add_argument("--projects", type=Path, default=Path("bench/realbugs/projects.json"))
+    parser.add_argument("--project", action="append", required=True)
+    parser.add_argument("--bugs", default="", help="bug numbers, e.g. 1-10,12 (default: all)")
+    parser.add_argument("--mirror-dir", type=Path)
+    parser.add_argument("--out", type=Path, default=Path("bench/realbugs/tasks"))
+    parser.add_argument("--log", type=Path, default=Path("bench/realbugs/build-log.jsonl"))
+    args = parser.parse_args(argv)
+    set_mirror_dir(args.mirror_dir)
+    projects = json.loads(args.projects.read_text(encoding="utf-8"))
+    args.out.mkdir(parents=True, exist_ok=True)
+    wanted: set[int] = set()
+    for part in filter(None, args.bugs.split(",")):
+        low, _, high = part.partition("-")
+        wanted.update(range(int(low), int(high or low) + 1))
+    for project in args.project:
+        if project in EXCLUDED_PROJECTS:
+            raise InputError(f"{project} is kept aside for an independent check")
+        config = projects[project]
+        bugs_dir = args.bugsinpy / "projects" / project / "bugs"
+        numbers = sorted(int(p.name) for p in bugs_dir.iterdir() if p.name.isdigit())
+        for number in numbers:
+            if wanted and number not in wanted:
+                continue
+            if (args.out / f"{project}-{number}.json").exists():
+                continue
+            info = read_bugsinpy_info(bugs_dir / str(number) / "bug.info")
+            listed = [t.strip() for t in info.get("test_file", "").split(";") if t.strip()]
+            try:
+                outcome = build_task(
+                    project, number, config["url"], info["buggy_commit_id"], info["fixed_commit_id"],
+                    config["requirements"], config["test_dirs"], listed, log=lambda m: print(m, flush=True),
+                )
+            except (InputError, subprocess.SubprocessError, OSError) as exc:
+                outcome = BuildOutcome(None, f"error: {exc}"[:400], 0.0)
+                print(f"{project}-{number}: dropped: {outcome.reason}", flush=True)
+            if outcome.task is not None:
+                (args.out / f"{outcome.task.id}.json").write_text(outcome.task.to_json(), encoding="utf-8")
+            with open(args.log, "a", encoding="utf-8") as handle:
+                handle.write(json.dumps({"id": f"{project}-{number}", "kept": outcome.task is not None,
+                                         "reason": outcome.reason, "seconds": outcome.seconds}) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "build":
+        sys.exit(build_main(sys.argv[2:]))
+    sys.exit("usage: python -m selfix_action.bench.realbugs build --bugsinpy DIR --project NAME ...")
