@@ -8,6 +8,8 @@ finish; a rerun with the same run name skips the tasks already recorded.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import threading
@@ -80,6 +82,21 @@ def run_one(task: Task, task_file: Path, options: BenchOptions) -> dict[str, Any
         return {**base, "resolved": False, "error": f"worker exit {proc.returncode}: {tail}",
                 "seconds": round(time.monotonic() - started, 3), "test_runs": 0, "candidates": 0, "patch": ""}
     return json.loads(lines[-1])
+
+
+def run_module(argv: list[str], timeout: float) -> tuple[int, str]:
+    """``python -m argv...`` of selfix itself with a timeout (its process group killed): exit code, stderr tail."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", *argv], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )
+    try:
+        _, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        return -1, "time limit"
+    return proc.returncode, "\n".join(err.strip().splitlines()[-5:])
 
 
 def _interleave(tasks: list[Task]) -> list[Task]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from selfix_action.engine.models import Evidence
+from selfix_action.engine.models import Evidence, Hypothesis
 from selfix_action.engine.protocols import Engine
 from selfix_action.errors import InputError
 from selfix_action.heal.request import EngineChoice
@@ -28,7 +28,7 @@ def build_engine(
     """The offline engine, or an LLM engine (its SDK imported only then). The memory feeds the offline engine's
     template order and the Detective's "similar past fixes" (``memory`` is looked up at each use; None: no
     memory); every prompt and response goes to ``trace``."""
-    template_scores: Callable[[Evidence], dict[str, float]] | None = None
+    template_scores: Callable[[Evidence, Hypothesis], dict[str, float]] | None = None
     similar_fixes: Callable[[Evidence], str] | None = None
     if memory is not None:
         template_scores, similar_fixes = memory_hooks(memory, trace)

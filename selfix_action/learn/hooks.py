@@ -8,7 +8,7 @@ from typing import Any
 
 from selfix_action import __version__
 from selfix_action.engine.fingerprint import FailureSignature, failure_signature
-from selfix_action.engine.models import Evidence
+from selfix_action.engine.models import Evidence, Hypothesis
 from selfix_action.engine.report import HealReport, StopReason
 from selfix_action.learn.memory import Memory
 from selfix_action.learn.runs import summarize
@@ -57,18 +57,24 @@ def open_memory(path: Path | None, warn: Callable[[str], None]) -> Memory | None
 
 def memory_hooks(
     memory: Callable[[], Memory | None], trace: Trace
-) -> tuple[Callable[[Evidence], dict[str, float]], Callable[[Evidence], str]]:
-    """The engines' memory hooks, given to them at construction: template boosts for the offline engine, past
-    cases for the Detective. Each use is traced. ``memory`` is looked up at each use: the engine is built (and
-    a bad key refused) before the memory file is opened, and a memory that failed to open gives nothing."""
+) -> tuple[Callable[[Evidence, Hypothesis], dict[str, float]], Callable[[Evidence], str]]:
+    """The engines' memory hooks, given to them at construction: template boosts for the offline engine (per
+    hypothesis: only repairs at the same place or of the same failure count), past cases for the Detective.
+    Each use is traced. ``memory`` is looked up at each use: the engine is built (and a bad key refused) before
+    the memory file is opened, and a memory that failed to open gives nothing."""
 
-    def boosts(evidence: Evidence) -> dict[str, float]:
+    def boosts(evidence: Evidence, hypothesis: Hypothesis) -> dict[str, float]:
         current = memory()
         if current is None:
             return {}
-        scores = current.boosted_templates(evidence_signatures(evidence))
+        scores = current.boosts_for(evidence_signatures(evidence), hypothesis.file, hypothesis.symbol)
         ranked = ", ".join(f"{t} {s:.2f}" for t, s in sorted(scores.items(), key=lambda kv: -kv[1]))
-        trace("memory", f"templates that fixed similar failures: {ranked or 'none'}", boosted=scores)
+        trace(
+            "memory",
+            f"{hypothesis.id}: templates that fixed failures here: {ranked or 'none'}",
+            boosted=scores,
+            hypothesis=hypothesis.id,
+        )
         return scores
 
     def similar(evidence: Evidence) -> str:

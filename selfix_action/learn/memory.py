@@ -2,18 +2,24 @@
 
 Filled after every ``selfix fix`` run (from its trace); read at the start of the next one:
 
-- the LLM Detective gets the most similar past cases in its prompt ("Similar past fixes");
-- the offline engine tries first the repair templates that fixed similar failures.
+- the LLM Detective gets the most similar past cases in its prompt ("Similar past fixes"), by failure
+  similarity (see ``engine.fingerprint.similarity``: 1.0 same fingerprint, 0.7 same exception and message
+  shape, 0.4 same exception and project frame, 0.25 same exception);
+- the offline engine boosts, within a line (or lines localized exactly as well, ``offline.ordering``), the
+  repair templates that fixed a failure *at the same place*: ``boosts_for``.
 
-Similarity of two failures (see ``engine.fingerprint.similarity``): 1.0 same fingerprint, 0.7 same exception
-and message shape, 0.4 same exception and project frame, 0.25 same exception. A template's score for the
-current failure is a Bayesian-smoothed success rate with exponential decay::
+A boost needs specific evidence. Measured on the benchmark (``docs/LEARNING.md``), boosting by failure
+similarity alone (exception type and message shape match most assertion failures) pushed templates that fixed
+unrelated bugs ahead of the right one. So a past repair counts for a hypothesis only through::
 
-    w_i   = similarity_i * 0.5 ** (age_i / half_life)          (one observation per past run and template)
-    score = (sum w_i * success_i + PRIOR_WEIGHT * PRIOR) / (sum w_i + PRIOR_WEIGHT)
+    evidence = 1.0 same failure fingerprint and same function | 0.6 same function | 0.5 same fingerprint,
+               another function | 0.25 same file, another function                (else it does not count)
+    w_i      = evidence_i * 0.5 ** (age_i / half_life) * (MISLED_WEIGHT if it was boosted and did not fix)
+    score    = (sum w_i * success_i + PRIOR_WEIGHT * PRIOR) / (sum w_i + PRIOR_WEIGHT)
 
-so an old observation counts for less than a new one, and one lucky fix (w = 1) moves a template from the
-prior 0.1 to 0.4, not to 1.0. Templates scoring above the prior are boosted, best first.
+and a template is boosted when its score exceeds ``BOOST_MIN``. One fix at the same function and failure
+moves a template from the prior 0.1 to 0.4; a boost that was tried and did not lead to the fix counts
+``MISLED_WEIGHT`` times, so one or two misses take the boost away.
 
 Concurrency: WAL journal, a busy timeout, and writes in ``BEGIN IMMEDIATE`` transactions retried with
 backoff, so two runs sharing one file both record. A file that is not a readable database is renamed to
@@ -39,7 +45,14 @@ PRIOR_WEIGHT = 2.0
 HALF_LIFE_DAYS = 30.0
 MIN_SIMILARITY = 0.25
 WRITE_RETRIES = 8
-MEMORY_SCHEMA = 1
+MEMORY_SCHEMA = 2
+BOOST_MIN = 0.15
+MISLED_WEIGHT = 4.0
+# Evidence that a past repair speaks for this hypothesis (see the module docstring).
+EVIDENCE_SAME_FAILURE_AND_FUNCTION = 1.0
+EVIDENCE_SAME_FUNCTION = 0.6
+EVIDENCE_SAME_FAILURE = 0.5
+EVIDENCE_SAME_FILE = 0.25
 MAX_DIFF_CHARS = 1200
 
 Warn = Callable[[str], None]
@@ -56,6 +69,12 @@ CREATE TABLE IF NOT EXISTS outcomes (
     template TEXT, success INTEGER, attempts INTEGER,
     PRIMARY KEY (run_id, fingerprint, template)
 );
+CREATE TABLE IF NOT EXISTS repairs (
+    run_id TEXT, t REAL, fingerprints TEXT, file TEXT, symbol TEXT, template TEXT,
+    success INTEGER, boosted INTEGER, attempts INTEGER,
+    PRIMARY KEY (run_id, file, symbol, template)
+);
+CREATE INDEX IF NOT EXISTS repairs_file ON repairs (file);
 CREATE INDEX IF NOT EXISTS outcomes_exc ON outcomes (exc_type);
 CREATE INDEX IF NOT EXISTS cases_exc ON cases (exc_type);
 """
@@ -83,11 +102,13 @@ class Memory:
         path: str | Path,
         *,
         half_life_days: float = HALF_LIFE_DAYS,
+        min_evidence: float = EVIDENCE_SAME_FILE,
         warn: Warn | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.path = Path(path)
         self.half_life_days = half_life_days
+        self.min_evidence = min_evidence  # the weakest evidence that counts for a boost
         self.clock = clock
         self.warnings: list[str] = []
         self._warn_to = warn
@@ -182,6 +203,30 @@ class Memory:
                     attempts[attempt.template] = attempts.get(attempt.template, 0) + 1
         first = run.signatures[0]
         winner = next((a for h in run.hypotheses for a in h.attempts if a.ok and h.fixed), None)
+        fingerprints = " ".join(sorted({s.fingerprint for s in run.signatures}))
+        repairs = []
+        for h in run.hypotheses:
+            boosted = set(run.boosted.get(h.id, ()))
+            tried: dict[str, int] = {}
+            for attempt in h.attempts:
+                if attempt.template:
+                    tried[attempt.template] = tried.get(attempt.template, 0) + 1
+            fixed_here = h.fixed and run.healed
+            for template, count in sorted(tried.items()):
+                success = int(fixed_here and template == fixed_by)
+                repairs.append(
+                    (
+                        run.run_id,
+                        now,
+                        fingerprints,
+                        h.file,
+                        h.symbol,
+                        template,
+                        success,
+                        int(template in boosted),
+                        count,
+                    )
+                )
         rows = [
             (run.run_id, now, s.fingerprint, s.exc_type, s.message_shape, s.frame, t, int(t == fixed_by), n)
             for s in {s.fingerprint: s for s in run.signatures}.values()
@@ -208,6 +253,7 @@ class Memory:
                 ),
             )
             db.executemany("INSERT OR REPLACE INTO outcomes VALUES (?,?,?,?,?,?,?,?,?)", rows)
+            db.executemany("INSERT OR REPLACE INTO repairs VALUES (?,?,?,?,?,?,?,?,?)", repairs)
 
         try:
             self._write(self.db, write)
@@ -259,8 +305,56 @@ class Memory:
             hits[template] = hits.get(template, 0.0) + w * success
         return {t: round((hits[t] + PRIOR_WEIGHT * PRIOR) / (weights[t] + PRIOR_WEIGHT), 6) for t in sorted(weights)}
 
+    def repair_scores(self, signatures: Sequence[FailureSignature], file: str, symbol: str) -> dict[str, float]:
+        """Smoothed, decayed success rate per template for a hypothesis at ``file``/``symbol``, from past repairs
+        with specific evidence only (same fingerprint, function or file; see the module docstring)."""
+        if self.db is None:
+            return {}
+        current = {s.fingerprint for s in signatures}
+        marks = " OR ".join("instr(fingerprints, ?) > 0" for _ in current)
+        query = (
+            "SELECT run_id, t, fingerprints, file, symbol, template, success, boosted FROM repairs WHERE file = ?"
+            + (f" OR {marks}" if marks else "")
+        )
+        try:
+            rows = list(self.db.execute(query, [file, *sorted(current)]))
+        except sqlite3.Error as exc:
+            self._warn(f"memory: could not read: {exc}")
+            return {}
+        now = self.clock()
+        hits: dict[str, float] = {}
+        weights: dict[str, float] = {}
+        for _run, t, fps, r_file, r_symbol, template, success, boosted in rows:
+            same_failure = bool(current & set(str(fps).split()))
+            same_function = r_file == file and r_symbol == symbol
+            if same_failure and same_function:
+                evidence = EVIDENCE_SAME_FAILURE_AND_FUNCTION
+            elif same_function:
+                evidence = EVIDENCE_SAME_FUNCTION
+            elif same_failure:
+                evidence = EVIDENCE_SAME_FAILURE
+            elif r_file == file:
+                evidence = EVIDENCE_SAME_FILE
+            else:
+                continue
+            if evidence < self.min_evidence:
+                continue
+            w = evidence * _decay(now - float(t), self.half_life_days)
+            if boosted and not success:
+                w *= MISLED_WEIGHT  # it was pushed ahead and did not fix: forget it fast
+            key = str(template)
+            weights[key] = weights.get(key, 0.0) + w
+            hits[key] = hits.get(key, 0.0) + w * int(success)
+        return {t: round((hits[t] + PRIOR_WEIGHT * PRIOR) / (weights[t] + PRIOR_WEIGHT), 6) for t in sorted(weights)}
+
+    def boosts_for(self, signatures: Sequence[FailureSignature], file: str, symbol: str) -> dict[str, float]:
+        """The offline engine's boosts for a hypothesis at ``file``/``symbol``: template -> score above
+        ``BOOST_MIN``."""
+        return {t: s for t, s in self.repair_scores(signatures, file, symbol).items() if s > BOOST_MIN}
+
     def boosted_templates(self, signatures: Sequence[FailureSignature]) -> dict[str, float]:
-        """Templates that did better than the prior on similar failures: template -> score."""
+        """Templates that did better than the prior on similar failures: template -> score. For the Detective's
+        prompt (it weighs them itself); the offline engine's boosts come from ``boosts_for``."""
         return {t: s for t, s in self.template_scores(signatures).items() if s > PRIOR}
 
     def similar_cases(self, signatures: Sequence[FailureSignature], limit: int = 5) -> list[PastCase]:

@@ -122,6 +122,11 @@ def _metrics(model: dict[str, Any], data: Sequence[tuple[str, list[float], int, 
     }
 
 
+def evaluate(model: dict[str, Any], data: Sequence[tuple[str, list[float], int, float]]) -> dict[str, Any]:
+    """Accuracy, log loss and correlations of ``model`` on ``data`` (from ``examples``)."""
+    return _metrics(model, data)
+
+
 def train(runs: Sequence[RunRecord], *, held_out: float = 0.25) -> dict[str, Any]:
     data = examples(runs)
     if not data:

@@ -67,6 +67,7 @@ class RunRecord(BaseModel):
     patch_template: str = ""
     truncated: bool = False
     suspects: list[str] = Field(default_factory=list)  # "file:function" of the ranked suspicious lines, in order
+    boosted: dict[str, list[str]] = Field(default_factory=dict)  # hypothesis id -> templates the memory boosted
 
 
 def _render_evidence(event: LocalizeEvent | None) -> str:
@@ -151,6 +152,11 @@ def summarize(trace: Trace) -> RunRecord:
                     )
                 )
                 by_id[hid].fixed = by_id[hid].fixed or event.ok
+        elif event.step == "memory" and isinstance((event.model_extra or {}).get("hypothesis"), str):
+            extra = event.model_extra or {}
+            boosted = extra.get("boosted")
+            if isinstance(boosted, dict):
+                record.boosted[str(extra["hypothesis"])] = sorted(str(t) for t in boosted)
         elif isinstance(event, ModelCallEvent) and event.role == "detective" and not record.detective_prompt:
             record.detective_prompt = _prompt_text(event.prompt)
         elif isinstance(event, StopEvent):

@@ -1,5 +1,5 @@
 """The offline engine: no model, no key. Hypotheses are the most suspicious functions; patches are repair
-templates applied at their most suspicious lines, most likely first."""
+templates applied at their most suspicious lines, most likely first (the order: ``offline.ordering``)."""
 
 from __future__ import annotations
 
@@ -9,20 +9,41 @@ from typing import Any
 
 from selfix_action.engine.models import CandidatePatch, Evidence, Hypothesis, QATest, Verification
 from selfix_action.engine.protocols import Sandbox
+from selfix_action.offline.ordering import (
+    FailureContext,
+    FileIndex,
+    OrderModel,
+    RankedCandidate,
+    candidate_features,
+    ordered,
+    shipped_order_model,
+)
 from selfix_action.offline.templates import candidate_edits
 
 MAX_LINES_PER_HYPOTHESIS = 12
+
+# The memory's hook: (evidence, hypothesis) -> template -> boost, for candidates at this hypothesis' location.
+TemplateBoosts = Callable[[Evidence, Hypothesis], Mapping[str, float]]
+_USE_SHIPPED = object()
 
 
 class OfflineEngine:
     name = "offline"
     independent_candidates = True  # candidates come from templates, never from verification feedback
 
-    def __init__(self, template_scores: Callable[[Evidence], Mapping[str, float]] | None = None) -> None:
+    def __init__(
+        self,
+        template_scores: TemplateBoosts | None = None,
+        order_model: OrderModel | object | None = _USE_SHIPPED,
+    ) -> None:
         self._seen: set[str] = set()  # normalized candidate sources, across hypotheses
-        # Memory hook (selfix_action.learn): templates that fixed similar failures -> score; tried first.
+        # Memory hook (selfix_action.learn): templates that fixed failures at this location -> boost.
         self.template_scores = template_scores
-        self._boost: Mapping[str, float] | None = None
+        # The learned candidate order shipped with selfix, or None for the hand priors (prior / k).
+        self.order_model: OrderModel | None = (
+            shipped_order_model() if order_model is _USE_SHIPPED else order_model  # type: ignore[assignment]
+        )
+        self._failure: FailureContext | None = None
 
     def usage(self) -> dict[str, Any]:
         return {}
@@ -59,18 +80,13 @@ class OfflineEngine:
         # The failing tests themselves expose the bug: localization only proposes code they execute.
         return None
 
-    def candidates(
-        self,
-        hypothesis: Hypothesis,
-        evidence: Evidence,
-        sandbox: Sandbox,
-        history: Sequence[Verification],
-    ) -> Iterator[CandidatePatch]:
+    def ranked(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> list[RankedCandidate]:
+        """This hypothesis' fresh candidates (not generated for an earlier one) with their features, in
+        generation order: line by line, most suspicious first."""
         source = sandbox.read_file(hypothesis.file)
         score_of = {s.line: s.score for s in evidence.suspicious_lines if s.file == hypothesis.file}
-        if self._boost is None:
-            self._boost = dict(self.template_scores(evidence)) if self.template_scores else {}
-        boost = self._boost
+        if self._failure is None:
+            self._failure = FailureContext.of(evidence)
         fresh = []
         for order, line in enumerate(hypothesis.lines):
             for edit in candidate_edits(source, hypothesis.file, [line]):
@@ -78,19 +94,47 @@ class OfflineEngine:
                     continue
                 self._seen.add(edit.normalized)
                 fresh.append((order, line, edit))
+        # A template's prior is the chance that the bug is of its kind; one of its k variants on a line is the
+        # fix with about prior / k: the fan-out is a feature of the learned order and the hand order's divisor.
         fan_out = Counter((line, edit.template) for _, line, edit in fresh)
-        scored = []
-        for order, line, edit in fresh:
-            # A template's prior is the chance that the bug is of its kind; one of its k variants on a line is
-            # the fix with about prior / k. Ordering by that puts a lone operator swap ahead of the 8th renamed
-            # identifier. Ties in suspiciousness are common in small programs: within a tie this weight decides,
-            # so every line of the top tie group gets its likeliest repairs first.
-            weight = edit.prior / fan_out[(line, edit.template)]
-            scored.append(
-                (-boost.get(edit.template, 0.0), -score_of.get(line, 0.0), -weight, order, len(scored), edit)
+        top_score = max((score_of.get(line, 0.0) for line in hypothesis.lines), default=0.0)
+        index = FileIndex.of(source)
+        return [
+            RankedCandidate(
+                edit=edit,
+                line=line,
+                line_order=order,
+                suspiciousness=score_of.get(line, 0.0),
+                fan_out=fan_out[(line, edit.template)],
+                features=candidate_features(
+                    edit,
+                    index,
+                    self._failure,
+                    hypothesis=hypothesis,
+                    line_order=order,
+                    score=score_of.get(line, 0.0),
+                    top_score=top_score,
+                    fan_out=fan_out[(line, edit.template)],
+                ),
+                generated=number,
             )
-        scored.sort(key=lambda item: item[:5])
-        for number, (*_, edit) in enumerate(scored, 1):
+            for number, (order, line, edit) in enumerate(fresh)
+        ]
+
+    def candidates(
+        self,
+        hypothesis: Hypothesis,
+        evidence: Evidence,
+        sandbox: Sandbox,
+        history: Sequence[Verification],
+    ) -> Iterator[CandidatePatch]:
+        items = self.ranked(hypothesis, evidence, sandbox)
+        boost = dict(self.template_scores(evidence, hypothesis)) if self.template_scores and items else {}
+        # Most suspicious line first; within a line (or lines localized exactly as well) the memory's boost,
+        # then the learned score (or prior / k). Ties in suspiciousness are common in small programs: within a
+        # tie the score decides, so every line of the top tie group gets its likeliest repairs first.
+        for number, item in enumerate(ordered(items, boost, self.order_model), 1):
+            edit = item.edit
             yield CandidatePatch(
                 id=f"{hypothesis.id}-C{number}",
                 hypothesis_id=hypothesis.id,

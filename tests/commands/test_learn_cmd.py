@@ -85,9 +85,10 @@ def _fix(repo: Path, out: Path, *memory: str) -> dict[str, object]:
 
 
 @pytest.mark.slow
-def test_memory_carries_a_fix_to_a_different_project(tmp_path: Path) -> None:
-    """examples/average healed once fills the memory; then scoring.py's similar bug needs fewer candidates with
-    that memory than without it (the figure in docs/LEARNING.md)."""
+def test_memory_does_not_carry_a_fix_on_similarity_alone(tmp_path: Path) -> None:
+    """examples/average healed once fills the memory; scoring.py's bug in another project matches it only in the
+    exception and message shape, which is no evidence for a boost (docs/LEARNING.md: across projects such boosts
+    made heals worse). The memory stays silent: the same candidates as without it."""
     memory = str(tmp_path / "memory.db")
     average = tmp_path / "average"
     shutil.copytree(EXAMPLES / "average", average, ignore=shutil.ignore_patterns("__pycache__", ".selfix"))
@@ -104,13 +105,12 @@ def test_memory_carries_a_fix_to_a_different_project(tmp_path: Path) -> None:
         assert runs[name]["patch"]["template"] == "binop_replace", name  # type: ignore[index]
         assert "sum(scores) / len(scores)" in runs[name]["patch"]["diff"]  # type: ignore[index]
     without, with_memory = runs["without"]["candidates_tried"], runs["with"]["candidates_tried"]
-    assert with_memory < without, (with_memory, without)  # type: ignore[operator]
-    assert with_memory == 1
+    assert with_memory == without, (with_memory, without)
 
     trace = read_trace(tmp_path / "with" / "out" / "trace.jsonl")
     (localize,) = trace.steps("localize")
     signature = localize.model_dump()["signatures"][0]
     assert signature["frame"] == "tests/test_scoring.py:test_mean_score_of_two"  # not average's frame...
     assert signature["message_shape"] == "assert <num> == <num>"  # ...only the exception and message shape match
-    boosted = [e.model_dump()["boosted"] for e in trace.steps("memory") if e.model_dump().get("boosted")]
-    assert boosted and "binop_replace" in boosted[0]
+    memory_events = [e.model_dump() for e in trace.steps("memory") if "hypothesis" in e.model_dump()]
+    assert memory_events and all(not e["boosted"] for e in memory_events)

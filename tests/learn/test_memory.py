@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import sqlite3
 import subprocess
 import sys
@@ -8,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from selfix_action.engine.fingerprint import signature
-from selfix_action.learn.memory import PRIOR, Memory
+from selfix_action.learn.memory import MISLED_WEIGHT, PRIOR, Memory
 from selfix_action.learn.runs import Attempt, HypothesisOutcome, RunRecord
 
 SIG = signature("AssertionError", "assert 1 == 1.5", "averages.py:average")
@@ -16,15 +17,23 @@ ELSEWHERE = signature("AssertionError", "assert 2 == 2.5", "stats.py:midrange")
 OTHER = signature("KeyError", "'x'", "a.py:f")
 
 
-def run(run_id: str, fixed_by: str, tried: list[str], sig=SIG) -> RunRecord:
+def run(
+    run_id: str,
+    fixed_by: str,
+    tried: list[str],
+    sig=SIG,
+    file: str = "f",
+    symbol: str = "s",
+    boosted: tuple[str, ...] = (),
+) -> RunRecord:
     attempts = [Attempt(candidate=f"C{i}", template=t, ok=t == fixed_by, stage="x") for i, t in enumerate(tried)]
     h = HypothesisOutcome(
         id="H1",
         rank=1,
         confidence=1,
         title="t",
-        file="f",
-        symbol="s",
+        file=file,
+        symbol=symbol,
         reached=True,
         exposed=True,
         fixed=bool(fixed_by),
@@ -38,6 +47,7 @@ def run(run_id: str, fixed_by: str, tried: list[str], sig=SIG) -> RunRecord:
         fingerprint=sig.fingerprint,
         hypotheses=[h],
         candidates=len(tried),
+        boosted={"H1": list(boosted)} if boosted else {},
     )
 
 
@@ -125,4 +135,58 @@ def test_two_concurrent_writers_both_record(tmp_path: Path) -> None:
         assert proc.returncode == 0, err
     with sqlite3.connect(path) as db:
         assert db.execute("SELECT count(*) FROM cases").fetchone()[0] == 80
+        assert db.execute("SELECT count(*) FROM repairs").fetchone()[0] == 160  # 2 templates a run
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_a_boost_needs_the_same_place_or_the_same_failure(tmp_path: Path) -> None:
+    memory = Memory(tmp_path / "m.db", clock=Clock())
+    memory.record(run("r1", "binop_replace", ["name_replace", "binop_replace"], file="averages.py", symbol="average"))
+    # same failure, same function: one fix moves the template from the prior 0.1 to (1 + 0.2) / 3 = 0.4
+    assert memory.boosts_for([SIG], "averages.py", "average") == {"binop_replace": pytest.approx(0.4)}
+    # another failure in the same function: evidence 0.6
+    assert memory.boosts_for([OTHER], "averages.py", "average") == {"binop_replace": pytest.approx(0.8 / 2.6)}
+    # the same failure seen at another function: 0.5; another function of the same file: 0.25
+    assert memory.boosts_for([SIG], "averages.py", "median")["binop_replace"] == pytest.approx(0.7 / 2.5)
+    assert memory.boosts_for([OTHER], "averages.py", "median")["binop_replace"] == pytest.approx(0.45 / 2.25)
+    # only a similar failure (same exception and message shape) elsewhere: no evidence, no boost
+    assert memory.boosts_for([ELSEWHERE], "stats.py", "midrange") == {}
+    assert memory.template_scores([ELSEWHERE])["binop_replace"] > PRIOR  # (still listed for the Detective)
+    # a stricter memory: function or fingerprint evidence only
+    strict = Memory(tmp_path / "m.db", clock=Clock(), min_evidence=0.5)
+    assert strict.boosts_for([OTHER], "averages.py", "median") == {}
+    assert strict.boosts_for([OTHER], "averages.py", "average") != {}
+
+
+def test_a_boost_that_did_not_lead_to_the_fix_decays_fast(tmp_path: Path) -> None:
+    memory = Memory(tmp_path / "m.db", clock=Clock())
+    memory.record(run("r1", "binop_replace", ["binop_replace"]))
+    assert "binop_replace" in memory.boosts_for([SIG], "f", "s")
+    # tried without a boost and not the fix: an ordinary failure, the boost stays
+    memory.record(run("r2", "", ["binop_replace"]))
+    assert memory.boosts_for([SIG], "f", "s")["binop_replace"] == pytest.approx(1.2 / 4)
+    # boosted and not the fix: it counts MISLED_WEIGHT times, one such miss takes the boost away
+    memory.record(run("r3", "name_replace", ["binop_replace", "name_replace"], boosted=("binop_replace",)))
+    assert memory.repair_scores([SIG], "f", "s")["binop_replace"] == pytest.approx(1.2 / (1 + 1 + MISLED_WEIGHT + 2))
+    assert "binop_replace" not in memory.boosts_for([SIG], "f", "s")
+
+
+def test_boosted_templates_come_back_from_the_trace(tmp_path: Path) -> None:
+    from selfix_action.learn.runs import summarize
+    from selfix_action.learn.trace_schema import read_trace
+
+    trace = tmp_path / "trace.jsonl"
+    lines = [
+        {"record": "header", "schema_version": 1, "run_id": "r", "created": "", "repo": "", "engine": "offline"},
+        {
+            "t": 0,
+            "step": "hypotheses",
+            "hypotheses": [
+                {"id": "H1", "rank": 1, "title": "t", "confidence": 1.0, "file": "f", "symbol": "s", "lines": [1]}
+            ],
+        },
+        {"t": 0, "step": "memory", "message": "", "boosted": {"binop_replace": 0.4}, "hypothesis": "H1"},
+        {"t": 0, "step": "memory", "message": "", "similar_fixes": ""},
+    ]
+    trace.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert summarize(read_trace(trace)).boosted == {"H1": ["binop_replace"]}
