@@ -192,6 +192,18 @@ class Budget:
                 f"LLM cost budget spent before the {role} call: ${spent.cost_usd:.4f} of ${self.max_cost_usd:.2f}",
             )
 
+    def time_left(self) -> float | None:
+        """Seconds left of the time limit (None: no limit): no single call may take longer."""
+        if self.time_limit <= 0:
+            return None
+        return max(0.0, self.time_limit - self.elapsed())
+
+    def calls_left(self) -> int | None:
+        """Calls left under the call cap (None: no cap)."""
+        if self.max_calls <= 0:
+            return None
+        return max(0, self.max_calls - self.total.calls)
+
     def output_allowance(self, wanted: int) -> int:
         """Output tokens to request: never more than the token budget has left (at least a small answer)."""
         if self.max_tokens <= 0:

@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from selfix_action.engine.models import CandidatePatch, Evidence, Hypothesis, QATest, Verification
+from selfix_action.engine.patches import changed_line_count, program_key
 from selfix_action.engine.protocols import EngineStopped, Sandbox
 from selfix_action.engine.report import StopReason
 from selfix_action.llm.budget import Budget
@@ -45,6 +46,7 @@ from selfix_action.llm.schemas import (
     DetectiveAnswer,
     HypothesisAnswer,
     PatcherAnswer,
+    ProjectBounds,
     QAAnswer,
     tool_specs,
     validation_message,
@@ -87,6 +89,7 @@ class LLMEngine:
         trace: Trace | None = None,
         similar_fixes: Callable[[Evidence], str] | None = None,
         output_tokens: Mapping[str, int] | None = None,
+        samples: int = 1,
     ) -> None:
         self.model = model
         self.budget = budget
@@ -97,7 +100,14 @@ class LLMEngine:
         self.trace = trace or _noop_trace
         self.similar_fixes = similar_fixes  # memory hook: similar past fixes (selfix_action.learn.hooks)
         self.output_tokens = {**DEFAULT_OUTPUT_TOKENS, **(output_tokens or {})}
-        self._tools = tool_specs()
+        # Patcher answers asked for at a hypothesis's first attempt, when the call budget has room for them
+        # (Agentless-style sampling: normalized, deduplicated, the most often proposed verified first).
+        self.samples = max(1, samples)
+        # What the offline engine tried before this engine was called (--engine auto): the evidence it had and
+        # the candidates that failed, shown to every role as negative examples.
+        self.prior_attempts = ""
+        self._tools: tuple[Any, ...] | None = None  # built from the first sandbox seen (see _tools_for)
+        self._file_lines: dict[str, int] = {}
         self._context_evidence: Evidence | None = None
         self._context = ""
         self._tried: dict[frozenset[tuple[str, str]], str] = {}  # patch -> how it fared, across hypotheses
@@ -117,7 +127,15 @@ class LLMEngine:
             for number, item in enumerate(answer.hypotheses, 1):
                 path = normalize_path(item.file)
                 if path in editable:
-                    usable.append(item.model_copy(update={"file": path}))
+                    length = self._file_lines.get(path)
+                    if length is not None and item.line_start > length:
+                        problems.append(
+                            f"hypotheses.{number}.line_start: {item.line_start} is past the end of {path} "
+                            f"({length} lines)"
+                        )
+                        continue
+                    end = min(item.line_end, length) if length is not None else item.line_end
+                    usable.append(item.model_copy(update={"file": path, "line_end": end}))
                     continue
                 close = difflib.get_close_matches(path, sorted(editable), n=1)
                 hint = f" (did you mean {close[0]}?)" if close else ""
@@ -182,7 +200,7 @@ class LLMEngine:
         )
         attempts: list[str] = []  # what was tried for this hypothesis and how it failed, fed back each time
 
-        def validate(response: ModelResponse) -> tuple[PatcherAnswer, dict[str, str]]:
+        def validate(response: ModelResponse, *, refuse_repeats: bool = True) -> tuple[PatcherAnswer, dict[str, str]]:
             answer = _parse(response, PatcherAnswer)
             edits = [Edit(e.file, e.search, e.replace) for e in answer.edits]
             try:
@@ -190,34 +208,88 @@ class LLMEngine:
             except EditError as exc:
                 raise InvalidAnswer(str(exc)) from exc
             earlier = self._tried.get(edit_key(files))
-            if earlier is not None:
+            if earlier is not None and refuse_repeats:
                 raise InvalidAnswer(
                     f"this patch is identical to one already tried ({earlier}); propose a different fix",
                     repeated=True,
                 )
             return answer, files
 
-        for number in range(1, self.patch_retries + 2):
+        number = 0
+        for round_number in range(1, self.patch_retries + 2):
             request = patcher_request(hypothesis, code, attempts)
-            result = self._ask("patcher", PATCHER_TOOL, request, evidence, sandbox, validate)
-            if result is None:
+            if round_number == 1 and self._sample_count() > 1:
+                proposals = self._sampled_patches(request, evidence, sandbox, validate)
+            else:
+                result = self._ask("patcher", PATCHER_TOOL, request, evidence, sandbox, validate)
+                proposals = [result] if result is not None else []
+            if not proposals:
                 attempts.append(f"unusable answer: {self._last_problem}")
                 continue
-            answer, files = result
-            key = edit_key(files)
-            self._tried[key] = "not verified yet"
-            before = len(history)
-            yield CandidatePatch(
-                id=f"{hypothesis.id}-P{number}",
-                hypothesis_id=hypothesis.id,
-                description=answer.explanation[:200],
-                template="llm",
-                files=files,
+            for answer, files in proposals:
+                number += 1
+                key = edit_key(files)
+                self._tried[key] = "not verified yet"
+                before = len(history)
+                yield CandidatePatch(
+                    id=f"{hypothesis.id}-P{number}",
+                    hypothesis_id=hypothesis.id,
+                    description=answer.explanation[:200],
+                    template="llm",
+                    files=files,
+                )
+                # Resumed: the loop did not accept it. Its verdict (if it ran) is the last entry of ``history``.
+                outcome = describe_failure(history[-1]) if len(history) > before else "skipped as a duplicate"
+                self._tried[key] = outcome
+                attempts.append(f"{_summarize(answer)} -> {outcome}")
+
+    def _sample_count(self) -> int:
+        """Patcher samples for this first attempt: ``samples`` when the call budget leaves room for them and for
+        the feedback retries, else one."""
+        if self.samples <= 1:
+            return 1
+        left = self.budget.calls_left()
+        if left is not None and left < self.samples + self.patch_retries + 1:
+            return 1
+        return self.samples
+
+    def _sampled_patches(
+        self,
+        request: str,
+        evidence: Evidence,
+        sandbox: Sandbox,
+        validate: Callable[..., tuple[PatcherAnswer, dict[str, str]]],
+    ) -> list[tuple[PatcherAnswer, dict[str, str]]]:
+        """Several Patcher answers to one request, normalized (same program: one patch) and deduplicated, the
+        most often proposed first, then the smallest: the order the loop verifies them in, so the first that
+        passes, which the loop keeps, is the most plausible of those that pass. Patches already tried for
+        another hypothesis are left out."""
+        count = self._sample_count()
+        groups: dict[str, list[tuple[PatcherAnswer, dict[str, str]]]] = {}
+        for _ in range(count):
+            result = self._ask(
+                "patcher", PATCHER_TOOL, request, evidence, sandbox, lambda r: validate(r, refuse_repeats=False)
             )
-            # Resumed: the loop did not accept it. Its verdict (if it ran) is the last entry of ``history``.
-            outcome = describe_failure(history[-1]) if len(history) > before else "skipped as a duplicate"
-            self._tried[key] = outcome
-            attempts.append(f"{_summarize(answer)} -> {outcome}")
+            if result is None:
+                continue
+            if edit_key(result[1]) in self._tried:
+                continue
+            groups.setdefault(program_key(result[1]), []).append(result)
+        originals = {path: sandbox.read_file(path) for group in groups.values() for path in group[0][1]}
+
+        def plausibility(group: list[tuple[PatcherAnswer, dict[str, str]]]) -> tuple[int, int]:
+            files = group[0][1]
+            return (-len(group), changed_line_count({p: originals[p] for p in files}, files))
+
+        ranked = sorted(groups.values(), key=plausibility)
+        self.trace(
+            "patch_samples",
+            f"patcher: {count} sample(s), {len(ranked)} distinct patch(es)",
+            samples=count,
+            distinct=len(ranked),
+            votes=[len(group) for group in ranked],
+        )
+        return [group[0] for group in ranked]
 
     # -- one role call with a corrective re-ask -----------------------------------------------------------
     def _ask(
@@ -263,14 +335,34 @@ class LLMEngine:
         return problem.partial or None
 
     def _call(self, role: str, tool: str, context: str, messages: Sequence[Message]) -> ModelResponse:
+        """One answer; when the server shows it ignored the structured mode (a forced tool never called) and the
+        model can step down ("auto"), the same request again in the next mode."""
+        while True:
+            response = self._call_once(role, tool, context, messages)
+            step_down = getattr(self.model, "step_down", None)
+            if not response.mode_ignored or step_down is None:
+                return response
+            lower = step_down()
+            if lower is None:
+                return response
+            self.trace(
+                "model_structured",
+                f"{role}: the server ignored the {response.structured} mode; asking again with {lower}",
+                role=role,
+                ignored=response.structured,
+                mode=lower,
+            )
+
+    def _call_once(self, role: str, tool: str, context: str, messages: Sequence[Message]) -> ModelResponse:
         self.budget.check(role)
         request = ModelRequest(
             system=SYSTEM_PROMPT,
             context=context,
             messages=tuple(messages),
-            tools=self._tools,
+            tools=self._tools or tool_specs(),
             tool=tool,
             max_tokens=self.budget.output_allowance(self.output_tokens.get(role, 2000)),
+            timeout=self.budget.time_left(),  # one answer cannot outlast the run's time
         )
         started = time.monotonic()
         try:
@@ -289,6 +381,7 @@ class LLMEngine:
             role=role,
             model=response.model,
             tool=tool,
+            structured=response.structured,
             prompt=request.as_messages(),
             response=response.text,
             stop_reason=response.stop_reason,
@@ -311,11 +404,25 @@ class LLMEngine:
             )
 
     def _context_of(self, evidence: Evidence, sandbox: Sandbox) -> str:
+        if self._tools is None:
+            self._tools = self._tools_for(sandbox)
         if self._context_evidence is not evidence:
             similar = self.similar_fixes(evidence) if self.similar_fixes else ""
             self._context = build_context(evidence, sandbox.read_file, similar)
+            if self.prior_attempts:
+                self._context += "\n" + self.prior_attempts
             self._context_evidence = evidence
         return self._context
+
+    def _tools_for(self, sandbox: Sandbox) -> tuple[Any, ...]:
+        """The three tools with schemas pinned to this project (files as an enum, line numbers in range), the
+        same for every call of the run so the cached prefix stays identical."""
+        for path in sandbox.source_files():
+            try:
+                self._file_lines[path] = max(1, len(sandbox.read_file(path).splitlines()))
+            except (OSError, UnicodeDecodeError):
+                continue
+        return tool_specs(ProjectBounds(dict(self._file_lines), hypotheses=self.n_hypotheses))
 
 
 # -- helpers ------------------------------------------------------------------------------------------

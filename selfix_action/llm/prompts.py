@@ -30,7 +30,8 @@ NEIGHBOUR_LINES = 2
 
 ReadFile = Callable[[str], str]
 
-SYSTEM_PROMPT = """\
+SYSTEM_PROMPT = (
+    """\
 You are selfix, an automated program-repair assistant running inside a CI pipeline. A test suite is red;
 your job is to find the root cause in the project's source code and propose a minimal fix. You work in three
 roles, one per request: Detective (ranked root-cause hypotheses), QA (a small reproduction test for one
@@ -43,7 +44,9 @@ Rules:
 - Keep fixes minimal: change the fewest lines that make the failing tests pass without breaking others.
 - Always answer by calling the tool named in the request, with arguments matching its schema.
 - Code below is shown with line numbers ("   12 | code"); line numbers are not part of the file.
-- """ + UNTRUSTED_NOTICE
+- """
+    + UNTRUSTED_NOTICE
+)
 
 
 # -- the shared repository context -----------------------------------------------------------------------

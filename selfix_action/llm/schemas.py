@@ -6,6 +6,8 @@ every OpenAI-compatible server resolves them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -91,16 +93,80 @@ def inline_schema(model: type[BaseModel]) -> dict[str, Any]:
     return resolve(schema)
 
 
-def tool_specs() -> tuple[ToolSpec, ...]:
+@dataclass(frozen=True)
+class ProjectBounds:
+    """What the schemas can pin down about one project: its editable source files (an ``enum`` for every
+    ``file``), their line counts (line numbers in range), and how many hypotheses and edits an answer may hold."""
+
+    files: Mapping[str, int] = field(default_factory=dict)  # source file -> number of lines
+    hypotheses: int = 3
+    edits: int = 4
+
+
+# Caps on free-text fields: a model that rambles inside a schema-enforced string stops at these (the grammar
+# closes the string), and a short answer is all any role needs.
+STRING_CAPS = {
+    "title": 200,
+    "symbol": 200,
+    "reasoning": 800,
+    "proposed_fix": 400,
+    "test_source": 4000,
+    "expected_failure": 300,
+    "explanation": 500,
+    "search": 2000,
+    "replace": 2000,
+}
+
+
+def constrained_schema(model: type[BaseModel], bounds: ProjectBounds | None) -> dict[str, Any]:
+    """``model``'s inlined schema, tightened with what is known of the project: string lengths always; with
+    ``bounds``, ``file`` as an enum of the source files, line numbers up to the longest file, list lengths."""
+    schema = inline_schema(model)
+
+    def tighten(node: Any, name: str = "") -> None:
+        if isinstance(node, list):
+            for item in node:
+                tighten(item)
+            return
+        if not isinstance(node, dict):
+            return
+        if node.get("type") == "string" and name in STRING_CAPS:
+            node["maxLength"] = min(node.get("maxLength", STRING_CAPS[name]), STRING_CAPS[name])
+        if bounds is not None and bounds.files:
+            if name == "file" and node.get("type") == "string":
+                node.pop("minLength", None)
+                node["enum"] = sorted(bounds.files)
+            if name in ("line_start", "line_end") and node.get("type") == "integer":
+                node["maximum"] = max(1, *bounds.files.values())
+        if bounds is not None and node.get("type") == "array":
+            if name == "hypotheses":
+                node["maxItems"] = max(1, bounds.hypotheses)
+            if name == "edits":
+                node["maxItems"] = max(1, bounds.edits)
+        for key, value in node.get("properties", {}).items():
+            tighten(value, key)
+        for key in ("items", "anyOf", "oneOf", "allOf"):
+            if key in node:
+                tighten(node[key])
+
+    tighten(schema)
+    return schema
+
+
+def tool_specs(bounds: ProjectBounds | None = None) -> tuple[ToolSpec, ...]:
     """All three tools, always in the same order, so the cached prompt prefix is identical for every role."""
     return (
         ToolSpec(
             DETECTIVE_TOOL,
             "Report ranked root-cause hypotheses for the failure.",
-            inline_schema(DetectiveAnswer),
+            constrained_schema(DetectiveAnswer, bounds),
         ),
-        ToolSpec(QA_TOOL, "Write a pytest reproduction test for one hypothesis.", inline_schema(QAAnswer)),
-        ToolSpec(PATCHER_TOOL, "Propose search/replace edits that fix the bug.", inline_schema(PatcherAnswer)),
+        ToolSpec(QA_TOOL, "Write a pytest reproduction test for one hypothesis.", constrained_schema(QAAnswer, bounds)),
+        ToolSpec(
+            PATCHER_TOOL,
+            "Propose search/replace edits that fix the bug.",
+            constrained_schema(PatcherAnswer, bounds),
+        ),
     )
 
 

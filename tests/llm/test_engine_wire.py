@@ -120,9 +120,8 @@ def test_rate_limit_retry_after_is_honoured_but_capped(calc: CachedSandbox, trac
             ]
         )
     )
-    started = time.monotonic()
     report = run("anthropic", provider, calc, trace_log)
-    assert time.monotonic() - started < 20  # not 120 s: the wait was capped at max_retry_wait
+    # Not 120 s: the wait was capped at max_retry_wait (the trace says what was waited, not a wall clock).
     assert_healed(report)
     assert report.usage["retries"] == 1 and report.usage["calls"] == 3
     (retry,) = trace_log.steps("model_retry")
