@@ -5,7 +5,6 @@ repeated edits and budgets. Each test asserts the loop's outcome, the recorded u
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from typing import Any
 
