@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -15,6 +16,18 @@ from selfix_action.sandbox.process import Limits
 # In the workspace, not RUNNER_TEMP: a container action's RUNNER_TEMP is not visible to the later
 # actions/upload-artifact step, the workspace is (the example workflows upload .selfix/report/).
 REPORT_DIR = Path(".selfix") / "report"  # report.md, report.json, patch.diff, trace.jsonl, view.html
+
+# The composite variant (composite/action.yml) runs selfix from a venv of its own on the runner and names here the
+# `python` the workflow's steps put on PATH: the project's interpreter, which the default test command and
+# setup_command's project environment then use. The Docker variant leaves it unset: selfix's interpreter is the
+# image's `python` there.
+PROJECT_PYTHON_ENV = "SELFIX_PROJECT_PYTHON"
+
+
+def default_test_command(env: Mapping[str, str]) -> str | None:
+    """``<project python> -m pytest`` when the runner names the project's interpreter, else None (selfix's)."""
+    python = env.get(PROJECT_PYTHON_ENV, "")
+    return shlex.join([python, "-m", "pytest"]) if python else None
 
 
 def isolation_config(settings: Settings) -> IsolationConfig:
@@ -33,7 +46,7 @@ def heal_request(settings: Settings, env: Mapping[str, str], junit: tuple[Path, 
     key = settings.anthropic_api_key if settings.engine == "anthropic" else settings.openai_api_key
     return HealRequest(
         repo=workspace,
-        test_cmd=resolve_test_cmd(settings.test_command or None, workspace),
+        test_cmd=resolve_test_cmd(settings.test_command or default_test_command(env), workspace),
         out_dir=workspace / REPORT_DIR,
         junit=junit,
         junit_strict=False,  # an artifact may hold other XML beside the reports: skipped with a warning
