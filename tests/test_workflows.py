@@ -290,3 +290,17 @@ def test_selfix_jobs_upload_the_report_folder(workflows: list[Workflow]) -> None
                 and str((s.get("with") or {}).get("path", "")).rstrip("/") + "/" == report_dir
             ]
             assert uploads, f"{workflow.origin}: job {name} runs selfix but does not upload {report_dir}"
+
+
+def test_selfix_inputs_are_inputs_of_action_yml(workflows: list[Workflow]) -> None:
+    """actionlint cannot check a remote action's inputs: every `with:` of a selfix step, and every INPUT_* a
+    workflow sets for the selfix command line, is an input that action.yml declares."""
+    declared = set(yaml.safe_load((REPO_ROOT / "action.yml").read_text(encoding="utf-8"))["inputs"])
+    for workflow in workflows:
+        for job in workflow.data["jobs"].values():
+            for step in job.get("steps") or ():
+                given: set[str] = set()
+                if str(step.get("uses", "")).startswith(f"{SELFIX_ACTION}@"):
+                    given = set(step.get("with") or {})
+                given |= {k.removeprefix("INPUT_").lower() for k in step.get("env") or {} if k.startswith("INPUT_")}
+                assert given <= declared, f"{workflow.origin}: not inputs of action.yml: {sorted(given - declared)}"
