@@ -431,8 +431,8 @@ def evaluate(records: Sequence[dict[str, Any]], folder: Path, log: Log) -> dict[
         mem["old"] += run_with_memory(train, test, None, folder, old=True, grow=True)
         rewards.append(
             {
-                "train": train_lib,
-                "test": test_lib,
+                "train_library": train_lib,
+                "test_library": test_lib,
                 **reward_split([replay(t, None).run for t in train], [p.run for p in priors]),
             }
         )
@@ -505,7 +505,7 @@ def render(result: Mapping[str, Any]) -> str:
     for r in result["reward_model"]:
         h = r["held_out"]
         out.append(
-            f"- {r['train']} -> {r['test']}: held-out n={h.get('n')}, accuracy {h.get('accuracy')} "
+            f"- {r['train_library']} -> {r['test_library']}: held-out n={h.get('n')}, accuracy {h.get('accuracy')} "
             f"(constant baseline {r['held_out_constant_baseline_accuracy']}), log loss {h.get('log_loss')}, "
             f"r(prob, reward) {h.get('pearson_prob_reward')}; on its training data accuracy "
             f"{r['train'].get('accuracy')}"
@@ -544,4 +544,3 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
-

@@ -1,10 +1,11 @@
-"""The candidate order's model: a logistic regression over sparse named candidate features (pure Python).
+"""The candidate order's model: a pairwise logistic ranker over sparse named candidate features (pure Python).
 
-Examples come from the benchmark's replayed candidates (``selfix_action.bench.learning``): one per generated
-candidate of a task, labelled 1 if it is the fix. Every task weighs the same (its positives share half its
-weight, its negatives the other half), so a task with 900 candidates does not drown one with 40. Numeric
-features are standardized; one-hot features (``tpl:...``, ``kind:...``) are not. A one-hot seen in fewer than
-``MIN_SUPPORT`` tasks is dropped (it would only memorize a task).
+Examples come from the benchmark's recorded candidates (``selfix_action.bench.learning``): per task, the fix
+against each rival the score actually orders it against (same hypothesis, lines as suspicious as the fix's
+line; suspiciousness itself comes first in the engine's order). Every task weighs the same, so a task with 900
+rivals does not drown one with 40 (at most ``MAX_NEGATIVES`` rivals each, a deterministic sample). Numeric
+features are scaled by their standard deviation; one-hot features (``tpl:...``, ``kind:...``) are not. A
+one-hot seen in fewer than ``MIN_SUPPORT`` tasks is dropped (it would only memorize a task).
 
 The result is a small JSON file that ``offline.ordering.OrderModel`` reads; its ``version`` and ``kind`` must
 match there, else the engine falls back to the hand priors.
@@ -36,75 +37,91 @@ def is_numeric(name: str) -> bool:
 
 
 def fit(
-    groups: Sequence[Sequence[tuple[Mapping[str, float], int]]],
+    groups: Sequence[tuple[Mapping[str, float], Sequence[Mapping[str, float]]]],
     *,
     l2: float = L2,
     epochs: int = EPOCHS,
     lr: float = LEARNING_RATE,
     min_support: int = MIN_SUPPORT,
 ) -> dict[str, Any]:
-    """Fit on ``groups`` (one per task: (features, label) per candidate); returns the model's fields."""
+    """Fit a pairwise logistic ranker: per task (the fix's features, its rivals' features), the probability
+    that the fix scores above a rival is sigmoid(w . (x_fix - x_rival)). Every task weighs the same."""
     support: dict[str, int] = {}
-    for group in groups:
-        for name in {n for feats, _ in group for n in feats}:
+    for fix, rivals in groups:
+        for name in {n for feats in (fix, *rivals) for n in feats}:
             support[name] = support.get(name, 0) + 1
     names = sorted(n for n, k in support.items() if is_numeric(n) or k >= min_support)
     column = {n: j for j, n in enumerate(names)}
-    rows: list[tuple[list[tuple[int, float]], int, float]] = []
-    for full in groups:
-        positives = sum(1 for _, y in full if y)
-        negatives = len(full) - positives
-        step = max(1, math.ceil(negatives / MAX_NEGATIVES))
-        neg_index = 0
-        group = []
-        for feats, y in full:
-            if not y:
-                neg_index += 1
-                if (neg_index - 1) % step:
-                    continue
-            group.append((feats, y))
-        negatives = len(group) - positives
-        for feats, y in group:
-            weight = 0.5 / positives if y else 0.5 / max(1, negatives)
-            if not positives:
-                weight = 1.0 / max(1, negatives)
-            rows.append(([(column[n], v) for n, v in feats.items() if n in column], int(y), weight))
-    total = sum(w for _, _, w in rows) or 1.0
     d = len(names)
-    mean, std = [0.0] * d, [1.0] * d
     numeric = [j for j, n in enumerate(names) if is_numeric(n)]
+    # Standardize numeric features over every candidate seen (the scale the score is computed on).
+    sums, squares, count = [0.0] * d, [0.0] * d, 0
+    for fix, rivals in groups:
+        for feats in (fix, *rivals):
+            count += 1
+            for n, v in feats.items():
+                if n in column and is_numeric(n):
+                    sums[column[n]] += v
+                    squares[column[n]] += v * v
+    mean, std = [0.0] * d, [1.0] * d
     for j in numeric:
-        mean[j] = sum(w * v for x, _, w in rows for k, v in x if k == j) / total
-        var = sum(w * (v - mean[j]) ** 2 for x, _, w in rows for k, v in x if k == j) / total
-        std[j] = math.sqrt(var) or 1.0
-    zs = [([(k, (v - mean[k]) / std[k]) for k, v in x], y, w / total) for x, y, w in rows]
-    weights, bias = [0.0] * d, 0.0
+        mean[j] = sums[j] / max(1, count)
+        std[j] = math.sqrt(max(0.0, squares[j] / max(1, count) - mean[j] ** 2)) or 1.0
+    pairs: list[tuple[list[tuple[int, float]], int, float]] = []
+    flip = 0
+    for fix, all_rivals in groups:
+        step = max(1, math.ceil(len(all_rivals) / MAX_NEGATIVES))
+        rivals = list(all_rivals)[::step]
+        for rival in rivals:
+            diff: dict[int, float] = {}
+            for n, v in fix.items():
+                if n in column:
+                    diff[column[n]] = diff.get(column[n], 0.0) + v / std[column[n]]
+            for n, v in rival.items():
+                if n in column:
+                    diff[column[n]] = diff.get(column[n], 0.0) - v / std[column[n]]
+            flip ^= 1  # half the pairs mirrored, so the label is not constant
+            x = [(k, v if flip else -v) for k, v in diff.items() if v]
+            pairs.append((x, flip, 1.0 / len(rivals)))
+    total = sum(w for _, _, w in pairs) or 1.0
+    zs = [(x, y, w / total) for x, y, w in pairs]
+    weights = [0.0] * d
     for _ in range(epochs):
-        grad, grad_bias = [0.0] * d, 0.0
+        grad = [0.0] * d
         for x, y, w in zs:
-            err = (_sigmoid(sum(weights[k] * v for k, v in x) + bias) - y) * w
-            grad_bias += err
+            err = (_sigmoid(sum(weights[k] * v for k, v in x)) - y) * w
             for k, v in x:
                 grad[k] += err * v
         weights = [weights[j] - lr * (grad[j] + l2 * weights[j]) for j in range(d)]
-        bias -= lr * grad_bias
     return {
         "version": ORDER_MODEL_VERSION,
         "kind": ORDER_MODEL_KIND,
-        "bias": round(bias, 6),
+        "bias": 0.0,
         "weights": {n: round(weights[j], 6) for j, n in enumerate(names) if abs(weights[j]) > 1e-6},
         "mean": {names[j]: round(mean[j], 6) for j in numeric},
         "std": {names[j]: round(std[j], 6) for j in numeric},
     }
 
 
-def task_groups(records: Sequence[Mapping[str, Any]]) -> list[list[tuple[Mapping[str, float], int]]]:
-    """One group per benchmark task record: every generated candidate with its label."""
-    return [
-        [(c["features"], int(c["fix"])) for h in r["hypotheses"] for c in h["candidates"]]
-        for r in records
-        if any(h["candidates"] for h in r["hypotheses"])
-    ]
+def task_groups(records: Sequence[Mapping[str, Any]]) -> list[tuple[Mapping[str, float], list[Mapping[str, float]]]]:
+    """Per task whose fix was generated: the fix and its rivals, the candidates of the same hypothesis at lines
+    as suspicious as the fix's (the only ones the score orders against it: suspiciousness comes first)."""
+    groups = []
+    for record in records:
+        for hypothesis in record["hypotheses"]:
+            fixes = [c for c in hypothesis["candidates"] if c["fix"]]
+            if not fixes:
+                continue
+            fix = fixes[0]
+            rivals = [
+                c["features"]
+                for c in hypothesis["candidates"]
+                if not c["fix"] and c["suspiciousness"] == fix["suspiciousness"]
+            ]
+            if rivals:
+                groups.append((fix["features"], rivals))
+            break
+    return groups
 
 
 def fit_order_model(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -115,7 +132,7 @@ def fit_order_model(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     model["trained_on"] = {
         "tasks": len(groups),
         "libraries": sorted({str(r.get("library", "")) for r in records}),
-        "candidates": sum(len(g) for g in groups),
+        "pairs": sum(min(len(r), MAX_NEGATIVES) for _, r in groups),
     }
     return model
 

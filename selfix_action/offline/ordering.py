@@ -40,6 +40,11 @@ _LITERAL = re.compile(r"""-?\d+(?:\.\d+)?|'[^']*'|"[^"]*\"""")
 _OPERATOR = re.compile(r"^\s*(?:[-+*/%@&|^<>=!~]+|\bnot\b|\band\b|\bor\b|\bis\b|\bin\b|\bis not\b|\bnot in\b)\s*$")
 _KEYWORDS = frozenset({"not", "and", "or", "is", "in", "None", "True", "False", "lambda", "if", "else", "for"})
 MAX_MESSAGE_CHARS = 4000
+_OPERATOR_CHARS = frozenset("-+*/%@&|^<>=!~")
+
+
+def _is_word(char: str) -> bool:
+    return char.isalnum() or char == "_"
 
 
 @dataclass(frozen=True)
@@ -126,10 +131,20 @@ def changed_segments(index: FileIndex, edit: SourceEdit) -> tuple[str, str, int,
     suffix = 0
     while suffix < limit - prefix and old_block[-1 - suffix] == new_block[-1 - suffix]:
         suffix += 1
-    # Whole words: `len` -> `min`, not `le` -> `mi`.
-    while prefix > 0 and (old_block[prefix - 1].isalnum() or old_block[prefix - 1] == "_"):
+
+    # Whole tokens: `len` -> `min`, not `le` -> `mi`; `//` -> `/`, not a deleted `/`.
+    def same_class(a: str, b: str) -> bool:
+        return (_is_word(a) and _is_word(b)) or (a in _OPERATOR_CHARS and b in _OPERATOR_CHARS)
+
+    while prefix > 0 and (
+        same_class(old_block[prefix - 1], old_block[prefix : prefix + 1] or new_block[prefix : prefix + 1] or " ")
+        or same_class(old_block[prefix - 1], new_block[prefix : prefix + 1] or " ")
+    ):
         prefix -= 1
-    while suffix > 0 and (old_block[-suffix].isalnum() or old_block[-suffix] == "_"):
+    while suffix > 0 and (
+        same_class(old_block[-suffix], old_block[-suffix - 1 : len(old_block) - suffix] or " ")
+        or same_class(old_block[-suffix], new_block[-suffix - 1 : len(new_block) - suffix] or " ")
+    ):
         suffix -= 1
     old_seg = old_block[prefix : len(old_block) - suffix]
     new_seg = new_block[prefix : len(new_block) - suffix]

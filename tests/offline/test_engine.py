@@ -37,7 +37,7 @@ def _evidence(lines: dict[int, float]) -> Evidence:
 
 
 def _candidates(lines: dict[int, float]) -> list:
-    engine = OfflineEngine()
+    engine = OfflineEngine(order_model=None)  # the hand priors (the learned order has its own tests)
     sandbox = _Files({"m.py": SOURCE})
     evidence = _evidence(lines)
     [hypothesis] = engine.hypotheses(evidence, sandbox, 1)  # type: ignore[arg-type]
