@@ -132,13 +132,15 @@ def plan_fix(
     return PublishPlan(Action.REPORT, body=verified_body, **common)
 
 
-def plan_escalation(
-    settings: Settings, report: HealReport, fp: str, *, explain: bool, on_pull: bool = True
-) -> PublishPlan:
-    """One comment saying what failed and what was tried (``explain``: the diagnosis asked for); on a commit
-    (``on_pull`` False) it does not offer ``/selfix`` commands, which only pull request comments carry."""
+def plan_escalation(settings: Settings, report: HealReport, fp: str, target: Target, *, explain: bool) -> PublishPlan:
+    """One message saying what failed and what was tried (``explain``: the diagnosis asked for). On a pull
+    request it is the tracking comment, which offers the ``/selfix`` commands; without one (a push) it is one
+    issue per failure fingerprint, edited by later runs of the same failure, so nothing is lost on a commit page
+    nobody watches and nothing is repeated."""
+    on_pull = target.pull is not None
     body = render.escalation_body(report, run_url=settings.run_url, fp=fp, explain_only=explain, on_pull=on_pull)
-    return PublishPlan(Action.ESCALATE, fp, body=body)
+    title = "" if on_pull else render.escalation_title(report, target.branch)
+    return PublishPlan(Action.ESCALATE, fp, title=title, body=body)
 
 
 def plan_nothing(report: HealReport, fp: str) -> PublishPlan:

@@ -23,6 +23,7 @@ from selfix_action.github.errors import GitHubError
 @dataclass
 class Published:
     pr_url: str = ""
+    issue_url: str = ""  # the escalation issue of a failure without a pull request
     notes: list[str] = field(default_factory=list)
 
 
@@ -84,6 +85,9 @@ class Publisher:
             if plan.body and self.tracking is not None and target.pull is not None:
                 self.track(target.pull.number, plan.body)
             return done
+        if plan.action is Action.ESCALATE and target.pull is None and self.can_publish:
+            self._escalation_issue(plan, target, done)
+            return done
         if plan.action in (Action.ESCALATE, Action.REPORT):
             self.comment(target, plan.body)
             return done
@@ -140,3 +144,16 @@ class Publisher:
         done.pr_url = pull.html_url
         if target.pull is not None:
             self.comment(target, f"## selfix: fix proposed in #{pull.number}\n\n{plan.title}")
+
+    def _escalation_issue(self, plan: PublishPlan, target: Target, done: Published) -> None:
+        """One issue per failure fingerprint; a token without ``issues: write`` (or issues turned off) falls back
+        to the comment on the failing commit."""
+        try:
+            issue = self.client.upsert_issue(render.escalation_marker(plan.fingerprint), plan.title, plan.body)
+        except GitHubError as exc:
+            done.notes.append(f"could not open an escalation issue ({exc}); commented on the commit instead")
+            self.comment(target, plan.body)
+            return
+        done.issue_url = issue.html_url
+        verb = "opened" if issue.created else "updated"
+        done.notes.append(f"{verb} the escalation issue #{issue.number}: {issue.html_url}")

@@ -189,9 +189,28 @@ def escalation_body(
         lines.append(f"- Note: {clean(note, 300)}")
     lines.append(_usage_line(report) + (f"; [workflow run]({run_url})" if run_url else ""))
     # /selfix commands are read from pull request comments only.
-    again = "Comment `/selfix retry` after a change, or `/selfix help`." if on_pull else "Push a change to run again."
+    if on_pull:
+        again = "Comment `/selfix retry` after a change, or `/selfix help`."
+    else:
+        again = (
+            "Push a change to run again. selfix edits this issue when the same failure comes back instead of "
+            "opening another; close it once the failure is fixed."
+        )
     lines += ["", f"Failure fingerprint `{fp}`. {again}"]
     return "\n".join(lines)[:COMMENT_LIMIT]
+
+
+def escalation_marker(fp: str) -> str:
+    return f"{MARKER_PREFIX}escalation {fp} -->"
+
+
+def escalation_title(report: HealReport, branch: str) -> str:
+    """The title of the one issue of a failure without a pull request."""
+    tests = list(report.f2p_tests)
+    names = ", ".join(t.rsplit("::", 1)[-1] for t in tests[:3]) or "the test suite"
+    more = f" (+{len(tests) - 3} more)" if len(tests) > 3 else ""
+    where = f" on {branch}" if branch else ""
+    return clean(f"selfix could not heal {names}{more}{where}", 200).replace("\n", " ")
 
 
 HELP_TEXT = """## selfix commands

@@ -243,7 +243,7 @@ def _heal_and_publish(steps: ActionSteps, trigger: Trigger, target: Target, juni
             can_publish=steps.publisher.can_publish,
         )
     elif status in ("not_healed", "explained"):
-        plan = plan_escalation(steps.settings, report, fp, explain=explain, on_pull=target.pull is not None)
+        plan = plan_escalation(steps.settings, report, fp, target, explain=explain)
     else:
         plan = plan_nothing(report, fp)
     with steps.log.group("selfix: publish"):

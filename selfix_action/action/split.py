@@ -267,7 +267,7 @@ def _publish_bundle(steps: ActionSteps, root: Path) -> ActionOutcome:
     if healed:
         plan = plan_fix(settings, target, report, fp, tracked_files=tracked, can_publish=steps.publisher.can_publish)
     else:
-        plan = plan_escalation(settings, report, fp, explain=False, on_pull=target.pull is not None)
+        plan = plan_escalation(settings, report, fp, target, explain=False)
     with steps.log.group("selfix: publish"):
         published = steps.publisher.publish(plan, target, files)
     outcome = ActionOutcome(

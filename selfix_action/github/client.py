@@ -10,6 +10,7 @@ absent. That is what keeps a flaky API from producing duplicate PRs and comments
 from __future__ import annotations
 
 import fnmatch
+import itertools
 import shutil
 import time
 import urllib.parse
@@ -51,6 +52,18 @@ class CommentInfo:
     body: str
     html_url: str
     user: str
+
+
+@dataclass(frozen=True)
+class IssueInfo:
+    number: int
+    html_url: str
+    created: bool  # opened by this call (else an open one was edited)
+
+
+# Open issues looked through for selfix's own escalation issue, newest first; an older one is not found (a new
+# one is opened instead, which is the lesser harm than listing every issue of a big repository on each run).
+MAX_ISSUES_SCANNED = 300
 
 
 @dataclass(frozen=True)
@@ -350,6 +363,38 @@ class GitHubClient:
             find,
             lambda: self._comment_info(self._repo.get_commit(sha).create_comment(full)),
         )
+
+    # -- issues (escalations for failures without a pull request) ----------------------------------------
+    def find_issue(self, marker: str) -> IssueInfo | None:
+        """The open issue this token opened that carries ``marker`` (never an issue someone else wrote)."""
+
+        def go() -> IssueInfo | None:
+            issues = self._repo.get_issues(state="open", sort="created", direction="desc")
+            for issue in itertools.islice(issues, MAX_ISSUES_SCANNED):
+                # html_url, not .pull_request: a plain issue lacks that key and PyGithub would GET each one.
+                if "/pull/" not in (issue.html_url or "") and self._is_ours(issue, marker):
+                    return IssueInfo(issue.number, issue.html_url, created=False)
+            return None
+
+        return self._call("list the open issues", go)
+
+    def upsert_issue(self, marker: str, title: str, body: str) -> IssueInfo:
+        """Edit the open issue carrying ``marker``, or open it; never a second one for the same marker."""
+        full = f"{body}\n\n{marker}\n"
+        existing = self.find_issue(marker)
+        if existing is not None:
+
+            def edit() -> IssueInfo:
+                self._repo.get_issue(existing.number).edit(title=title, body=full)
+                return existing
+
+            return self._call(f"edit issue #{existing.number}", edit)
+
+        def create() -> IssueInfo:
+            issue = self._repo.create_issue(title=title, body=full)
+            return IssueInfo(issue.number, issue.html_url, created=True)
+
+        return self._create("issue", lambda: self.find_issue(marker), create)
 
     # -- artifacts ------------------------------------------------------------------------------------------
     def run_artifacts(self, run_id: int, name_pattern: str = "*") -> list[ArtifactInfo]:

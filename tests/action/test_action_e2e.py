@@ -90,6 +90,39 @@ def test_not_healed_posts_one_escalation_comment_and_no_pr(tmp_path: Path, fake:
     assert remote_branches(repos).keys() == {"main", "feature/avg"}  # nothing pushed
 
 
+def test_not_healed_without_a_pull_opens_one_issue_per_failure(tmp_path: Path, fake: FakeGitHub, repos: Repos) -> None:
+    env = action_env(tmp_path, fake, repos, "workflow_run", workflow_run_payload(repos.feature_sha, "feature/avg"))
+    # Someone else's issue quoting selfix's marker is never taken over.
+    fp = fingerprint("feature/avg", [F2P])
+    theirs = fake.add_issue("look", f"copied <!-- selfix:escalation {fp} -->", login="mallory")
+    first = invoke(env, synthetic(False))
+    assert first.outputs["status"] == "not_healed", first.out
+    assert fake.writes() == [("POST", f"/repos/{REPO}/issues")], first.summary
+    ours = max(fake.state.issues)
+    assert ours != theirs and fake.state.issues[theirs]["body"].startswith("copied")
+    assert f"selfix:escalation {fp}" in fake.state.issues[ours]["body"]
+    assert f"opened the escalation issue #{ours}" in first.summary
+    second = invoke(env, synthetic(False))  # the same failure again: the issue is edited, not repeated
+    assert fake.writes()[1:] == [("PATCH", f"/repos/{REPO}/issues/{ours}")]
+    assert len(fake.state.issues) == 2 and not fake.state.commit_comments
+    assert f"updated the escalation issue #{ours}" in second.summary
+
+
+def test_escalation_falls_back_to_a_commit_comment_without_issue_rights(
+    tmp_path: Path, fake: FakeGitHub, repos: Repos
+) -> None:
+    fake.fail("POST", r"/issues$", status=403, times=5, body={"message": "Resource not accessible by integration"})
+    env = action_env(tmp_path, fake, repos, "workflow_run", workflow_run_payload(repos.feature_sha, "feature/avg"))
+    run = invoke(env, synthetic(False))
+    assert run.outputs["status"] == "not_healed" and run.code == 0, run.out
+    assert [w for w in fake.writes() if w[0] == "POST"][-1] == (
+        "POST",
+        f"/repos/{REPO}/commits/{repos.feature_sha}/comments",
+    )
+    assert not fake.state.issues and len(fake.state.commit_comments) == 1
+    assert "could not open an escalation issue" in run.summary
+
+
 def test_second_run_for_same_failure_updates_the_pr(tmp_path: Path, fake: FakeGitHub, repos: Repos) -> None:
     env = action_env(tmp_path, fake, repos, "workflow_run", workflow_run_payload(repos.feature_sha, "feature/avg"))
     assert invoke(env, synthetic(True)).outputs["status"] == "healed"
@@ -249,4 +282,8 @@ def test_real_heal_not_healed_escalates(tmp_path: Path, fake: FakeGitHub) -> Non
     run = invoke(env)
     assert run.outputs["status"] == "not_healed", run.out
     assert not fake.calls_of("POST", r"/pulls$")
-    assert fake.writes() == [("POST", f"/repos/{REPO}/commits/{repos.feature_sha}/comments")]
+    # No pull request: the escalation is one issue for this failure, not a comment on a commit page.
+    assert fake.writes() == [("POST", f"/repos/{REPO}/issues")]
+    (issue,) = fake.state.issues.values()
+    assert issue["title"].startswith("selfix could not heal ") and issue["title"].endswith(" on feature/avg")
+    assert "/selfix" not in issue["body"].replace("<!-- selfix:", "") and "close it once" in issue["body"]

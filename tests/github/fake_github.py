@@ -76,6 +76,7 @@ class State:
     repo: str
     default_branch: str
     pulls: dict[int, dict[str, Any]] = field(default_factory=dict)
+    issues: dict[int, dict[str, Any]] = field(default_factory=dict)  # plain issues (pull requests are in pulls)
     issue_comments: dict[int, dict[str, Any]] = field(default_factory=dict)
     commit_comments: dict[int, dict[str, Any]] = field(default_factory=dict)
     reactions: list[tuple[int, str]] = field(default_factory=list)
@@ -316,6 +317,9 @@ class FakeGitHub:
             ("GET", r"^/issues/(?P<num>\d+)/comments$", self._list_comments),
             ("POST", r"^/issues/(?P<num>\d+)/comments$", self._post_comment),
             ("POST", r"^/issues/(?P<num>\d+)/labels$", self._post_labels),
+            ("GET", r"^/issues$", self._list_issues),
+            ("POST", r"^/issues$", self._post_issue),
+            ("PATCH", r"^/issues/(?P<num>\d+)$", self._patch_issue),
             ("GET", r"^/pulls$", self._list_pulls),
             ("POST", r"^/pulls$", self._post_pull),
             ("GET", r"^/pulls/(?P<num>\d+)$", self._get_pull),
@@ -380,6 +384,60 @@ class FakeGitHub:
         labels = self.state.labels.setdefault(int(num), [])
         labels += [n for n in names if n not in labels]
         return 200, {}, [{"id": i, "name": n, "color": "ededed", "url": ""} for i, n in enumerate(labels)]
+
+    def add_issue(self, title: str, body: str, *, login: str) -> int:
+        """An issue written by someone else (e.g. one quoting selfix's hidden marker)."""
+        with self._lock:
+            number = self._new_number()
+            self.state.issues[number] = self._issue(number, title, body)
+            self.state.issues[number]["user"]["login"] = login
+            return number
+
+    def _issue(self, number: int, title: str, body: str) -> dict[str, Any]:
+        """An issue as GitHub's REST API returns one: the recorded pull request minus its pull-only fields."""
+        pull = self._rewrite_urls(copy.deepcopy(self._templates["pull"]))
+        base_url = f"{self.url}/repos/{self.state.repo}"
+        keep = ("user", "labels", "locked", "assignee", "assignees", "milestone", "created_at", "updated_at")
+        issue = {key: pull[key] for key in keep if key in pull}
+        login = self.state.token_login or self.state.bot_login
+        issue["user"] = {**issue["user"], "login": login, "type": "User" if self.state.token_login else "Bot"}
+        issue.update(
+            id=self._new_id(),
+            number=number,
+            state="open",
+            title=title,
+            body=body,
+            comments=0,
+            closed_at=None,
+            url=f"{base_url}/issues/{number}",
+            repository_url=base_url,
+            comments_url=f"{base_url}/issues/{number}/comments",
+            html_url=f"https://github.com/{self.state.repo}/issues/{number}",
+        )
+        return issue
+
+    def _list_issues(self, query: dict[str, str], **_: Any) -> tuple[int, dict[str, str], Any]:
+        # Like GitHub, the issues list holds pull requests too (with a pull_request key), newest first.
+        issues = [i for i in self.state.issues.values() if i["state"] == query.get("state", "open")]
+        pulls = [
+            {**p, "pull_request": {"url": p["url"]}}
+            for p in self.state.pulls.values()
+            if p["state"] == query.get("state", "open")
+        ]
+        return 200, {}, sorted([*issues, *pulls], key=lambda item: -item["number"])
+
+    def _post_issue(self, body: Any, **_: Any) -> tuple[int, dict[str, str], Any]:
+        number = self._new_number()
+        issue = self._issue(number, body["title"], body.get("body", ""))
+        self.state.issues[number] = issue
+        return 201, {}, issue
+
+    def _patch_issue(self, num: str, body: Any, **_: Any) -> tuple[int, dict[str, str], Any]:
+        issue = self.state.issues.get(int(num))
+        if issue is None:
+            return 404, {}, {"message": "Not Found"}
+        issue.update({k: v for k, v in body.items() if k in ("title", "body", "state")})
+        return 200, {}, issue
 
     def _list_pulls(self, query: dict[str, str], **_: Any) -> tuple[int, dict[str, str], Any]:
         pulls = list(self.state.pulls.values())
