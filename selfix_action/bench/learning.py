@@ -49,11 +49,10 @@ from selfix_action.learn import ranker
 from selfix_action.learn.memory import Memory
 from selfix_action.learn.runs import Attempt, HypothesisOutcome, RunRecord
 from selfix_action.offline.engine import OfflineEngine
-from selfix_action.offline.ordering import OrderModel, RankedCandidate, ordered
+from selfix_action.offline.ordering import OrderModel, RankedCandidate, load_order_model, ordered
 from selfix_action.offline.templates.render import SourceEdit
 
-RECORD_ENV = "SELFIX_LEARNING_RECORD"
-MEMORY_ENV = "SELFIX_LEARNING_MEMORY"
+ORDER_MODEL_ENV = "SELFIX_LEARNING_ORDER_MODEL"  # the live runs' held-out model, read by learned_engine
 BUDGET = 500  # candidates per task, the benchmark's default
 COLLECT_SECONDS = 300.0
 Log = Callable[[str], None]
@@ -387,6 +386,86 @@ def reward_split(train_runs: Sequence[RunRecord], test_runs: Sequence[RunRecord]
     }
 
 
+# -- 4. live heals ---------------------------------------------------------------------------------------------
+def priors_engine() -> OfflineEngine:
+    """The offline engine with the hand priors (``selfix bench --engine`` factory)."""
+    return OfflineEngine(order_model=None)
+
+
+def learned_engine() -> OfflineEngine:
+    """The offline engine with the order model at ``$SELFIX_LEARNING_ORDER_MODEL`` (the held-out fold's)."""
+    path = os.environ.get(ORDER_MODEL_ENV, "")
+    model = load_order_model(Path(path)) if path else None
+    if model is None:
+        raise SystemExit(f"{ORDER_MODEL_ENV} names no readable order model: {path!r}")
+    return OfflineEngine(order_model=model)
+
+
+def live(
+    records: Sequence[Mapping[str, Any]], tasks: Sequence[Task], per_project: int, out: Path, workers: int, log: Log
+) -> dict[str, Any]:
+    """Heal ``per_project`` tasks of each library for real, hand priors vs the order fitted on the other library."""
+    from selfix_action.bench.runner import BenchOptions, read_records, run_bench
+
+    by_id = {t.id: t for t in tasks}
+    libraries = sorted({r["library"] for r in records})
+    rows: list[dict[str, Any]] = []
+    for train_lib, test_lib in ((libraries[0], libraries[1]), (libraries[1], libraries[0])):
+        folder = out / "live" / f"tasks-{test_lib}"
+        folder.mkdir(parents=True, exist_ok=True)
+        chosen = [r["id"] for r in records if r["library"] == test_lib][:per_project]
+        for task_id in chosen:
+            text = (Path(by_id[task_id].base_dir) / f"{task_id}.json").read_text(encoding="utf-8")
+            (folder / f"{task_id}.json").write_text(text, encoding="utf-8")
+        model_path = out / "live" / f"order-fitted-on-{train_lib}.json"
+        ranker.save(ranker.fit_order_model([r for r in records if r["library"] == train_lib]), model_path)
+        os.environ[ORDER_MODEL_ENV] = str(model_path.resolve())
+        runs = {}
+        for name, mode in (("priors", f"{__name__}:priors_engine"), ("learned", f"{__name__}:learned_engine")):
+            options = BenchOptions(
+                tasks=folder, out=out / "live", run=f"{name}-{test_lib}", mode=mode, workers=workers, time_limit=180
+            )
+            runs[name] = {r["id"]: r for r in read_records(run_bench(options, log) / "results.jsonl")}
+        for task_id in chosen:
+            a, b = runs["priors"].get(task_id, {}), runs["learned"].get(task_id, {})
+            rows.append(
+                {
+                    "task": task_id,
+                    "library": test_lib,
+                    "priors": {k: a.get(k) for k in ("resolved", "candidates", "seconds", "test_runs")},
+                    "learned": {k: b.get(k) for k in ("resolved", "candidates", "seconds", "test_runs")},
+                }
+            )
+    both = [r for r in rows if r["priors"]["resolved"] and r["learned"]["resolved"]]
+    faster = sum(1 for r in both if r["learned"]["seconds"] < r["priors"]["seconds"])
+    fewer = sum(1 for r in both if r["learned"]["candidates"] < r["priors"]["candidates"])
+    more = sum(1 for r in both if r["learned"]["candidates"] > r["priors"]["candidates"])
+    only_a = sum(1 for r in rows if r["priors"]["resolved"] and not r["learned"]["resolved"])
+    only_b = sum(1 for r in rows if r["learned"]["resolved"] and not r["priors"]["resolved"])
+    return {
+        "tasks": len(rows),
+        "resolved_priors": sum(1 for r in rows if r["priors"]["resolved"]),
+        "resolved_learned": sum(1 for r in rows if r["learned"]["resolved"]),
+        "mcnemar_p": round(mcnemar_exact(only_a, only_b), 4),
+        "both": len(both),
+        "median_candidates": [
+            statistics.median([r["priors"]["candidates"] for r in both]) if both else None,
+            statistics.median([r["learned"]["candidates"] for r in both]) if both else None,
+        ],
+        "median_seconds": [
+            statistics.median([r["priors"]["seconds"] for r in both]) if both else None,
+            statistics.median([r["learned"]["seconds"] for r in both]) if both else None,
+        ],
+        "fewer": fewer,
+        "more": more,
+        "sign_p": sign_test(fewer, more),
+        "faster": faster,
+        "slower": len(both) - faster,
+        "time_sign_p": sign_test(faster, len(both) - faster),
+        "rows": rows,
+    }
+
+
 # -- the whole evaluation --------------------------------------------------------------------------------------------
 def stratified(tasks: Sequence[Task], per_project: int) -> list[Task]:
     """The first ``per_project`` tasks of every library (task ids are opaque digests: an arbitrary sample)."""
@@ -510,6 +589,18 @@ def render(result: Mapping[str, Any]) -> str:
             f"r(prob, reward) {h.get('pearson_prob_reward')}; on its training data accuracy "
             f"{r['train'].get('accuracy')}"
         )
+    if "live" in result:
+        lv = result["live"]
+        out += [
+            "",
+            f"Live heals ({lv['tasks']} tasks, real verification and judge; order fitted on the other library):",
+            f"- resolved: hand priors {lv['resolved_priors']}, learned {lv['resolved_learned']} "
+            f"(McNemar p = {lv['mcnemar_p']:.2g})",
+            f"- on the {lv['both']} resolved by both: median candidates {lv['median_candidates'][0]} -> "
+            f"{lv['median_candidates'][1]} ({lv['fewer']} fewer, {lv['more']} more, p = {lv['sign_p']:.2g}); "
+            f"median seconds {lv['median_seconds'][0]} -> {lv['median_seconds'][1]} ({lv['faster']} faster, "
+            f"{lv['slower']} slower, p = {lv['time_sign_p']:.2g})",
+        ]
     return "\n".join(out) + "\n"
 
 
@@ -523,6 +614,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("results/learning"))
     parser.add_argument("--per-project", type=int, default=0, help="tasks per library (0: all)")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--live", type=int, default=0, help="also heal N tasks per library for real (0: none)")
     parser.add_argument("--cached", action="store_true", help="evaluate the tasks already collected, collect none")
     parser.add_argument("--ship", type=Path, help="write the order model fitted on all tasks here")
     options = parser.parse_args(args)
@@ -532,6 +624,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         tasks = [t for t in tasks if (options.out / "candidates" / f"{t.id}.json").exists()]
     records = collect(tasks, options.out, options.workers, log)
     result = evaluate(records, options.out, log)
+    if options.live:
+        result["live"] = live(records, tasks, options.live, options.out, options.workers, log)
     (options.out / "learning.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     text = render(result)
     (options.out / "learning.md").write_text(text, encoding="utf-8")
