@@ -21,6 +21,8 @@ from selfix_action.errors import InputError
 DEFAULT_CONFIG_FILE = ".github/selfix.yml"
 # How test runs are isolated (selfix_action.sandbox.isolation.IsolationConfig.mode): auto takes the best that works.
 IsolationMode = Literal["auto", "bwrap", "landlock", "unshare", "none"]
+# CI on a fix branch: pushes made with GITHUB_TOKEN start no workflow, so selfix dispatches the failed one there.
+CiOnFixBranch = Literal["dispatch", "off"]
 MAX_CONFIG_BYTES = 256 * 1024
 DEFAULT_MEMORY_PATH = ".selfix/memory.db"
 # memory_path values that turn the memory of past fixes off
@@ -83,6 +85,9 @@ class FileConfig(BaseModel):
     memory_path: str | None = Field(
         None, description="SQLite memory of past fixes, relative to the workspace ('none' turns it off)"
     )
+    ci_on_fix_branch: CiOnFixBranch | None = Field(
+        None, description="dispatch (run the failed workflow on the fix branch; needs actions: write) or off"
+    )
     rules: tuple[PathRule, ...] = ()
 
     @field_validator("memory_path")
@@ -116,6 +121,7 @@ INPUT_DEFAULTS: dict[str, Any] = {
     "require_isolation": False,
     "memory_path": DEFAULT_MEMORY_PATH,
     "config_file": DEFAULT_CONFIG_FILE,
+    "ci_on_fix_branch": "dispatch",
 }
 SECRET_INPUTS = frozenset({"github_token", "anthropic_api_key", "openai_api_key"})
 LIST_INPUTS = frozenset({"junit_paths", "allowed_users", "allowed_bots", "protected_paths", "labels"})
@@ -151,6 +157,7 @@ class Settings(BaseModel):
     require_isolation: bool = False
     memory_path: str = DEFAULT_MEMORY_PATH  # relative to the workspace; "none" turns the memory off
     config_file: str = DEFAULT_CONFIG_FILE
+    ci_on_fix_branch: CiOnFixBranch = "dispatch"
     rules: tuple[PathRule, ...] = ()
 
     # runner context

@@ -91,6 +91,7 @@ def test_every_declared_input_is_read_and_vice_versa(tmp_path: Path) -> None:
         "require_isolation": "true",
         "memory_path": "cache/memory.db",
         "config_file": "cfg.yml",
+        "ci_on_fix_branch": "off",
     }
     assert set(values) == declared
     env = {f"INPUT_{k.upper()}": v for k, v in values.items()} | {"GITHUB_WORKSPACE": str(tmp_path)}
