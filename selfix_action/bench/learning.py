@@ -330,6 +330,21 @@ def run_with_memory(
             Path(str(path) + suffix).unlink(missing_ok=True)
 
 
+THRESHOLDS = (0.25, 0.5, 1.0)  # same file | same function or failure | same failure at the same function
+
+
+def calibrate_threshold(records: Sequence[Mapping[str, Any]], model: OrderModel | None, folder: Path) -> float:
+    """The weakest evidence worth a boost, chosen on ``records`` alone: each threshold's memory grows over
+    them task by task; the one with the most fixes, then the fewest candidates to them, wins (ties: stricter)."""
+
+    def cost(threshold: float) -> tuple[int, int, float]:
+        results = run_with_memory([], records, model, folder, grow=True, min_evidence=threshold)
+        found = [r.to_fix for r in results if r.to_fix is not None]
+        return (-len(found), sum(found), -threshold)
+
+    return min(THRESHOLDS, key=cost)
+
+
 # -- statistics -----------------------------------------------------------------------------------------------
 def sign_test(better: int, worse: int) -> float:
     """Two-sided exact sign test (ties dropped): the same binomial as McNemar's."""
@@ -489,7 +504,8 @@ def evaluate(records: Sequence[dict[str, Any]], folder: Path, log: Log) -> dict[
     rows: list[dict[str, Any]] = []
     priors_all: list[Replay] = []
     learned_all: list[Replay] = []
-    mem: dict[str, list[Replay]] = {k: [] for k in ("off", "filled", "grown", "old", "grown_function")}
+    mem: dict[str, list[Replay]] = {k: [] for k in ("off", "filled", "grown", "old", "grown_function", "calibrated")}
+    thresholds: list[dict[str, Any]] = []
     rewards = []
     for train_lib, test_lib in ((libraries[0], libraries[1]), (libraries[1], libraries[0])):
         train = [r for r in records if r["library"] == train_lib]
@@ -507,6 +523,11 @@ def evaluate(records: Sequence[dict[str, Any]], folder: Path, log: Log) -> dict[
         mem["filled"] += run_with_memory(train, test, model, folder)
         mem["grown"] += run_with_memory(train, test, model, folder, grow=True)
         mem["grown_function"] += run_with_memory(train, test, model, folder, grow=True, min_evidence=0.5)
+        # The evidence threshold calibrated on the training library alone (its own memory growing task by task),
+        # then applied to the held-out library.
+        threshold = calibrate_threshold(train, model, folder)
+        thresholds.append({"train": train_lib, "test": test_lib, "min_evidence": threshold})
+        mem["calibrated"] += run_with_memory(train, test, model, folder, grow=True, min_evidence=threshold)
         mem["old"] += run_with_memory(train, test, None, folder, old=True, grow=True)
         rewards.append(
             {
@@ -529,6 +550,8 @@ def evaluate(records: Sequence[dict[str, Any]], folder: Path, log: Log) -> dict[
             "filled_vs_off": paired(mem["off"], mem["filled"]),
             "grown_vs_off": paired(mem["off"], mem["grown"]),
             "grown_function_only_vs_off": paired(mem["off"], mem["grown_function"]),
+            "calibrated_vs_off": paired(mem["off"], mem["calibrated"]),
+            "thresholds": thresholds,
             "old_similarity_vs_priors_off": paired(priors_all, priors_old),
         },
         "reward_model": rewards,
@@ -536,27 +559,32 @@ def evaluate(records: Sequence[dict[str, Any]], folder: Path, log: Log) -> dict[
     }
 
 
-def _fmt_pair(name_a: str, name_b: str, p: Mapping[str, Any]) -> list[str]:
-    return [
-        f"| {name_a} | {p['resolved_a']}/{p['tasks']} | {p['median_a']} | {p['total_a']} | |",
-        f"| **{name_b}** | {p['resolved_b']}/{p['tasks']} | {p['median_b']} | {p['total_b']} | "
+def _row_a(name: str, p: Mapping[str, Any]) -> str:
+    return f"| {name} | {p['resolved_a']}/{p['tasks']} | {p['median_a']} | {p['total_a']} | |"
+
+
+def _row_b(name: str, p: Mapping[str, Any]) -> str:
+    return (
+        f"| {name} | {p['resolved_b']}/{p['tasks']} | {p['median_b']} | {p['total_b']} | "
         f"{p['fewer']} fewer, {p['more']} more, {p['same']} same: sign test p = {p['sign_p']:.2g}; "
-        f"resolve: only A {p['only_a']}, only B {p['only_b']}, McNemar p = {p['mcnemar_p']:.2g} |",
-    ]
+        f"resolved only without {p['only_a']}, only with {p['only_b']}: McNemar p = {p['mcnemar_p']:.2g} |"
+    )
 
 
 def render(result: Mapping[str, Any]) -> str:
     head = "| configuration | fix within 500 | median candidates to the fix (both) | total (both) | paired |"
     rule = "|---|---:|---:|---:|---|"
+    order = result["order"]
     out = [
         f"Tasks: {result['tasks']} ({', '.join(result['libraries'])}); the fix is among the generated "
         f"candidates in {result['fix_generated']}.",
         "",
-        "Learned order vs hand priors (held-out library):",
+        "Learned order vs hand priors (order fitted on the other library):",
         "",
         head,
         rule,
-        *_fmt_pair("hand priors", "learned order", result["order"]),
+        _row_a("hand priors", order),
+        _row_b("**learned order**", order),
         "",
     ]
     for fold in result["folds"]:
@@ -568,19 +596,29 @@ def render(result: Mapping[str, Any]) -> str:
     memory = result["memory"]
     out += [
         "",
-        "Memory (learned order; off vs on):",
+        "Memory on vs off (learned order fitted on the other library; paired with memory off):",
         "",
         head,
         rule,
-        *_fmt_pair("memory off", "filled by the other library", memory["filled_vs_off"]),
-        *_fmt_pair("memory off", "other library + earlier tasks of this one", memory["grown_vs_off"]),
-        *_fmt_pair("memory off", "same, function/fingerprint evidence only", memory["grown_function_only_vs_off"]),
-        *_fmt_pair(
-            "priors, memory off", "old similarity memory (priors, boost first)", memory["old_similarity_vs_priors_off"]
-        ),
+        _row_a("memory off", memory["filled_vs_off"]),
+        _row_b("filled by the other library", memory["filled_vs_off"]),
+        _row_b("the other library + the earlier tasks of this one", memory["grown_vs_off"]),
+        _row_b("same, function/fingerprint evidence only", memory["grown_function_only_vs_off"]),
+        _row_b("same, evidence threshold calibrated on the other library", memory["calibrated_vs_off"]),
+        "",
+        "The previous memory (similarity boost, ahead of suspiciousness), hand priors, paired with hand priors off:",
+        "",
+        head,
+        rule,
+        _row_a("hand priors, memory off", memory["old_similarity_vs_priors_off"]),
+        _row_b("previous memory, grown the same way", memory["old_similarity_vs_priors_off"]),
         "",
     ]
-    out.append("Reward model (fitted on one library's hypotheses, scored on the other's):")
+    out.append(
+        "Calibrated evidence thresholds: "
+        + ", ".join(f"{t['min_evidence']} (chosen on {t['train']}, used on {t['test']})" for t in memory["thresholds"])
+    )
+    out += ["", "Reward model (fitted on one library's hypotheses, scored on the other's):"]
     for r in result["reward_model"]:
         h = r["held_out"]
         out.append(
