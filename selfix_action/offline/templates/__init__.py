@@ -8,7 +8,10 @@ exactly the intended AST (`render`). The package is laid out by stage:
 - `render`: text renderings, tree mutations and their verification; `SourceEdit`
 - `model`, `family`: the `Template` (id, prior) and `Family` (generator + templates) contract
 - one module per template family: `names`, `calls`, `operators`, `conditions`, `constants`,
-  `bounds`, `statements`, `defaults`
+  `bounds`, `statements`, `defaults`; and the repairs real bugs need: `guards`, `keywords`,
+  `methods` (over `signatures`, callees read from the project's source), `literals`, `strings`
+- `hints`: what the failing run tells beyond the lines (compared strings, the project's files)
+- `pairs`: two verified single edits at the two most suspicious lines, combined
 - `registry`: every template (the priors' single source) and the families in dispatch order
 - `candidates`: the pipeline behind `candidate_edits`
 """
@@ -16,8 +19,10 @@ exactly the intended AST (`render`). The package is laid out by stage:
 from __future__ import annotations
 
 from selfix_action.offline.templates.candidates import candidate_edits
+from selfix_action.offline.templates.hints import Hints
 from selfix_action.offline.templates.model import Template
+from selfix_action.offline.templates.pairs import pair_edits
 from selfix_action.offline.templates.registry import PRIORS, TEMPLATES
 from selfix_action.offline.templates.render import SourceEdit
 
-__all__ = ["PRIORS", "TEMPLATES", "SourceEdit", "Template", "candidate_edits"]
+__all__ = ["PRIORS", "TEMPLATES", "Hints", "SourceEdit", "Template", "candidate_edits", "pair_edits"]

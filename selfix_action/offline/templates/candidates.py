@@ -13,6 +13,7 @@ from typing import Any
 from selfix_action.offline.spans import change_size
 from selfix_action.offline.templates.analysis import FileFacts
 from selfix_action.offline.templates.family import Context, Family
+from selfix_action.offline.templates.hints import NO_HINTS, Hints
 from selfix_action.offline.templates.model import Mutation
 from selfix_action.offline.templates.registry import EXPRESSION_FAMILIES, FUNCTION_FAMILIES, STATEMENT_FAMILIES
 from selfix_action.offline.templates.render import Renderer, SourceEdit
@@ -50,8 +51,11 @@ def family_mutations(ctx: Context, line: int) -> Iterator[tuple[Family[Any], Mut
                     yield family, mutation
 
 
-def candidate_edits(source: str, path: str, lines: Sequence[int], *, max_per_line: int = 400) -> list[SourceEdit]:
-    """Candidate one-statement fixes at the given suspicious lines.
+def candidate_edits(
+    source: str, path: str, lines: Sequence[int], *, max_per_line: int = 400, hints: Hints = NO_HINTS
+) -> list[SourceEdit]:
+    """Candidate one-statement fixes at the given suspicious lines (`hints`: what the failing run
+    tells besides, for the families that use it).
 
     Grouped by line in the given order; within a line sorted by prior (descending), then by the
     size of the textual change. Every edit parses, differs semantically from the original, and
@@ -68,7 +72,7 @@ def candidate_edits(source: str, path: str, lines: Sequence[int], *, max_per_lin
     except (SyntaxError, ValueError):
         return []
     facts = FileFacts(text, path, tree)
-    ctx = Context(facts, Renderer(facts))
+    ctx = Context(facts, Renderer(facts), hints)
     seen = {ctx.render.original_dump}
     results: list[SourceEdit] = []
     done_lines: set[int] = set()

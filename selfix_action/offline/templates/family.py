@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Generic, Literal, TypeVar
 
 from selfix_action.offline.templates.analysis import FileFacts
+from selfix_action.offline.templates.hints import NO_HINTS, Hints
 from selfix_action.offline.templates.model import Mutation, Template
 from selfix_action.offline.templates.render import Renderer
 
@@ -25,10 +26,12 @@ N = TypeVar("N", bound=ast.AST)
 
 @dataclass(frozen=True)
 class Context:
-    """What a generator gets besides its node: the file's facts and the way to render edits."""
+    """What a generator gets besides its node: the file's facts, the way to render edits, and what
+    the failing run tells beyond the suspicious lines (empty unless the engine passes it)."""
 
     facts: FileFacts
     render: Renderer
+    hints: Hints = NO_HINTS
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ast
 import builtins
+import difflib
+import weakref
 from collections.abc import Iterator
 
 from selfix_action.offline.spans import TextEdit
@@ -20,10 +22,18 @@ NAME_REPLACE = Template("name_replace", 0.90, "change identifier used")
 TARGET_SWAP = Template("target_swap", 0.76, "the arg_swap slip on the binding side: `for x, i in enumerate(xs)`")
 SIBLING_CALL = Template("sibling_call", 0.74, "wrong function name (min/max, any/all, ...)")
 ATTRIBUTE_REPLACE = Template("attribute_replace", 0.66, "change attribute used")
+# Hand-set below every family measured on the mutant tasks, until the real-bug benchmark gives it a
+# learned prior; it only fires on a name bound nowhere, so it never crowds a line.
+UNBOUND_NAME = Template("unbound_name", 0.19, "a name bound nowhere (a NameError) -> the in-scope name it slips from")
 
 # Bounds that keep the candidate count in the tens-to-low-hundreds per line.
 _NAME_CAP = 8
 _ATTR_CAP = 8
+_UNBOUND_CAP = 4  # spelling neighbours tried for a name bound nowhere
+_UNBOUND_NEAREST = 2  # nearest values in scope tried when no name is spelled alike
+_SPELLING_CUTOFF = 0.6  # difflib ratio: "lenght" ~ "length", "itme" ~ "item"
+# Per file: every name some statement binds, and whether names may appear unseen (star import, globals()).
+_BOUND_ANYWHERE: weakref.WeakKeyDictionary[FileFacts, tuple[set[str], bool]] = weakref.WeakKeyDictionary()
 
 # Functions and methods commonly confused with one another.
 SIBLINGS: dict[str, tuple[str, ...]] = {
@@ -88,7 +98,7 @@ def name_replace(ctx: Context, node: ast.Name) -> Iterator[Mutation | None]:
     chain = facts.scope_chain(node)
     kind = facts.kind(node.id, chain)
     if node.id in IMPLICIT_NAMES or kind in (None, "module", "builtin"):
-        return
+        return  # a name bound nowhere (kind None) is unbound_name's: its alternatives are spelling neighbours
     if kind in ("callable", "class"):
         pool = _callable_pool(facts, node, kind)
     elif facts.is_call_func(node):
@@ -97,6 +107,58 @@ def name_replace(ctx: Context, node: ast.Name) -> Iterator[Mutation | None]:
         pool = facts.value_pool(node, exclude=node.id)
     for name in pool[:_NAME_CAP]:
         yield ctx.render.replace(NAME_REPLACE, node, ast.Name(id=name, ctx=ast.Load()), name)
+
+
+def _binds_anywhere(facts: FileFacts, name: str) -> bool:
+    """Is `name` bound by any statement of the file, or could a star import or `globals()` bind it?"""
+    cached = _BOUND_ANYWHERE.get(facts)
+    if cached is None:
+        bound: set[str] = set()
+        opaque = False  # names appear from a star import or a write to globals(): nothing is "unbound"
+        for sub in ast.walk(facts.tree):
+            if isinstance(sub, ast.Name) and not isinstance(sub.ctx, ast.Load):
+                bound.add(sub.id)
+            elif isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                bound.add(sub.name)
+            elif isinstance(sub, ast.arg):
+                bound.add(sub.arg)
+            elif isinstance(sub, ast.Import | ast.ImportFrom):
+                for alias in sub.names:
+                    opaque = opaque or alias.name == "*"
+                    bound.add((alias.asname or alias.name).split(".")[0])
+            elif isinstance(sub, ast.Global | ast.Nonlocal):
+                bound.update(sub.names)
+            elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id in ("globals", "vars"):
+                opaque = True
+            elif isinstance(sub, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and sub.name:
+                bound.add(sub.name)
+        cached = _BOUND_ANYWHERE[facts] = (bound, opaque)
+    bound, opaque = cached
+    return opaque or name in bound
+
+
+def unbound_name(ctx: Context, node: ast.Name) -> Iterator[Mutation | None]:
+    """A name no scope binds and no builtin provides (it raises NameError) -> a name in scope:
+    the ones spelled alike first, else the nearest values."""
+    facts = ctx.facts
+    if not isinstance(node.ctx, ast.Load) or node.id.startswith("__"):
+        return  # dunders such as __file__ are module attributes the interpreter provides
+    chain = facts.scope_chain(node)
+    if facts.kind(node.id, chain) is not None or _binds_anywhere(facts, node.id):
+        return
+    called = facts.is_call_func(node)
+    visible: list[str] = []
+    for scope in chain:
+        for name, binding in facts.bindings_of(scope).items():
+            if called == (binding.kind in ("callable", "class")) and name not in visible:
+                visible.append(name)
+    if called:
+        visible += [n for n in dir(builtins) if not n.startswith("_") and callable(getattr(builtins, n))]
+    ranked = difflib.get_close_matches(node.id, visible, n=_UNBOUND_CAP, cutoff=_SPELLING_CUTOFF)
+    if not ranked and not called:
+        ranked = facts.value_pool(node, exclude=node.id)[:_UNBOUND_NEAREST]
+    for name in ranked:
+        yield ctx.render.replace(UNBOUND_NAME, node, ast.Name(id=name, ctx=ast.Load()), name)
 
 
 def _class_methods(facts: FileFacts, node: ast.AST) -> list[str]:
@@ -173,6 +235,7 @@ def target_swap(ctx: Context, node: ast.List | ast.Tuple) -> Iterator[Mutation |
 
 
 NAME_REPLACE_FAMILY = Family("name_replace", "expression", (ast.Name,), (NAME_REPLACE,), name_replace)
+UNBOUND_NAME_FAMILY = Family("unbound_name", "expression", (ast.Name,), (UNBOUND_NAME,), unbound_name)
 ATTRIBUTE_REPLACE_FAMILY = Family(
     "attribute_replace", "expression", (ast.Attribute,), (ATTRIBUTE_REPLACE,), attribute_replace
 )

@@ -6,6 +6,10 @@ first. Identifier, operand, argument, function-name and attribute changes are th
 operator, literal and off-by-one changes are rarer but cheap and precise. Priors rank *kinds* of
 edit, not individual candidates.
 
+The families after `return_replace` (unbound_name ... edit_pair) are the repairs real bugs needed
+(issue 14). Their priors are hand-set and deliberately the lowest, so they are tried after every
+family the mutant tasks measure, until the real-bug benchmark gives them learned ones.
+
 The family lists are the dispatch order. At each expression node (pre-order) the families whose
 kinds match run in list order, then at each statement the statement families, then at each
 function covering the line the function families. Candidates of equal prior and size keep that
@@ -23,9 +27,15 @@ from selfix_action.offline.templates import (
     conditions,
     constants,
     defaults,
+    guards,
+    keywords,
+    literals,
+    methods,
     names,
     operators,
+    pairs,
     statements,
+    strings,
 )
 from selfix_action.offline.templates.family import Family
 from selfix_action.offline.templates.model import Template
@@ -57,7 +67,17 @@ TEMPLATES: tuple[Template, ...] = (
     statements.STMT_INSERT,
     statements.STMT_DELETE,
     statements.RETURN_REPLACE,
+    names.UNBOUND_NAME,
+    keywords.KEYWORD_ADD,
+    methods.SIBLING_METHOD,
+    guards.NONE_GUARD,
+    strings.STRING_EDIT,
+    literals.LITERAL_TO_NAME,
+    pairs.EDIT_PAIR,
 )
+
+# Templates no family emits: `pairs.pair_edits` combines verified single edits into them.
+COMBINED: tuple[Template, ...] = (pairs.EDIT_PAIR,)
 
 # Template id -> prior, for callers that rank or report by id.
 PRIORS: dict[str, float] = {template.id: template.prior for template in TEMPLATES}
@@ -99,6 +119,12 @@ EXPRESSION_FAMILIES: tuple[Family[Any], ...] = (
     conditions.CONDITION_FAMILY,
     # names, attributes, subscripts, calls, binary operations
     calls.WRAP_CALL_FAMILY,
+    # the real-bug repairs, last: their priors are the lowest
+    names.UNBOUND_NAME_FAMILY,
+    literals.LITERAL_TO_NAME_FAMILY,
+    strings.STRING_EDIT_FAMILY,
+    methods.SIBLING_METHOD_FAMILY,
+    keywords.KEYWORD_ADD_FAMILY,
 )
 
 STATEMENT_FAMILIES: tuple[Family[Any], ...] = (
@@ -106,6 +132,7 @@ STATEMENT_FAMILIES: tuple[Family[Any], ...] = (
     statements.RETURN_VALUE_FAMILY,
     statements.STMT_DELETE_FAMILY,
     statements.STMT_INSERT_FAMILY,
+    guards.NONE_GUARD_FAMILY,
 )
 
 FUNCTION_FAMILIES: tuple[Family[Any], ...] = (defaults.MUTABLE_DEFAULT_FAMILY,)
@@ -118,7 +145,7 @@ def _check() -> None:
     ids = [template.id for template in TEMPLATES]
     if len(set(ids)) != len(ids):
         raise RuntimeError(f"duplicate template ids: {ids}")
-    known = set(TEMPLATES)
+    known = set(TEMPLATES) - set(COMBINED)
     for family in FAMILIES:
         unknown = [template.id for template in family.templates if template not in known]
         if unknown:

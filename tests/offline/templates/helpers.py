@@ -6,7 +6,8 @@ import ast
 import functools
 from typing import Any
 
-from selfix_action.offline.templates import SourceEdit, candidate_edits
+from selfix_action.offline.templates import Hints, SourceEdit, candidate_edits
+from selfix_action.offline.templates.hints import NO_HINTS
 
 PATH = "pkg/mod.py"
 
@@ -18,13 +19,13 @@ def load(source: str) -> dict[str, Any]:
     return namespace
 
 
-def fix(source: str, line: int, expected: str, template: str | None = None) -> SourceEdit:
+def fix(source: str, line: int, expected: str, template: str | None = None, hints: Hints = NO_HINTS) -> SourceEdit:
     """The candidate at `line` that turns `source` into `expected` (compared by AST).
 
     Also asserts the rendering is byte-identical to `expected`, i.e. nothing outside the edited
     span changed: comments, odd spacing, blank lines and line endings all survive.
     """
-    edits = candidate_edits(source, PATH, [line])
+    edits = candidate_edits(source, PATH, [line], hints=hints)
     wanted = ast.dump(ast.parse(expected.removeprefix("\ufeff")))
     matches = [e for e in edits if e.normalized == wanted]
     assert matches, f"fix not proposed; got: {[e.description for e in edits]}"
