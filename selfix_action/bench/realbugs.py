@@ -235,6 +235,10 @@ def materialize(task: RealBugTask, dest: Path, *, fixed: bool = False, cache: Pa
     _overlay(bare, task.source["fixed_commit"], task.test_paths, dest)
     if fixed:
         _overlay(bare, task.source["fixed_commit"], task.fix_paths, dest)
+    # Files an install step would generate (black's ``_black_version.py`` from setuptools-scm), where absent.
+    for rel, text in task.meta.get("generated_files", {}).items():
+        if not (dest / rel).exists():
+            (dest / rel).write_text(text, encoding="utf-8")
     return dest
 
 
@@ -251,12 +255,26 @@ def developer_fix(task: RealBugTask, cache: Path = CACHE_DIR) -> tuple[dict[str,
 
 
 # -- the test environment ------------------------------------------------------------------------------
+# Python 3.11 removed names the old projects use (``collections.Mapping`` & co., ``inspect.ArgSpec`` and
+# ``getargspec``: luigi's vendored six, tornado 4). The venv restores them at start-up (a ``.pth`` line), so the
+# projects' own code runs unchanged; this is the environment, not the code under test.
+COMPAT_SHIM = (
+    'import sys; exec("import collections, collections.abc, inspect\\n'
+    "for _n in collections.abc.__all__:\\n"
+    "    collections.__dict__.setdefault(_n, getattr(collections.abc, _n))\\n"
+    "if not hasattr(inspect, 'ArgSpec'):\\n"
+    "    inspect.ArgSpec = collections.namedtuple('ArgSpec', 'args varargs keywords defaults')\\n"
+    '    inspect.getargspec = lambda f: inspect.ArgSpec(*inspect.getfullargspec(f)[:4])\\n", {})\n'
+)
+COMPAT_SHIM_NAME = "selfix_realbug_compat.pth"
+
+
 def env_python(requirements: Sequence[str], cache: Path = CACHE_DIR) -> str:
     """A cached venv with the pinned requirements (pytest, and selfix's coverage.py version for its collector)."""
     import coverage
 
     wanted = sorted({*requirements, f"coverage=={coverage.__version__}"})
-    digest = hashlib.sha256("\n".join(wanted).encode()).hexdigest()[:12]
+    digest = hashlib.sha256("\n".join([*wanted, COMPAT_SHIM]).encode()).hexdigest()[:12]
     env = cache / "envs" / f"realbug-{digest}"
     python = env / "bin" / "python"
     if not (env / ".complete").exists():
@@ -271,6 +289,8 @@ def env_python(requirements: Sequence[str], cache: Path = CACHE_DIR) -> str:
         )
         if proc.returncode != 0:
             raise InputError(f"pip could not install the pinned requirements: {proc.stderr.strip()[-400:]}")
+        site = next((env / "lib").glob("python*/site-packages"))
+        (site / COMPAT_SHIM_NAME).write_text(COMPAT_SHIM, encoding="utf-8")
         (env / ".complete").write_text("\n".join(wanted) + "\n")
     return str(python)
 
@@ -282,11 +302,16 @@ def task_python(task: RealBugTask, cache: Path = CACHE_DIR) -> str:
 
 
 def run_tests(
-    repo: Path, python: str, test_modules: Sequence[str], nodeids: Sequence[str] | None,
+    repo: Path,
+    python: str,
+    test_modules: Sequence[str],
+    nodeids: Sequence[str] | None,
     wall: float = VALIDATION_WALL_SECONDS,
 ) -> TestRun:
     """One clean pytest run in the sandbox on ``repo`` (the given tests, or every test of ``test_modules``)."""
-    with PytestSandbox(repo, [python, "-m", "pytest", *test_modules], limits=Limits(wall_seconds=wall), hot=False) as box:
+    with PytestSandbox(
+        repo, [python, "-m", "pytest", *test_modules], limits=Limits(wall_seconds=wall), hot=False
+    ) as box:
         return box.run_tests(list(nodeids) if nodeids is not None else None)
 
 
@@ -313,7 +338,7 @@ class _StripDocstrings(ast.NodeTransformer):
             node.body = body[1:] or [ast.Pass()]  # type: ignore[attr-defined]
         return node
 
-    visit_Module = visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _strip  # noqa: N815
+    visit_Module = visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _strip
 
 
 def code_units(source: str) -> dict[str, str]:
@@ -443,7 +468,9 @@ def is_test_path(path: str, test_dirs: Sequence[str], listed: Sequence[str] = ()
 
 def is_doc_path(path: str) -> bool:
     """Documentation and top-level project files (changelog, tox.ini, CI): never part of the fix."""
-    return path.endswith((".md", ".rst")) or "/" not in path and not path.endswith(".py") or path.startswith(DOC_NAMES)
+    return (
+        path.endswith((".md", ".rst")) or ("/" not in path and not path.endswith(".py")) or path.startswith(DOC_NAMES)
+    )
 
 
 def _is_test_module(path: str) -> bool:
@@ -509,6 +536,7 @@ def build_task(
     requirements: Sequence[str],
     test_dirs: Sequence[str],
     listed_tests: Sequence[str] = (),
+    generated_files: Mapping[str, str] | None = None,
     cache: Path = CACHE_DIR,
     log: Callable[[str], None] = lambda m: None,
 ) -> BuildOutcome:
@@ -533,11 +561,20 @@ def build_task(
         return dropped("the test change has no test module pytest collects")
     python = env_python([PYTEST_PIN, *requirements], cache)
     draft = RealBugTask(
-        id=task_id, project=project, source=source, fix_paths=fix_paths, test_paths=test_paths,
-        test_modules=test_modules, f2p=(), p2p=(), hidden=(), hidden_paths=(),
-        requirements=(PYTEST_PIN, *requirements), bug_report="",
+        id=task_id,
+        project=project,
+        source=source,
+        fix_paths=fix_paths,
+        test_paths=test_paths,
+        test_modules=test_modules,
+        f2p=(),
+        p2p=(),
+        hidden=(),
+        hidden_paths=(),
+        requirements=(PYTEST_PIN, *requirements),
+        bug_report="",
         fix_lines=fix_line_count(bare, buggy, fixed, [p for p in fix_paths if p.endswith(".py")]),
-        meta={"test_dirs": list(test_dirs)},
+        meta={"test_dirs": list(test_dirs), "generated_files": dict(generated_files or {})},
     )
     with tempfile.TemporaryDirectory(prefix="selfix-realbug-") as tmp:
         buggy_repo = materialize(draft, Path(tmp) / "buggy", cache=cache)
@@ -552,8 +589,10 @@ def build_task(
         f2p = sorted(set(f2p))
         p2p = sorted(passed(before) & good_after)
         if not f2p:
-            return dropped(f"no test fails on the buggy commit and passes with the fix ({len(good_after)} pass after,"
-                           f" {len(passed(before))} before{'; ' + before.error if before.error else ''})")
+            return dropped(
+                f"no test fails on the buggy commit and passes with the fix ({len(good_after)} pass after,"
+                f" {len(passed(before))} before{'; ' + before.error if before.error else ''})"
+            )
         again = run_tests(buggy_repo, python, test_modules, [*f2p, *p2p])
         still_failing = set(not_passed(again, f2p))
         p2p = [n for n in p2p if n not in set(not_passed(again, p2p))]
@@ -571,10 +610,20 @@ def build_task(
         report = bug_report_for(f2p, before)
     listed = [t for t in listed_tests if t.endswith(".py")]
     task = RealBugTask(
-        **{**draft.__dict__, "f2p": tuple(f2p), "p2p": tuple(p2p), "hidden": tuple(hidden),
-           "hidden_paths": tuple(hidden_paths), "bug_report": report,
-           "meta": {**draft.meta, "bugsinpy": f"{project}/{number}", "bugsinpy_test_files": listed,
-                    "validated_seconds": round(time.monotonic() - started, 1)}},
+        **{
+            **draft.__dict__,
+            "f2p": tuple(f2p),
+            "p2p": tuple(p2p),
+            "hidden": tuple(hidden),
+            "hidden_paths": tuple(hidden_paths),
+            "bug_report": report,
+            "meta": {
+                **draft.meta,
+                "bugsinpy": f"{project}/{number}",
+                "bugsinpy_test_files": listed,
+                "validated_seconds": round(time.monotonic() - started, 1),
+            },
+        },
     )
     log(f"{task_id}: kept: {len(f2p)} F2P, {len(p2p)} P2P, {len(hidden)} hidden, fix {draft.fix_lines} line(s)")
     return BuildOutcome(task, "", round(time.monotonic() - started, 1))
@@ -625,8 +674,16 @@ def build_main(argv: Sequence[str] | None = None) -> int:
             listed = [t.strip() for t in info.get("test_file", "").split(";") if t.strip()]
             try:
                 outcome = build_task(
-                    project, number, config["url"], info["buggy_commit_id"], info["fixed_commit_id"],
-                    config["requirements"], config["test_dirs"], listed, log=lambda m: print(m, flush=True),
+                    project,
+                    number,
+                    config["url"],
+                    info["buggy_commit_id"],
+                    info["fixed_commit_id"],
+                    config["requirements"],
+                    config["test_dirs"],
+                    listed,
+                    config.get("generated_files"),
+                    log=lambda m: print(m, flush=True),
                 )
             except (InputError, subprocess.SubprocessError, OSError) as exc:
                 outcome = BuildOutcome(None, f"error: {exc}"[:400], 0.0)
@@ -634,8 +691,17 @@ def build_main(argv: Sequence[str] | None = None) -> int:
             if outcome.task is not None:
                 (args.out / f"{outcome.task.id}.json").write_text(outcome.task.to_json(), encoding="utf-8")
             with open(args.log, "a", encoding="utf-8") as handle:
-                handle.write(json.dumps({"id": f"{project}-{number}", "kept": outcome.task is not None,
-                                         "reason": outcome.reason, "seconds": outcome.seconds}) + "\n")
+                handle.write(
+                    json.dumps(
+                        {
+                            "id": f"{project}-{number}",
+                            "kept": outcome.task is not None,
+                            "reason": outcome.reason,
+                            "seconds": outcome.seconds,
+                        }
+                    )
+                    + "\n"
+                )
     return 0
 
 

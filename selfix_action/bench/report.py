@@ -80,6 +80,8 @@ def render_markdown(
             f"- both resolved {p.both}, only `{name}` {p.only_a}, only `{other_name}` {p.only_b}, neither {p.neither}",
             f"- two-sided exact McNemar p = {p.p_value:.4g}",
         ]
+    if any(r.get("kind") == "realbug" for r in records):
+        lines += realbug_section(records, name, other, other_name)
     lines += ["", "## Tasks", "", "| task | resolved | s | runs | candidates | stop |", "|---|---|---:|---:|---:|---|"]
     for r in sorted(records, key=lambda r: r["id"]):
         stop = r.get("error") or r.get("stop_reason", "")
@@ -88,6 +90,85 @@ def render_markdown(
             f"{r.get('test_runs', 0)} | {r.get('candidates', 0)} | {html.escape(str(stop))[:60]} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def _rate(k: int, n: int) -> str:
+    lo, hi = wilson_interval(k, n)
+    return f"{k}/{n} = {k / n if n else 0:.1%} ({lo:.1%}-{hi:.1%})"
+
+
+def score_realbugs(records: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """Counts of the three verdicts (a record without a ``correct`` field counts as not correct)."""
+    realbug = [r for r in records if r.get("kind") == "realbug"]
+    return {
+        "tasks": len(realbug),
+        "resolved": sum(1 for r in realbug if r.get("resolved")),
+        "correct": sum(1 for r in realbug if r.get("correct")),
+        "plausible_wrong": sum(1 for r in realbug if r.get("plausible_wrong")),
+        "correct_ast": sum(1 for r in realbug if r.get("correct_ast")),
+        "correct_tests_only": sum(1 for r in realbug if r.get("correct_tests") and not r.get("correct_ast")),
+    }
+
+
+def _confidence_label(record: dict[str, Any]) -> str:
+    value = record.get("confidence")
+    if value is None:
+        return "not reported"
+    if isinstance(value, dict):
+        return str(value.get("level", value))
+    return str(value)
+
+
+def realbug_section(
+    records: Sequence[dict[str, Any]], name: str, other: Sequence[dict[str, Any]] | None, other_name: str
+) -> list[str]:
+    """Resolved / correct / plausible-but-wrong with 95% Wilson intervals, per project, the confidence of each
+    patch, and the paired tests (exact McNemar) on resolved and on correct against another run."""
+    realbug = [r for r in records if r.get("kind") == "realbug"]
+    c = score_realbugs(realbug)
+    n = c["tasks"]
+    lines = [
+        "",
+        "## Real bugs",
+        "",
+        f"- resolved (F2P and P2P pass): **{_rate(c['resolved'], n)}**",
+        f"- correct (developers' normalized AST, or also the hidden tests of the fixed commit): "
+        f"**{_rate(c['correct'], n)}** (same AST {c['correct_ast']}, hidden tests only {c['correct_tests_only']})",
+        f"- plausible but wrong (resolved, not correct): **{_rate(c['plausible_wrong'], n)}**",
+        "",
+        "| project | tasks | resolved | correct | plausible-but-wrong |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for library, group in _by_library(realbug).items():
+        g = score_realbugs(group)
+        lines.append(f"| {library} | {g['tasks']} | {g['resolved']} | {g['correct']} | {g['plausible_wrong']} |")
+    for kind in ("single-line", "multi-line"):
+        g = score_realbugs([r for r in realbug if r.get("template") == kind])
+        lines.append(f"| ({kind} fixes) | {g['tasks']} | {g['resolved']} | {g['correct']} | {g['plausible_wrong']} |")
+    patched = [r for r in realbug if r.get("resolved")]
+    if patched:
+        lines += [
+            "",
+            "| task | verdict | confidence selfix gave | patch differs from the fix in |",
+            "|---|---|---|---|",
+        ]
+        for r in sorted(patched, key=lambda r: r["id"]):
+            verdict = "correct" if r.get("correct") else "plausible but wrong"
+            differs = ", ".join(r.get("ast_differs", [])[:3]) or "-"
+            lines.append(f"| {r['id']} | {verdict} | {html.escape(_confidence_label(r))} | {html.escape(differs)} |")
+    if other is not None:
+        mine = {r["id"]: r for r in realbug}
+        theirs = {r["id"]: r for r in other if r.get("kind") == "realbug"}
+        lines += ["", f"Paired with `{other_name}` (exact McNemar, tasks both runs have):", ""]
+        for field in ("resolved", "correct", "plausible_wrong"):
+            p = paired_comparison(
+                {k: bool(v.get(field)) for k, v in mine.items()}, {k: bool(v.get(field)) for k, v in theirs.items()}
+            )
+            lines.append(
+                f"- {field.replace('_', '-')}: both {p.both}, only `{name}` {p.only_a}, only `{other_name}` "
+                f"{p.only_b}, neither {p.neither} of {p.shared}; p = {p.p_value:.4g}"
+            )
+    return lines
 
 
 def render_svg(records: Sequence[dict[str, Any]], name: str) -> str:
@@ -111,8 +192,10 @@ def render_svg(records: Sequence[dict[str, Any]], name: str) -> str:
         s = summarize(group)
         y = top + index * (bar_h + gap)
         lo, hi = s["ci"]
-        out.append(f'<text x="{left - 8}" y="{y + bar_h / 2 + 4}" text-anchor="end">'
-                   f'{html.escape(label)} (n={s["tasks"]})</text>')
+        out.append(
+            f'<text x="{left - 8}" y="{y + bar_h / 2 + 4}" text-anchor="end">'
+            f"{html.escape(label)} (n={s['tasks']})</text>"
+        )
         out.append(f'<rect x="{left}" y="{y}" width="{plot_w * s["rate"]:.1f}" height="{bar_h}" fill="#4c78a8"/>')
         cy = y + bar_h / 2
         x1, x2 = left + plot_w * lo, left + plot_w * hi

@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from selfix_action.bench.realbugs import RealBugTask
 from selfix_action.bench.report import write_report
-from selfix_action.bench.tasks import Task, load_tasks
+from selfix_action.bench.tasks import Task, load_bench_tasks
 
 SETUP_GRACE_SECONDS = 180.0
 
@@ -37,6 +38,7 @@ class BenchOptions:
     max_candidates: int = 500
     compare: Path | None = None  # another run's directory, for the paired comparison
     limit: int = 0  # run only the first N tasks (0: all)
+    mirror_dir: Path | None = None  # local git mirrors for real-bug tasks (else their public URLs)
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:
@@ -50,11 +52,11 @@ def read_records(path: Path) -> list[dict[str, Any]]:
     return records
 
 
-def _task_file(task: Task) -> Path:
+def _task_file(task: Task | RealBugTask) -> Path:
     return Path(task.base_dir) / f"{task.id}.json"
 
 
-def run_one(task: Task, task_file: Path, options: BenchOptions) -> dict[str, Any]:
+def run_one(task: Task | RealBugTask, task_file: Path, options: BenchOptions) -> dict[str, Any]:
     argv = [
         sys.executable,
         "-m",
@@ -66,6 +68,7 @@ def run_one(task: Task, task_file: Path, options: BenchOptions) -> dict[str, Any
         str(options.time_limit),
         "--max-candidates",
         str(options.max_candidates),
+        *(["--mirror-dir", str(options.mirror_dir)] if options.mirror_dir else []),
     ]
     started = time.monotonic()
     base = {"id": task.id, "library": task.source.get("name", task.source.get("kind")), "mode": options.mode}
@@ -74,20 +77,37 @@ def run_one(task: Task, task_file: Path, options: BenchOptions) -> dict[str, Any
             argv, capture_output=True, text=True, timeout=options.time_limit + SETUP_GRACE_SECONDS, check=False
         )
     except subprocess.TimeoutExpired:
-        return {**base, "resolved": False, "error": "time limit", "seconds": round(time.monotonic() - started, 3),
-                "test_runs": 0, "candidates": 0, "patch": ""}
+        return {
+            **base,
+            "resolved": False,
+            "error": "time limit",
+            "seconds": round(time.monotonic() - started, 3),
+            "test_runs": 0,
+            "candidates": 0,
+            "patch": "",
+        }
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if proc.returncode != 0 or not lines:
         tail = "\n".join(proc.stderr.strip().splitlines()[-5:])
-        return {**base, "resolved": False, "error": f"worker exit {proc.returncode}: {tail}",
-                "seconds": round(time.monotonic() - started, 3), "test_runs": 0, "candidates": 0, "patch": ""}
+        return {
+            **base,
+            "resolved": False,
+            "error": f"worker exit {proc.returncode}: {tail}",
+            "seconds": round(time.monotonic() - started, 3),
+            "test_runs": 0,
+            "candidates": 0,
+            "patch": "",
+        }
     return json.loads(lines[-1])
 
 
 def run_module(argv: list[str], timeout: float) -> tuple[int, str]:
     """``python -m argv...`` of selfix itself with a timeout (its process group killed): exit code, stderr tail."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", *argv], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        [sys.executable, "-m", *argv],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
         start_new_session=True,
     )
     try:
@@ -99,12 +119,12 @@ def run_module(argv: list[str], timeout: float) -> tuple[int, str]:
     return proc.returncode, "\n".join(err.strip().splitlines()[-5:])
 
 
-def _interleave(tasks: list[Task]) -> list[Task]:
+def _interleave(tasks: list[Task | RealBugTask]) -> list[Task | RealBugTask]:
     """Round-robin over libraries, so a run stopped early still samples every library alike."""
-    groups: dict[str, list[Task]] = {}
+    groups: dict[str, list[Task | RealBugTask]] = {}
     for task in tasks:
         groups.setdefault(str(task.source.get("name", task.source.get("kind"))), []).append(task)
-    ordered: list[Task] = []
+    ordered: list[Task | RealBugTask] = []
     queues = list(groups.values())
     while any(queues):
         for queue in queues:
@@ -114,7 +134,7 @@ def _interleave(tasks: list[Task]) -> list[Task]:
 
 
 def run_bench(options: BenchOptions, log: Callable[[str], None] = print) -> Path:
-    tasks = load_tasks(options.tasks)
+    tasks = load_bench_tasks(options.tasks)
     if options.limit:
         tasks = tasks[: options.limit]
     name = options.run or options.mode.replace(":", "-")
@@ -127,25 +147,38 @@ def run_bench(options: BenchOptions, log: Callable[[str], None] = print) -> Path
     done = {r["id"] for r in read_records(results) if r.get("mode") == options.mode}
     pending = _interleave([t for t in tasks if t.id not in done])
     (run_dir / "meta.json").write_text(
-        json.dumps({"tasks": str(options.tasks), "mode": options.mode, "workers": options.workers,
-                    "time_limit": options.time_limit, "task_count": len(tasks)}, indent=1) + "\n",
+        json.dumps(
+            {
+                "tasks": str(options.tasks),
+                "mode": options.mode,
+                "workers": options.workers,
+                "time_limit": options.time_limit,
+                "task_count": len(tasks),
+            },
+            indent=1,
+        )
+        + "\n",
         encoding="utf-8",
     )
-    log(f"{len(tasks)} task(s), {len(done & {t.id for t in tasks})} already recorded, {len(pending)} to run "
-        f"with {options.workers} worker(s) -> {run_dir}")
+    log(
+        f"{len(tasks)} task(s), {len(done & {t.id for t in tasks})} already recorded, {len(pending)} to run "
+        f"with {options.workers} worker(s) -> {run_dir}"
+    )
     lock = threading.Lock()
     counter = {"done": 0, "resolved": 0}
 
-    def work(task: Task) -> None:
+    def work(task: Task | RealBugTask) -> None:
         record = run_one(task, _task_file(task), options)
         with lock:
             with open(results, "a", encoding="utf-8") as handle:
                 handle.write(json.dumps(record) + "\n")
             counter["done"] += 1
             counter["resolved"] += bool(record.get("resolved"))
-            log(f"[{counter['done']}/{len(pending)}] {task.id}: {'RESOLVED' if record.get('resolved') else 'no'} "
+            log(
+                f"[{counter['done']}/{len(pending)}] {task.id}: {'RESOLVED' if record.get('resolved') else 'no'} "
                 f"{record.get('seconds', 0):.1f}s runs={record.get('test_runs', 0)} "
-                f"cands={record.get('candidates', 0)}{' ' + record['error'] if record.get('error') else ''}")
+                f"cands={record.get('candidates', 0)}{' ' + record['error'] if record.get('error') else ''}"
+            )
 
     with ThreadPoolExecutor(max_workers=max(1, options.workers)) as pool:
         list(pool.map(work, pending))

@@ -18,9 +18,12 @@ import tarfile
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from selfix_action.errors import InputError
+
+if TYPE_CHECKING:
+    from selfix_action.bench.realbugs import RealBugTask
 
 CACHE_DIR = Path.home() / ".cache" / "selfix-bench"
 SCHEMA = 1
@@ -92,6 +95,36 @@ def load_tasks(directory: Path) -> list[Task]:
     return tasks
 
 
+def load_bench_task(path: Path) -> Task | RealBugTask:
+    """A mutant task, or a real-bug task (``"kind": "realbug"``, see ``realbugs.py``)."""
+    from selfix_action.bench import realbugs
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"bad task file {path}: {exc}") from exc
+    if isinstance(data, dict) and realbugs.is_realbug_file(data):
+        try:
+            return realbugs.task_from_data(data, str(path.parent.resolve()))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(f"bad real-bug task file {path}: {exc}") from exc
+    return load_task(path)
+
+
+def load_bench_tasks(directory: Path) -> list[Task | RealBugTask]:
+    """Every task of a directory (or one file), of either kind; ids must be unique."""
+    if directory.is_file():
+        return [load_bench_task(directory)]
+    files = sorted(directory.glob("*.json"))
+    if not files:
+        raise InputError(f"no task files (*.json) in {directory}")
+    tasks = [load_bench_task(p) for p in files]
+    ids = [t.id for t in tasks]
+    if len(set(ids)) != len(ids):
+        raise InputError(f"duplicate task ids in {directory}")
+    return tasks
+
+
 # -- sources -------------------------------------------------------------------------------------------
 def sha256_of(path: Path) -> str:
     digest = hashlib.sha256()
@@ -108,8 +141,19 @@ def fetch_sdist(name: str, version: str, sha256: str | None = None, cache: Path 
     found = [p for p in folder.glob(f"{name}-{version}.*") if p.name.endswith((".tar.gz", ".zip"))]
     if not found:
         subprocess.run(
-            [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
-             f"{name}=={version}", "-d", str(folder)],
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                "--no-deps",
+                "--no-binary",
+                ":all:",
+                f"{name}=={version}",
+                "-d",
+                str(folder),
+            ],
             check=True,
             timeout=PIP_TIMEOUT,
             capture_output=True,

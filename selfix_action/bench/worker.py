@@ -19,7 +19,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from selfix_action.bench.tasks import Task, load_task, materialize, reference_fix, restore_tests, test_python
+from selfix_action.bench import realbugs
+from selfix_action.bench.realbugs import RealBugTask
+from selfix_action.bench.tasks import Task, load_bench_task, materialize, reference_fix, restore_tests, test_python
 from selfix_action.engine.loop import LoopConfig
 from selfix_action.engine.models import TestStatus
 from selfix_action.engine.patches import unified_diff
@@ -78,6 +80,61 @@ def judge(task: Task, files: Mapping[str, str], python: str, workdir: Path) -> d
     }
 
 
+def heal(
+    repo: Path,
+    test_cmd: tuple[str, ...],
+    mode: str,
+    time_limit: float,
+    max_candidates: int,
+    hint: str,
+    label: str,
+    out_dir: Path,
+) -> tuple[dict[str, str], dict[str, str], dict[str, Any]]:
+    """The heal pipeline's own sandbox-and-loop step on ``repo``: (edited files, their originals, record fields)."""
+    engine = make_engine(mode)
+    config = LoopConfig(time_limit_seconds=time_limit, max_candidates=max_candidates, user_hint=hint)
+    # The tasks are our pinned libraries, run unisolated so figures compare across machines, one check at a
+    # time (the runner runs tasks side by side).
+    request = HealRequest(
+        repo=repo,
+        test_cmd=test_cmd,
+        out_dir=out_dir,
+        loop=config,
+        limits=Limits(wall_seconds=60),
+        jobs=1,
+        repo_label=label,
+    )
+    isolation = no_isolation("benchmark tasks run unisolated")
+    result = heal_in_sandbox(HealContext(request, engine, isolation, _no_trace, None, (), ()))
+    report = result.report
+    usage = report.usage or {}
+    fields: dict[str, Any] = {
+        "warm_runs": report.process_runs.get("warm", 0) + report.process_runs.get("hot", 0),
+        "cold_runs": report.process_runs.get("cold", 0),
+        "hot_runs": report.process_runs.get("hot", 0),
+        "stop_reason": report.stop_reason.value,
+        "test_runs": report.test_runs,
+        "candidates": report.candidates_tried,
+        "timings": report.timings,
+        "tokens": int(usage.get("total_tokens", usage.get("tokens", 0)) or 0),
+        "cost": float(usage.get("cost", usage.get("cost_usd", 0.0)) or 0.0),
+        "confidence": _confidence(report),
+    }
+    return dict(result.files or {}), dict(result.originals or {}), fields
+
+
+def _confidence(report: Any) -> Any:
+    """The confidence selfix gave its patch, when the report carries one (JSON-ready), else None."""
+    value = getattr(report, "confidence", None)
+    if value is None:
+        return None
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    if isinstance(value, str | int | float | bool | dict | list):
+        return value
+    return str(getattr(value, "value", value))
+
+
 def run_task(task: Task, mode: str, time_limit: float, max_candidates: int = 500) -> dict[str, Any]:
     record: dict[str, Any] = {
         "id": task.id,
@@ -96,40 +153,60 @@ def run_task(task: Task, mode: str, time_limit: float, max_candidates: int = 500
             files = {task.bug.path: reference_fix(task, buggy)}
             originals = {task.bug.path: buggy}
         elif mode != "noop":
-            engine = make_engine(mode)
-            config = LoopConfig(time_limit_seconds=time_limit, max_candidates=max_candidates, user_hint=task.bug_report)
-            # The heal pipeline's own sandbox-and-loop step; the tasks are our pinned libraries, run unisolated
-            # so figures compare across machines, one check at a time (the runner runs tasks side by side).
-            request = HealRequest(
-                repo=repo,
-                test_cmd=(python, "-m", "pytest"),
-                out_dir=Path(tmp) / "out",
-                loop=config,
-                limits=Limits(wall_seconds=60),
-                jobs=1,
-                repo_label=task.id,
+            files, originals, fields = heal(
+                repo,
+                (python, "-m", "pytest"),
+                mode,
+                time_limit,
+                max_candidates,
+                task.bug_report,
+                task.id,
+                Path(tmp) / "out",
             )
-            isolation = no_isolation("benchmark tasks run unisolated")
-            result = heal_in_sandbox(HealContext(request, engine, isolation, _no_trace, None, (), ()))
-            record["warm_runs"] = result.report.process_runs.get("warm", 0) + result.report.process_runs.get("hot", 0)
-            record["cold_runs"] = result.report.process_runs.get("cold", 0)
-            record["hot_runs"] = result.report.process_runs.get("hot", 0)
-            report = result.report
-            files, originals = dict(result.files or {}), result.originals
-            usage = report.usage or {}
-            record.update(
-                stop_reason=report.stop_reason.value,
-                test_runs=report.test_runs,
-                candidates=report.candidates_tried,
-                timings=report.timings,
-                tokens=int(usage.get("total_tokens", usage.get("tokens", 0)) or 0),
-                cost=float(usage.get("cost", usage.get("cost_usd", 0.0)) or 0.0),
-            )
+            record.update(fields)
         record["seconds"] = round(time.monotonic() - started, 3)
         record["patch"] = unified_diff(originals, files) if files else ""
         record.setdefault("test_runs", 0)
         record.setdefault("candidates", 0)
         record.update(judge(task, files, python, Path(tmp)))
+    return record
+
+
+def run_realbug_task(task: RealBugTask, mode: str, time_limit: float, max_candidates: int = 500) -> dict[str, Any]:
+    """A real-bug task: the tool gets the buggy commit + the developers' test change, its test command runs the
+    changed test modules; judged resolved / correct / plausible-but-wrong on fresh trees (``realbugs.judge``)."""
+    record: dict[str, Any] = {
+        "id": task.id,
+        "library": task.project,
+        "mode": mode,
+        "kind": realbugs.KIND,
+        "template": task.fix_kind,
+    }
+    python = realbugs.task_python(task)
+    with tempfile.TemporaryDirectory(prefix="selfix-realbug-") as tmp:
+        repo = realbugs.materialize(task, Path(tmp) / "repo")
+        started = time.monotonic()
+        files: dict[str, str] = {}
+        originals: dict[str, str] = {}
+        if mode == "oracle":
+            files, originals = realbugs.developer_fix(task)
+        elif mode != "noop":
+            files, originals, fields = heal(
+                repo,
+                (python, "-m", "pytest", *task.test_modules),
+                mode,
+                time_limit,
+                max_candidates,
+                task.bug_report,
+                task.id,
+                Path(tmp) / "out",
+            )
+            record.update(fields)
+        record["seconds"] = round(time.monotonic() - started, 3)
+        record["patch"] = unified_diff(originals, files) if files else ""
+        record.setdefault("test_runs", 0)
+        record.setdefault("candidates", 0)
+        record.update(realbugs.judge(task, files, python, Path(tmp)))
     return record
 
 
@@ -139,8 +216,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--mode", default="offline", help="offline, oracle, noop, or module:factory")
     parser.add_argument("--time-limit", type=float, default=300.0)
     parser.add_argument("--max-candidates", type=int, default=500)
+    parser.add_argument("--mirror-dir", type=Path, help="local git mirrors for real-bug tasks (else their URLs)")
     args = parser.parse_args(argv)
-    record = run_task(load_task(args.task), args.mode, args.time_limit, args.max_candidates)
+    realbugs.set_mirror_dir(args.mirror_dir)
+    task = load_bench_task(args.task)
+    if isinstance(task, RealBugTask):
+        record = run_realbug_task(task, args.mode, args.time_limit, args.max_candidates)
+    else:
+        record = run_task(task, args.mode, args.time_limit, args.max_candidates)
     print(json.dumps(record), flush=True)
     return 0
 

@@ -23,6 +23,9 @@ def add_bench_parser(sub: argparse._SubParsersAction, parser_class: type[argpars
     bench.add_argument("--max-candidates", type=int, default=500, help="candidates per task at most (500)")
     bench.add_argument("--limit", type=int, default=0, help="only the first N tasks (0: all)")
     bench.add_argument("--compare", type=Path, help="another run's folder: paired comparison (exact McNemar)")
+    bench.add_argument(
+        "--mirror-dir", type=Path, help="local git mirrors for real-bug tasks (owner+name/repo); else their URLs"
+    )
 
 
 def run_bench_command(args: argparse.Namespace) -> int:
@@ -30,6 +33,8 @@ def run_bench_command(args: argparse.Namespace) -> int:
 
     if args.workers < 1 or args.time_limit <= 0 or args.max_candidates < 1 or args.limit < 0:
         raise InputError("--workers, --time-limit and --max-candidates must be positive")
+    if args.mirror_dir is not None and not args.mirror_dir.is_dir():
+        raise InputError(f"no such mirror directory: {args.mirror_dir}")
     if not args.tasks.exists():
         raise InputError(f"no such task directory: {args.tasks}")
     mode = "oracle" if args.oracle else "noop" if args.noop else args.engine
@@ -43,6 +48,7 @@ def run_bench_command(args: argparse.Namespace) -> int:
         max_candidates=args.max_candidates,
         compare=args.compare,
         limit=args.limit,
+        mirror_dir=args.mirror_dir,
     )
     run_dir = run_bench(options, log=lambda m: print(m, flush=True))
     print((run_dir / "report.md").read_text(encoding="utf-8").split("\n## Tasks")[0])
