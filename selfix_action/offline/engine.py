@@ -3,6 +3,7 @@ templates applied at their most suspicious lines, most likely first (the order: 
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
@@ -18,7 +19,7 @@ from selfix_action.offline.ordering import (
     ordered,
     shipped_order_model,
 )
-from selfix_action.offline.templates import candidate_edits
+from selfix_action.offline.templates import Hints, SourceEdit, candidate_edits, pair_edits
 
 MAX_LINES_PER_HYPOTHESIS = 12
 
@@ -87,9 +88,12 @@ class OfflineEngine:
         score_of = {s.line: s.score for s in evidence.suspicious_lines if s.file == hypothesis.file}
         if self._failure is None:
             self._failure = FailureContext.of(evidence)
+        # The failing assertions' compared strings and the project's other files, for the families that use them.
+        failures = (failure.message for failure in evidence.failures)
+        hints = Hints.from_failures(failures, read_file=sandbox.read_file, list_files=lambda: sandbox.source_files())
         fresh = []
         for order, line in enumerate(hypothesis.lines):
-            for edit in candidate_edits(source, hypothesis.file, [line]):
+            for edit in candidate_edits(source, hypothesis.file, [line], hints=hints):
                 if edit.normalized in self._seen:
                     continue
                 self._seen.add(edit.normalized)
@@ -133,8 +137,8 @@ class OfflineEngine:
         # Most suspicious line first; within a line (or lines localized exactly as well) the memory's boost,
         # then the learned score (or prior / k). Ties in suspiciousness are common in small programs: within a
         # tie the score decides, so every line of the top tie group gets its likeliest repairs first.
-        for number, item in enumerate(ordered(items, boost, self.order_model), 1):
-            edit = item.edit
+        singles = (item.edit for item in ordered(items, boost, self.order_model))
+        for number, edit in enumerate(itertools.chain(singles, self._pairs(hypothesis, items, sandbox)), 1):
             yield CandidatePatch(
                 id=f"{hypothesis.id}-C{number}",
                 hypothesis_id=hypothesis.id,
@@ -145,3 +149,14 @@ class OfflineEngine:
                 prior=edit.prior,
                 normalized={hypothesis.file: edit.normalized},
             )
+
+    def _pairs(self, hypothesis: Hypothesis, items: list[RankedCandidate], sandbox: Sandbox) -> Iterator[SourceEdit]:
+        """Pairs of the best single edits at the hypothesis' two most suspicious lines, after every single edit
+        (made only when the singles are spent)."""
+        if len(hypothesis.lines) < 2:
+            return
+        first, second = ([item.edit for item in items if item.line == line] for line in hypothesis.lines[:2])
+        for edit in pair_edits(sandbox.read_file(hypothesis.file), hypothesis.file, first, second):
+            if edit.normalized not in self._seen:
+                self._seen.add(edit.normalized)
+                yield edit
