@@ -65,6 +65,7 @@ __all__ = [
     "IsolationConfig",
     "IsolationLevel",
     "detect_isolation",
+    "former_home",
     "no_isolation",
 ]
 
@@ -245,10 +246,10 @@ class Isolation:
             home, tmp = base / ".selfix-home", base / ".selfix-tmp"
             for path in (home, tmp):
                 path.mkdir(mode=0o700, exist_ok=True)
-            if not any(_within(Path(os.path.realpath(env.get("HOME", "/"))), w) for w in rw):
-                overrides["HOME"] = str(home)
-            for name in _TMP_VARIABLES:
-                overrides[name] = str(tmp)
+            # Replaced unless the caller already put them in the writable area (``process.private_dirs``).
+            for name, private in (("HOME", home), *((name, tmp) for name in _TMP_VARIABLES)):
+                if not any(_within(Path(os.path.realpath(env.get(name, "/"))), w) for w in rw):
+                    overrides[name] = str(private)
         secret = _existing(
             [
                 *_HIDDEN_DIRS,
@@ -389,6 +390,20 @@ def _home_dirs(env: Mapping[str, str]) -> list[str]:
     return [h for h in homes if h]
 
 
+def former_home(env: Mapping[str, str], writable: Iterable[str | Path]) -> tuple[Path, ...]:
+    """The home ``env`` names, for a caller that gives its run a private one instead (``process.private_dirs``):
+    to pass as ``hidden``, so that the home the run no longer names is still hidden (bwrap) and unreadable
+    (landlock), as it was when the run's ``HOME`` named it. Nothing when it cannot be hidden and need not be:
+    it holds the system, or holds or lies in the writable area (``HOME=/tmp``, private at bwrap anyway)."""
+    found = _existing([env.get("HOME")])
+    rw = _existing(writable)
+    return tuple(
+        home
+        for home in found
+        if home.is_dir() and _coverable(home) and not any(_within(w, home) or _within(home, w) for w in rw)
+    )
+
+
 def _plan_mounts(
     config: IsolationConfig,
     program: Path,
@@ -423,11 +438,7 @@ def _plan_mounts(
     # A hidden cover below another cover adds nothing (and must not undo a private dir's writability); a private
     # dir below one (HOME=/tmp/home) is kept, mounted after its parent, so that it exists and stays writable.
     covers = sorted(
-        (
-            (p, p in private)
-            for p in covered
-            if p in private or not any(o != p and _within(p, o) for o in covered)
-        ),
+        ((p, p in private) for p in covered if p in private or not any(o != p and _within(p, o) for o in covered)),
         key=lambda item: len(item[0].parts),
     )
     readable: list[Path] = []

@@ -45,6 +45,7 @@ __all__ = [
     "RunProcesses",
     "is_secret_name",
     "memory_cap",
+    "private_dirs",
     "run_process",
     "sandbox_env",
 ]
@@ -315,6 +316,32 @@ def sandbox_env(
     env["PYTHONUNBUFFERED"] = "1"
     if extra:
         env.update(extra)
+    return env
+
+
+def private_dirs(area: Path) -> dict[str, str]:
+    """A run's own home, XDG base dirs and temp dir, made (0700) in ``area``, which must be writable by the run.
+
+    A CI job gives its tests a writable home: tools and tests write ``~/.cache/<x>``, ``$XDG_CONFIG_HOME``,
+    ``$TMPDIR``. The caller's home is hidden at bwrap, replaced at landlock, and read-only or missing for the
+    sandbox uid (65534's is ``/nonexistent``): without these, a test that passed in CI failed here, at every
+    level, for the sandbox's sake; at the levels without a filesystem boundary (unshare, none) it wrote into
+    the real home. The dirs live as long as ``area`` (one heal), like a CI job's home.
+    """
+    home = area / "home"
+    dirs = {
+        "HOME": home,
+        "XDG_CACHE_HOME": home / ".cache",
+        "XDG_CONFIG_HOME": home / ".config",
+        "XDG_DATA_HOME": home / ".local" / "share",
+        "XDG_STATE_HOME": home / ".local" / "state",
+        "XDG_RUNTIME_DIR": area / "run",
+        "TMPDIR": area / "tmp",
+    }
+    for path in dirs.values():
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    env = {name: str(path) for name, path in dirs.items()}
+    env["TMP"] = env["TEMP"] = env["TMPDIR"]
     return env
 
 

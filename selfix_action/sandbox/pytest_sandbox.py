@@ -31,8 +31,8 @@ from selfix_action.engine.paths import IGNORED_DIR_NAMES, QA_TEST_DIR, is_ignore
 from selfix_action.errors import InputError, SandboxError
 from selfix_action.sandbox.forkserver import ForkServer, ForkServerUnavailable, worker_result
 from selfix_action.sandbox.hotswap import UNKNOWN_TEST, UNSWAPPABLE, HotServer, skeleton
-from selfix_action.sandbox.isolation import Isolation
-from selfix_action.sandbox.process import Limits, ProcessResult, memory_cap, run_process, sandbox_env
+from selfix_action.sandbox.isolation import Isolation, former_home
+from selfix_action.sandbox.process import Limits, ProcessResult, memory_cap, private_dirs, run_process, sandbox_env
 
 PLUGIN_DIR = Path(__file__).parent / "plugin"
 _MAX_HANG_RETRIES = 3
@@ -63,6 +63,7 @@ class PytestSandbox:
         isolation: Isolation | None = None,
         hot: bool = True,
         parallel_checks: int = 1,
+        line_collector: str = "fallback",
     ) -> None:
         self.repo = repo.resolve()
         if not self.repo.is_dir():
@@ -72,6 +73,12 @@ class PytestSandbox:
             raise InputError("the test command is empty")
         if parallel_checks < 1:
             raise InputError("parallel checks must be at least 1")
+        # Per-test coverage without coverage.py: selfix's own line collector (the plugin's LineCollector) when the
+        # project's environment lacks it ("fallback"); "always" uses it even then, "never" leaves tracebacks alone.
+        if line_collector not in ("fallback", "always", "never"):
+            raise InputError(f"line_collector must be fallback, always or never, got {line_collector!r}")
+        self.line_collector = line_collector
+        self.coverage_collector = ""  # what measured the last coverage run: coverage.py, sys.settrace, ...
         # The memory limit is a ceiling, lowered to this machine's share per check that can run at once.
         wanted = limits or Limits()
         self.memory = memory_cap(wanted.memory_bytes, parallel_checks)
@@ -83,6 +90,10 @@ class PytestSandbox:
         self._tmp = Path(tempfile.mkdtemp(prefix="selfix-", dir=scratch_parent))
         self.root = self._tmp / "repo"
         shutil.copytree(self.repo, self.root, ignore=_copy_ignore, symlinks=True)
+        # The tests' own HOME, XDG dirs and TMPDIR, writable at every level as in CI; the home the caller's
+        # environment named stays hidden (with the original repository) though the runs no longer name it.
+        self._private_env = private_dirs(self._tmp)
+        self._hidden = (self.repo, *former_home(self._env_source, (self._tmp,)))
         self.runs = 0
         self.warm_runs = 0
         self._fork_server: ForkServer | None = None
@@ -198,9 +209,11 @@ class PytestSandbox:
         return sandbox_env(
             self._env_source,
             extra={
+                **self._private_env,
                 "PYTHONPATH": os.pathsep.join(pythonpath),
                 "SELFIX_RESULTS": str(results_file),
                 "SELFIX_COVERAGE": "1" if coverage else "0",
+                "SELFIX_LINE_COLLECTOR": self.line_collector,
                 "SELFIX_ROOT": str(self.root),
                 **({"SELFIX_SELECT": str(select)} if select is not None else {}),
             },
@@ -256,6 +269,7 @@ class PytestSandbox:
                         coverage_data = self._relative_coverage(record["data"], coverage_data)
                     except (TypeError, ValueError, AttributeError):
                         continue  # malformed coverage data: skipped
+                    self.coverage_collector = str(record.get("collector", ""))[:40]
                 elif record["event"] == "coverage_unavailable" and isinstance(record.get("reason"), str):
                     note = record["reason"]
             if not proc.timed_out:
@@ -299,7 +313,7 @@ class PytestSandbox:
                     self.limits,
                     isolation=self.isolation,
                     writable=(self._tmp,),
-                    hidden=(self.repo,),
+                    hidden=self._hidden,
                 )
             except ForkServerUnavailable as exc:
                 self._fork_disabled = str(exc)
@@ -365,7 +379,7 @@ class PytestSandbox:
                     self.limits,
                     isolation=self.isolation,
                     writable=(self._tmp,),
-                    hidden=(self.repo,),
+                    hidden=self._hidden,
                 )
             except ForkServerUnavailable as exc:
                 self._hot_disabled = str(exc)
@@ -479,7 +493,7 @@ class PytestSandbox:
                     limits=self.limits,
                     isolation=self.isolation,
                     writable=(self._tmp,),
-                    hidden=(self.repo,),
+                    hidden=self._hidden,
                 )
         finally:
             if select is not None:

@@ -33,8 +33,8 @@ from pathlib import Path
 
 from selfix_action.engine.paths import IGNORED_DIR_NAMES
 from selfix_action.errors import InputError, SandboxError
-from selfix_action.sandbox.isolation import Isolation, IsolationLevel
-from selfix_action.sandbox.process import Limits, ProcessResult, run_process, sandbox_env
+from selfix_action.sandbox.isolation import Isolation, IsolationLevel, former_home
+from selfix_action.sandbox.process import Limits, ProcessResult, private_dirs, run_process, sandbox_env
 
 __all__ = ["SetupResult", "create_environment", "project_env_source", "run_setup_command", "setup_argv"]
 
@@ -203,17 +203,13 @@ def run_setup_command(
         shutil.copytree(repo, project, ignore=_copy_ignore, symlinks=True)
         python = create_environment(base_python or sys.executable, venv)
         trusted = _entry_points(venv)
-        home, tmp = base / "home", base / "tmp"
-        for folder in (home, tmp):
-            folder.mkdir(mode=0o700)
         allow = [name for name in env_source if name.startswith(_INSTALLER_PREFIXES)]
         env = sandbox_env(
             project_env_source(env_source, venv),
             allow=allow,
             extra={
+                **private_dirs(base),
                 "VIRTUAL_ENV": str(venv),
-                "HOME": str(home),
-                "TMPDIR": str(tmp),
                 "PIP_DISABLE_PIP_VERSION_CHECK": "1",
                 "PYTHONNOUSERSITE": "1",
             },
@@ -228,7 +224,13 @@ def run_setup_command(
             wall_seconds=wall_seconds, cpu_seconds=None, memory_bytes=None, max_output_bytes=max_output_bytes
         )
         result = run_process(
-            argv, cwd=project, env=env, limits=limits, isolation=wrapped, writable=(base,), hidden=(repo,)
+            argv,
+            cwd=project,
+            env=env,
+            limits=limits,
+            isolation=wrapped,
+            writable=(base,),
+            hidden=(repo, *former_home(env_source, (base,))),
         )
         _seal(base, venv, trusted)
     except BaseException:

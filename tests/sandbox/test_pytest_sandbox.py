@@ -124,7 +124,7 @@ def test_a_hanging_test_is_cut_and_the_rest_still_run(make_sandbox: Callable[...
     assert run.duration < 60
 
 
-def test_without_coverage_py_the_run_says_so(tmp_path: Path) -> None:
+def test_without_coverage_py_nor_the_line_collector_the_run_says_so(tmp_path: Path) -> None:
     repo = write_project(tmp_path / "p", PROJECT)
     # An interpreter where `import coverage` fails, as in a project environment without coverage.py.
     no_coverage = [
@@ -132,7 +132,7 @@ def test_without_coverage_py_the_run_says_so(tmp_path: Path) -> None:
         "-c",
         "import sys; sys.modules['coverage'] = None; import pytest; sys.exit(pytest.main(sys.argv[1:]))",
     ]
-    with PytestSandbox(repo, no_coverage, scratch_parent=tmp_path) as sandbox:
+    with PytestSandbox(repo, no_coverage, scratch_parent=tmp_path, line_collector="never") as sandbox:
         run = sandbox.run_tests(coverage=True)
     assert run.coverage is None
     assert "coverage.py is not installed" in run.coverage_note

@@ -1,7 +1,11 @@
 """pytest plugin that selfix loads into the project's own test process (``-p selfix_collector``).
 
-It must run in whatever environment the project uses, so it needs only the standard library and pytest;
-coverage.py is used when the project's environment has it. Results are appended to a JSON-lines file as
+It must run in whatever environment the project uses, so it needs only the standard library and pytest.
+Per-test line coverage comes from coverage.py when the project's environment has it, else from selfix's own line
+collector below (``sys.monitoring`` on Python 3.12+, ``sys.settrace`` before): same record, so localization takes
+either unchanged. ``SELFIX_LINE_COLLECTOR``: ``fallback`` (default: ours only without coverage.py), ``always``
+(ours even with coverage.py, to compare them), ``never`` (without coverage.py, no coverage: the traceback-only
+fallback). Results are appended to a JSON-lines file as
 each test finishes, so a run that is killed for a timeout still tells which tests finished and which one hung.
 
 ``SELFIX_SELECT`` names a JSON file listing the tests (node ids or files) to run: they replace the run's
@@ -18,8 +22,105 @@ import traceback
 _OUT = os.environ.get("SELFIX_RESULTS", "")
 _WANT_COVERAGE = os.environ.get("SELFIX_COVERAGE") == "1"
 _ROOT = os.path.realpath(os.environ.get("SELFIX_ROOT", os.getcwd()))
+_LINE_COLLECTOR = os.environ.get("SELFIX_LINE_COLLECTOR", "fallback")
 
-_state = {"cov": None, "phases": {}, "exc": {}}
+_state = {"cov": None, "lines": None, "phases": {}, "exc": {}}
+
+
+class LineCollector:
+    """Which lines of the project's own files each test ran: {test: {file: set(lines)}}, files by real path.
+
+    Only files below the project root count (never site-packages, a venv or selfix's plugins). Lines run
+    outside a test (imports, collection) belong to no test, as with coverage.py's empty context.
+    """
+
+    # Folders below the root that are not the project's source (a venv inside the checkout, caches).
+    _FOREIGN = ("site-packages", "dist-packages", ".venv", "venv", ".tox", ".nox", "__pycache__")
+
+    def __init__(self, root):
+        self.root = root.rstrip(os.sep) + os.sep
+        self.by_test = {}
+        self.current = None  # the running test's {file: set(lines)}, None between tests
+        self._ours = {}  # co_filename -> real path when it is a project file, else None
+        self.kind = ""
+
+    def _project_file(self, filename):
+        try:
+            return self._ours[filename]
+        except KeyError:
+            pass
+        real = None
+        if filename and not filename.startswith("<"):
+            path = os.path.realpath(filename)
+            parts = path[len(self.root) :].split(os.sep) if path.startswith(self.root) else None
+            if parts is not None and not any(part in self._FOREIGN for part in parts):
+                real = path
+        self._ours[filename] = real
+        return real
+
+    def switch(self, nodeid):
+        self.current = None if nodeid is None else self.by_test.setdefault(nodeid, {})
+        if self.kind == "sys.monitoring":
+            sys.monitoring.restart_events()  # lines DISABLEd during the last test count again for this one
+
+    # -- Python 3.12+: sys.monitoring; each (code, line) is reported once per test, then disabled until the next
+    def _on_line(self, code, line):
+        current = self.current
+        if current is not None:
+            path = self._project_file(code.co_filename)
+            if path is not None:
+                current.setdefault(path, set()).add(line)
+        return sys.monitoring.DISABLE
+
+    def _on_start(self, code, offset):
+        # Line events only in the project's code objects; every other function runs unmonitored.
+        if self._project_file(code.co_filename) is not None:
+            sys.monitoring.set_local_events(self._tool, code, sys.monitoring.events.LINE)
+        return sys.monitoring.DISABLE
+
+    # -- before 3.12: sys.settrace, a local tracer only in project files' frames
+    def _global_trace(self, frame, event, arg):
+        if event == "call" and self._project_file(frame.f_code.co_filename) is not None:
+            return self._local_trace
+        return None
+
+    def _local_trace(self, frame, event, arg):
+        if event == "line":
+            current = self.current
+            if current is not None:
+                path = self._project_file(frame.f_code.co_filename)
+                current.setdefault(path, set()).add(frame.f_lineno)
+        return self._local_trace
+
+    def start(self):
+        monitoring = getattr(sys, "monitoring", None)
+        if monitoring is not None:
+            tool = next((t for t in range(6) if monitoring.get_tool(t) is None), None)
+            if tool is not None:
+                self._tool = tool
+                monitoring.use_tool_id(tool, "selfix")
+                events = monitoring.events
+                monitoring.register_callback(tool, events.PY_START, self._on_start)
+                monitoring.register_callback(tool, events.LINE, self._on_line)
+                monitoring.set_events(tool, events.PY_START)
+                self.kind = "sys.monitoring"
+                return
+        import threading
+
+        threading.settrace(self._global_trace)
+        sys.settrace(self._global_trace)
+        self.kind = "sys.settrace"
+
+    def stop(self):
+        if self.kind == "sys.monitoring":
+            sys.monitoring.set_events(self._tool, 0)
+            sys.monitoring.free_tool_id(self._tool)
+        elif self.kind == "sys.settrace":
+            import threading
+
+            sys.settrace(None)
+            threading.settrace(None)
+        return {test: {f: sorted(lines) for f, lines in files.items()} for test, files in self.by_test.items()}
 
 
 def _emit(record):
@@ -45,14 +146,16 @@ def pytest_configure(config):
     if not _WANT_COVERAGE:
         return
     try:
+        if _LINE_COLLECTOR == "always":
+            raise ImportError("selfix's line collector was asked for")
         import coverage
     except ImportError:
-        _emit(
-            {
-                "event": "coverage_unavailable",
-                "reason": "coverage.py is not installed in the test environment",
-            }
-        )
+        if _LINE_COLLECTOR == "never":
+            _emit({"event": "coverage_unavailable", "reason": "coverage.py is not installed in the test environment"})
+            return
+        lines = LineCollector(_ROOT)
+        lines.start()
+        _state["lines"] = lines
         return
     cov = coverage.Coverage(data_file=None, source=[_ROOT], config_file=False)
     cov.start()
@@ -64,6 +167,8 @@ def pytest_runtest_logstart(nodeid, location):
     cov = _state["cov"]
     if cov is not None:
         cov.switch_context(nodeid)
+    if _state["lines"] is not None:
+        _state["lines"].switch(nodeid)
 
 
 def pytest_runtest_makereport(item, call):
@@ -113,6 +218,8 @@ def pytest_runtest_logfinish(nodeid, location):
     cov = _state["cov"]
     if cov is not None:
         cov.switch_context("")
+    if _state["lines"] is not None:
+        _state["lines"].switch(None)
     phases = _state["phases"].pop(nodeid, {})
     record = {
         "event": "result",
@@ -140,6 +247,11 @@ def pytest_collectreport(report):
 
 
 def pytest_unconfigure(config):
+    lines = _state["lines"]
+    if lines is not None:
+        _state["lines"] = None
+        data = lines.stop()
+        _emit({"event": "coverage", "python": sys.version.split()[0], "collector": lines.kind, "data": data})
     cov = _state["cov"]
     if cov is None:
         return
@@ -152,4 +264,4 @@ def pytest_unconfigure(config):
             for context in contexts:
                 if context:
                     by_test.setdefault(context, {}).setdefault(filename, []).append(lineno)
-    _emit({"event": "coverage", "python": sys.version.split()[0], "data": by_test})
+    _emit({"event": "coverage", "python": sys.version.split()[0], "collector": "coverage.py", "data": by_test})
