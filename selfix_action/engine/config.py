@@ -23,3 +23,10 @@ class LoopConfig(BaseModel):
     # second is still 10x and more the cost of a check; runaways (a swapped argument that makes a loop endless)
     # are cut there instead of running to the sandbox's limit.
     candidate_limit_floor_seconds: float = 1.0
+    # Pick the most plausible passing candidate, not the first: once one passes, up to ``alternatives`` more of
+    # the ranking are verified (0: take the first), within ``alternatives_time_share`` of the time left then.
+    alternatives: int = 6
+    alternatives_time_share: float = 0.25
+    # Per-test coverage on the whole-suite confirmation, to measure how the patch changes what the passing tests
+    # execute (engine.plausibility.behaviour_change); off, the confidence says it was not measured.
+    behaviour_coverage: bool = True

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from selfix_action.engine.config import LoopConfig
 from selfix_action.engine.evidence import Reproduction, gather_evidence, reproduce
+from selfix_action.engine.localize import enclosing_function, function_spans
 from selfix_action.engine.models import (
     CandidatePatch,
     Evidence,
@@ -29,11 +30,22 @@ from selfix_action.engine.models import (
     QATest,
     TestRun,
     Verification,
+    VerifyStage,
 )
 from selfix_action.engine.patches import changed_line_count, hunks, unified_diff
+from selfix_action.engine.plausibility import (
+    Alternatives,
+    BehaviourChange,
+    Pattern,
+    assess_confidence,
+    behaviour_change,
+    overfitting_patterns,
+    plausibility,
+)
 from selfix_action.engine.protocols import Engine, EngineStopped, Sandbox
 from selfix_action.engine.report import (
     STOP_EXPLANATIONS,
+    Confidence,
     HealReport,
     HypothesisRecord,
     PatchRecord,
@@ -65,11 +77,38 @@ class HealResult:
 
 
 @dataclass(frozen=True)
+class _Passing:
+    """A candidate that passed verification, with the overfitting patterns it shows."""
+
+    candidate: CandidatePatch
+    patterns: tuple[Pattern, ...]
+
+    @property
+    def plausibility(self) -> float:
+        return plausibility(self.patterns)
+
+
+@dataclass
+class _Window:
+    """After the first passing candidate: how many more may be verified, and until when."""
+
+    limit: int  # candidates after the first passing one (LoopConfig.alternatives)
+    deadline: float  # on the budget's clock
+    checked: int = 0
+
+    def closed(self, now: float) -> bool:
+        return self.checked >= self.limit or now >= self.deadline
+
+
+@dataclass(frozen=True)
 class _Winner:
     candidate: CandidatePatch
     files: dict[str, str]
     after: TestRun | None  # the whole suite on ``files``; None when it could not be confirmed
     verification: str  # what it was checked on (verify.verification_summary)
+    others: tuple[CandidatePatch, ...] = ()  # passing candidates it was preferred to (not confirmed)
+    alternatives_checked: int = 0  # candidates verified after the first passing one
+    cut_short: str = ""  # why the window closed early ("time limit", ...); "" if it did not
 
 
 class HealingLoop:
@@ -156,9 +195,14 @@ class HealingLoop:
                 continue
 
             # 5. Patcher + verify, with failed verifications fed back; then backtrack to the next hypothesis.
+            # Once a candidate passes, a window opens: the next few candidates of the ranking are verified too
+            # (LoopConfig.alternatives, within a share of the time left), so that the most plausible passing one
+            # is taken, not merely the first (6.). Candidates static sanity refuses never run a test.
             qa = exposure.qa
             history: list[Verification] = []
             tried = 0
+            passing: list[_Passing] = []
+            window: _Window | None = None
             try:
                 candidates = self.engine.candidates(hypothesis, evidence, self.sandbox, history)
                 verified = self.verifier.verified(
@@ -169,31 +213,37 @@ class HealingLoop:
                         stop = item
                         break
                     candidate, verdict = item
-                    tried += 1
-                    self._trace_verdict(candidate, verdict)
-                    if not verdict.ok:
+                    if verdict.stage is VerifyStage.SANITY:  # refused untried: it cannot make sense
+                        self._trace_refusal(candidate, verdict)
                         history.append(verdict)
                         continue
-                    # 6. Minimize as far as the budget allows, then confirm on the whole suite once. What a
-                    # confirmation needs was kept back; if it still cannot run, the patch is kept, unconfirmed.
-                    with budget.timed("minimize"):
-                        minimized = self.verifier.minimize(candidate, qa, evidence)
-                    with budget.timed("confirm"):
-                        confirmation = self.verifier.confirm(minimized.files, candidate, evidence)
-                    if confirmation.note:
-                        self.notes.append(confirmation.note)
-                    if confirmation.rejected is not None:  # broke a test outside the selected ones
-                        history.append(confirmation.rejected)
-                        continue
-                    summary = verification_summary(minimized, confirmation, qa)
-                    winner = _Winner(candidate, confirmation.files, confirmation.run, summary)
-                    if confirmation.confirmed:
-                        stop = Stop(StopReason.HEALED)
+                    tried += 1
+                    self._trace_verdict(candidate, verdict)
+                    if window is not None:
+                        window.checked += 1
+                    if verdict.ok:
+                        passing.append(self._passing(candidate))
+                        window = window or self._open_window()
                     else:
-                        stop = Stop(StopReason.VERIFIED_UNCONFIRMED, f"the patch is not confirmed: {summary}")
-                    break
+                        history.append(verdict)
+                    if window is None or not window.closed(budget.clock()):
+                        continue
+                    # 6. The window closed: take the most plausible passing candidate, minimize it and confirm it
+                    # on the whole suite (see _settle). If every one of them breaks the suite, search on.
+                    winner, settled = self._settle(passing, window, qa, evidence, history)
+                    if winner is not None:
+                        stop = settled  # HEALED or VERIFIED_UNCONFIRMED
+                        break
+                    passing, window = [], None
             except EngineStopped as stopped:
                 stop = Stop(stopped.reason, stopped.detail)
+            if winner is None and passing and window is not None:
+                # The candidates, the budget or the engine ended inside the window: the passing ones are settled
+                # all the same (a candidate that passed verification is never thrown away).
+                cut_short = "" if stop.reason is StopReason.HYPOTHESES_EXHAUSTED else stop.why
+                winner, settled = self._settle(passing, window, qa, evidence, history, cut_short=cut_short)
+                if winner is not None:
+                    stop = settled  # HEALED or VERIFIED_UNCONFIRMED
             records.append(self._record(hypothesis, exposure, tried, history, winner))
             if winner is not None:
                 records += [
@@ -230,7 +280,124 @@ class HealingLoop:
             return Stop(stop.reason, f"{stop.why} reached before the QA test of hypothesis {hypothesis.rank} ran")
         return self.verifier.expose(qa)
 
+    def _passing(self, candidate: CandidatePatch) -> _Passing:
+        patterns = overfitting_patterns(self.verifier.originals(candidate.files), candidate.files)
+        return _Passing(candidate, tuple(patterns))
+
+    def _open_window(self) -> _Window:
+        share = self.config.alternatives_time_share * max(0.0, self.budget.time_left())
+        return _Window(limit=self.config.alternatives, deadline=self.budget.clock() + share)
+
+    def _settle(
+        self,
+        passing: Sequence[_Passing],
+        window: _Window,
+        qa: QATest | None,
+        evidence: Evidence,
+        history: list[Verification],
+        *,
+        cut_short: str = "",
+    ) -> tuple[_Winner | None, Stop]:
+        """Pick among the passing candidates: the most plausible first (fewest overfitting patterns; equals in
+        the engine's order), minimized as far as the budget allows, then confirmed on the whole suite once (with
+        per-test coverage, for the behaviour change). What a confirmation needs was kept back; if it still cannot
+        run, the patch is kept, unconfirmed. One that breaks a test outside the selected ones is a failed
+        candidate (fed back in ``history``) and the next is tried; (None, ...) if every one did."""
+        ranked = sorted(passing, key=lambda item: -item.plausibility)
+        if len(ranked) > 1:
+            self.trace(
+                "choose",
+                f"{len(ranked)} candidates passed; most plausible first: "
+                + ", ".join(f"{p.candidate.id} ({p.plausibility:g})" for p in ranked),
+                candidates=[p.candidate.id for p in ranked],
+                plausibility=[p.plausibility for p in ranked],
+                patterns=[[x.name for x in p.patterns] for p in ranked],
+            )
+        for index, chosen in enumerate(ranked):
+            candidate = chosen.candidate
+            with self.budget.timed("minimize"):
+                minimized = self.verifier.minimize(candidate, qa, evidence)
+            with self.budget.timed("confirm"):
+                confirmation = self.verifier.confirm(
+                    minimized.files, candidate, evidence, coverage=self.config.behaviour_coverage
+                )
+            if confirmation.note:
+                self.notes.append(confirmation.note)
+            if confirmation.rejected is not None:  # broke a test outside the selected ones
+                history.append(confirmation.rejected)
+                continue
+            summary = verification_summary(minimized, confirmation, qa)
+            others = tuple(p.candidate for p in ranked[index + 1 :])
+            winner = _Winner(
+                candidate, confirmation.files, confirmation.run, summary, others, window.checked, cut_short
+            )
+            if confirmation.confirmed:
+                return winner, Stop(StopReason.HEALED)
+            return winner, Stop(StopReason.VERIFIED_UNCONFIRMED, f"the patch is not confirmed: {summary}")
+        return None, Stop(StopReason.HYPOTHESES_EXHAUSTED)
+
+    def _confidence(
+        self, winner: _Winner, originals: dict[str, str], repro: Reproduction, evidence: Evidence | None
+    ) -> Confidence:
+        """The confidence rule (plausibility.assess_confidence) over what the heal saw of the winner."""
+        files = winner.files
+        if not self.config.behaviour_coverage:
+            behaviour = BehaviourChange(False, note="coverage on the confirmation is turned off")
+        elif winner.after is None:
+            behaviour = BehaviourChange(False, note="the whole suite never ran on the patch")
+        elif repro.baseline.coverage is None or winner.after.coverage is None:
+            why = repro.baseline.coverage_note or winner.after.coverage_note or "no coverage data"
+            behaviour = BehaviourChange(False, note=f"no per-test coverage ({why})")
+        else:
+            p2p = evidence.p2p_tests if evidence else ()
+            behaviour = behaviour_change(repro.baseline.coverage, winner.after.coverage, originals, files, p2p)
+        edited_lines = {
+            (h.path, line)
+            for h in hunks(originals, files)
+            for line in range(h.original_lines[0], h.original_lines[1] + 1)
+        }
+        elsewhere, same_place = [], []
+        for other in winner.others:
+            lines = {
+                (h.path, line)
+                for h in hunks(originals, other.files)
+                for line in range(h.original_lines[0], h.original_lines[1] + 1)
+            }
+            (same_place if lines & edited_lines else elsewhere).append(other.description)
+        edited: list[tuple[str, str]] = []
+        for hunk in hunks(originals, files):
+            span = enclosing_function(function_spans(hunk.path, originals.get(hunk.path, "")), hunk.original_lines[0])
+            if span is not None and (hunk.path, span.name) not in edited:
+                edited.append((hunk.path, span.name))
+        ranked = [(f.file, f.name) for f in evidence.suspicious_functions] if evidence else []
+        return assess_confidence(
+            confirmed=winner.after is not None,
+            patterns=overfitting_patterns(originals, files),
+            behaviour=behaviour,
+            alternatives=Alternatives(
+                checked=winner.alternatives_checked,
+                elsewhere=tuple(elsewhere),
+                same_place=tuple(same_place),
+                cut_short=winner.cut_short,
+                wanted=self.config.alternatives,
+            ),
+            edited_functions=edited,
+            ranked_functions=ranked,
+            rejected_static=self.budget.candidates_rejected_static,
+        )
+
     # -- bookkeeping ---------------------------------------------------------------------------------
+    def _trace_refusal(self, candidate: CandidatePatch, verdict: Verification) -> None:
+        self.trace(
+            "sanity",
+            f"refused untried: {candidate.description}: {verdict.detail}",
+            candidate=candidate.id,
+            hypothesis=candidate.hypothesis_id,
+            template=candidate.template,
+            description=candidate.description,
+            detail=verdict.detail,
+        )
+
     def _trace_exposure(self, hypothesis: Hypothesis, exposure: Exposure) -> None:
         qa: QATest | None = exposure.qa
         self.trace(
@@ -273,7 +440,8 @@ class HealingLoop:
             by_stage[verdict.stage.value] = by_stage.get(verdict.stage.value, 0) + 1
         if winner is not None:
             confirmed = "" if winner.after is not None else " (not confirmed on the whole suite)"
-            outcome = f"healed by {winner.candidate.description}{confirmed}"
+            preferred = f", preferred to {len(winner.others)} other passing candidate(s)" if winner.others else ""
+            outcome = f"healed by {winner.candidate.description}{confirmed}{preferred}"
         elif tried == 0:
             outcome = "rejected: no candidate patch to try"
         else:
@@ -308,6 +476,7 @@ class HealingLoop:
         files = None
         originals: dict[str, str] = {}
         tests_after: dict[str, str] = {}
+        confidence: Confidence | None = None
         if winner is not None:
             candidate, files = winner.candidate, winner.files
             originals = self.verifier.originals(files)
@@ -323,6 +492,7 @@ class HealingLoop:
                 hunks=len(hunks(originals, files)),
                 confirmed=winner.after is not None,
             )
+            confidence = self._confidence(winner, originals, repro, evidence)
             if winner.after is not None:
                 tests_after = {n: r.status.value for n, r in winner.after.results.items()}
         report = HealReport(
@@ -342,11 +512,13 @@ class HealingLoop:
             suspicious_functions=evidence.suspicious_functions[:10] if evidence else (),
             hypotheses=tuple(records),
             patch=patch,
+            confidence=confidence,
             verification=winner.verification if winner is not None else "",
             tests_before=repro.tests_before,
             tests_after=tests_after,
             test_runs=budget.test_runs,
             candidates_tried=budget.candidates_tried,
+            candidates_rejected_static=budget.candidates_rejected_static,
             timings={k: round(v, 3) for k, v in budget.timings.items()},
             notes=tuple(self.notes),
             usage=self.engine.usage(),
@@ -358,5 +530,6 @@ class HealingLoop:
             test_runs=budget.test_runs,
             candidates=budget.candidates_tried,
             usage=report.usage,
+            confidence=confidence.model_dump() if confidence is not None else None,
         )
         return HealResult(report=report, files=files, originals=originals)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -104,6 +104,30 @@ class PatchRecord(Frozen):
     confirmed: bool = True
 
 
+ConfidenceLevel = Literal["high", "medium", "low"]
+CONFIDENCE_ORDER: dict[str, int] = {"low": 0, "medium": 1, "high": 2}
+
+
+class ConfidenceReason(Frozen):
+    """One signal about a verified patch. ``level`` is the highest confidence it allows: a ``low`` reason makes
+    the patch low, a ``medium`` one caps it at medium, a ``high`` one is evidence for it and caps nothing."""
+
+    code: str  # stable id: "unconfirmed", "pattern:guard_deleted", "p2p_behaviour_changed", ...
+    level: ConfidenceLevel
+    text: str
+
+
+class Confidence(Frozen):
+    """How far a verified patch can be trusted as the real fix (``engine.plausibility.assess_confidence``): the
+    lowest level any reason allows; reasons that lowered it first."""
+
+    level: ConfidenceLevel
+    reasons: tuple[ConfidenceReason, ...]
+    plausibility: float = 1.0  # the overfitting patterns' product (1.0: none)
+    alternatives_checked: int = 0  # candidates verified after the first one that passed
+    alternatives_passed: int = 0  # of those (and any before the winner), the ones that passed too
+
+
 class HealReport(Frozen):
     version: int = REPORT_VERSION
     repo: str
@@ -123,6 +147,8 @@ class HealReport(Frozen):
     suspicious_functions: tuple[SuspiciousFunction, ...] = ()
     hypotheses: tuple[HypothesisRecord, ...] = ()
     patch: PatchRecord | None = None
+    # How far the patch can be trusted (None without a patch): level "high"/"medium"/"low" and the reasons.
+    confidence: Confidence | None = None
     # What the patch was checked on, and what not and why: "confirmed on the whole suite", or "F2P and guarding
     # P2P only; not confirmed on the whole suite: time limit"; "" without a patch.
     verification: str = ""
@@ -130,6 +156,8 @@ class HealReport(Frozen):
     tests_after: dict[str, str] = Field(default_factory=dict)
     test_runs: int = 0
     candidates_tried: int = 0
+    # Candidates refused by static sanity (engine.sanity) before any test ran; not in ``candidates_tried``.
+    candidates_rejected_static: int = 0
     timings: dict[str, float] = Field(default_factory=dict)
     notes: tuple[str, ...] = ()
     usage: dict[str, Any] = Field(default_factory=dict)  # engine usage: calls, tokens, cost per role
@@ -152,6 +180,13 @@ def render_markdown(report: HealReport) -> str:
     out.append(f"**{report.explanation}.**")
     out += ["", f"- Repository: `{report.repo}`", f"- Engine: `{report.engine}`"]
     out.append(f"- Test runs: {report.test_runs}; candidate patches tried: {report.candidates_tried}")
+    if report.candidates_rejected_static:
+        out.append(
+            f"- Candidates refused before any test ran (static sanity: they cannot make sense): "
+            f"{report.candidates_rejected_static}"
+        )
+    if report.confidence is not None:
+        out.append(f"- Patch confidence: **{report.confidence.level}** (reasons with the patch)")
     if report.process_runs:
         kinds = report.process_runs
         confirmed = report.patch is not None and report.patch.confirmed
@@ -242,6 +277,8 @@ def render_markdown(report: HealReport) -> str:
         )
         if report.verification:
             out += ["", f"Checked: {report.verification}."]
+        if report.confidence is not None:
+            out += ["", *render_confidence(report.confidence)]
         out += ["", "```diff", patch.diff.rstrip("\n"), "```"]
 
     if report.usage.get("calls"):
@@ -257,6 +294,15 @@ def render_markdown(report: HealReport) -> str:
         broken = [t for t in report.p2p_tests if report.tests_after.get(t) not in ("passed", None)]
         out.append(f"- Pass-to-pass tests broken: {len(broken)} of {len(report.p2p_tests)}")
     return "\n".join(out) + "\n"
+
+
+def render_confidence(confidence: Confidence) -> list[str]:
+    """The confidence level and every reason, marked by what it allows (report.md, PR bodies)."""
+    lines = [f"Patch confidence: **{confidence.level}**. Why:", ""]
+    marks = {"low": "lowers it to low", "medium": "caps it at medium", "high": "supports high"}
+    for reason in confidence.reasons:
+        lines.append(f"- {reason.text} ({marks[reason.level]})")
+    return lines
 
 
 def render_usage(usage: dict[str, Any]) -> list[str]:

@@ -47,6 +47,7 @@ from selfix_action.engine.patches import hunks, program_key, without_hunk
 from selfix_action.engine.paths import QA_TEST_DIR, patch_violations, protected_reason
 from selfix_action.engine.protocols import Sandbox
 from selfix_action.engine.report import StopReason
+from selfix_action.engine.sanity import SanityChecker
 from selfix_action.errors import SandboxError
 
 Trace = Callable[..., None]  # trace(step, message, **data)
@@ -90,6 +91,7 @@ class Budget:
         self.test_runs = 0
         self.candidates_tried = 0  # verdicts the loop took, in order
         self.candidates_checked = 0  # also those checked side by side after a winner (a spare core's work)
+        self.candidates_rejected_static = 0  # refused by static sanity: no test run, not in candidates_tried
         self.confirm_seconds = 0.0  # kept back for the confirmation: what the baseline run took
         self.timings: dict[str, float] = {}
         self.started = clock()
@@ -193,6 +195,7 @@ class Verifier:
         # Per-test seconds on the unpatched code (the baseline run): the base of the adaptive candidate limit.
         self.baseline_seconds: dict[str, float] = dict(baseline_seconds or {})
         self._spans: dict[tuple[str, str], list] = {}  # function spans of unpatched files (see _guarding_tests)
+        self.sanity = SanityChecker(self._unpatched_or_none, sandbox.source_files)
 
     @property
     def candidate_runs(self) -> int:
@@ -233,6 +236,7 @@ class Verifier:
         extra_test_files: Mapping[str, str] | None = None,
         warm: bool = False,
         wall_seconds: float | None = None,
+        coverage: bool = False,
     ) -> TestRun:
         """One counted test run (the step that asked for it checked the budget). A run the sandbox could not make
         at all comes back without results, ``error`` saying why: for a candidate, that is a failed candidate."""
@@ -243,6 +247,7 @@ class Verifier:
                 stop_first=stop_first,
                 extra_test_files=extra_test_files,
                 warm=warm,
+                **({"coverage": True} if coverage else {}),
                 **({"wall_seconds": wall_seconds} if wall_seconds is not None else {}),
             )
         except SandboxError as exc:
@@ -277,7 +282,9 @@ class Verifier:
         """The engine's candidates with their verdicts, in the engine's order; a ``Stop`` last if the budget
         (time, candidates, test runs, keeping back what a confirmation needs) ended it before the engine did.
 
-        A program already verified (formatting aside) is skipped (``seen`` holds their keys). When the engine's
+        A program already verified (formatting aside) is skipped (``seen`` holds their keys). A candidate static
+        sanity refuses (``engine.sanity``: it cannot make sense) comes back at once with a ``SANITY`` verdict and
+        no test run, counted in ``budget.candidates_rejected_static``, not in the candidate budget. When the engine's
         candidates do not depend on feedback (``independent``), up to ``sandbox.parallel_checks`` of them are
         verified side by side (what follows a winner in its batch is work a spare core did for nothing); otherwise
         one at a time, so that each verdict is in ``history`` before the engine makes its next one.
@@ -302,6 +309,12 @@ class Verifier:
                 if key in seen:
                     continue  # the same program again: its verdict is known
                 seen.add(key)
+                protected = any(protected_reason(p, self.config.protected_paths) for p in candidate.files)
+                if not protected and (issues := self.sanity.issues(candidate.files)):
+                    self.budget.candidates_rejected_static += 1
+                    detail = "; ".join(str(issue) for issue in issues[:3])
+                    yield candidate, _verdict(candidate, VerifyStage.SANITY, detail=f"cannot make sense: {detail}")
+                    continue
                 batch.append(candidate)
             if batch:
                 with self.budget.timed("verify"):
@@ -427,6 +440,14 @@ class Verifier:
                 continue
         return originals
 
+    def _unpatched_or_none(self, path: str) -> str | None:
+        if protected_reason(path) is not None:
+            return None  # never read a path that may point outside the copy
+        try:
+            return self.sandbox.read_file(path)
+        except (OSError, SandboxError, ValueError):
+            return None
+
     def _existing_files(self, files: Mapping[str, str]) -> set[str]:
         """Which of ``files`` exist in the unpatched copy, plus the project's source files when one is new
         (a new file must land in a folder that already holds source)."""
@@ -494,9 +515,12 @@ class Verifier:
                     break
         return Minimized(files)
 
-    def confirm(self, files: Mapping[str, str], candidate: CandidatePatch, evidence: Evidence) -> Confirmation:
+    def confirm(
+        self, files: Mapping[str, str], candidate: CandidatePatch, evidence: Evidence, *, coverage: bool = False
+    ) -> Confirmation:
         """The whole suite once on ``files`` (the minimized patch): every F2P passes and no P2P regresses. If it
-        breaks a test and minimization changed the patch, once more on the candidate as verified.
+        breaks a test and minimization changed the patch, once more on the candidate as verified. ``coverage``:
+        with per-test coverage, to compare what the passing tests execute with the baseline.
 
         Runs only before the deadline and within the test-run cap; when it cannot, the patch comes back
         unconfirmed (``not_run`` says why), never dropped."""
@@ -514,7 +538,7 @@ class Verifier:
                 return Confirmation(attempt, not_run=stop.why, note=note)
             self.trace("confirm", "running the whole suite on the patched copy")
             with self.sandbox.patched(attempt):
-                run = self.run(None)
+                run = self.run(None, coverage=coverage)
             broken = not_passing(run, targets)
             if not broken:
                 return Confirmation(attempt, run, note=note)

@@ -1,0 +1,410 @@
+"""How plausible a verified patch is as the real fix, beyond passing the tests: known overfitting patterns and
+how much it changes what the passing tests execute.
+
+Tests that a patch makes pass say little about *how*: deleting the guard that raises, forcing a condition, or
+returning early satisfies a failing test as well as the fix does. Each pattern below is one that studies of
+test-suite-based repair (Qi et al. 2015 "plausible patches", Smith et al. 2015 "overfitting") found
+overrepresented among plausible-but-wrong patches; each lowers plausibility by a named factor:
+
+- ``guard_deleted``: an ``if ...: raise/return`` removed;
+- ``condition_constant``: a truth test forced constant (``if True``, ``x or True``, ``y and False``);
+- ``raise_deleted`` / ``return_deleted``: a ``raise`` or ``return`` removed;
+- ``loop_removed``: a ``for``/``while`` loop removed;
+- ``broad_except``: a bare ``except:`` or ``except Exception`` added;
+- ``early_exit``: a ``return``/``continue``/``break`` added that skips statements after it in its block.
+
+``behaviour_change`` compares per-test coverage of the passing tests before and after the patch: a passing test
+whose executed lines (outside the edited lines) differ now runs another path through the code, which a fix of
+the failing tests' bug should rarely cause.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from selfix_action.engine.report import CONFIDENCE_ORDER, Confidence, ConfidenceLevel, ConfidenceReason
+
+PATTERN_FACTORS: dict[str, float] = {
+    "guard_deleted": 0.25,
+    "condition_constant": 0.3,
+    "raise_deleted": 0.35,
+    "return_deleted": 0.45,
+    "loop_removed": 0.35,
+    "broad_except": 0.35,
+    "early_exit": 0.35,
+}
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """One overfitting pattern a patch shows."""
+
+    name: str  # a key of PATTERN_FACTORS
+    text: str  # what the patch does, e.g. "deletes the guard `if x is None: raise ...` in `urljoin`"
+
+    @property
+    def factor(self) -> float:
+        return PATTERN_FACTORS[self.name]
+
+
+def plausibility(patterns: Sequence[Pattern]) -> float:
+    """1.0 for a patch without any pattern; each pattern multiplies by its factor."""
+    score = 1.0
+    for pattern in patterns:
+        score *= pattern.factor
+    return round(score, 4)
+
+
+# -- patterns --------------------------------------------------------------------------------------------
+_EXITS = (ast.Return, ast.Raise)
+_JUMPS = (ast.Return, ast.Continue, ast.Break)
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+_BROAD = frozenset({"Exception", "BaseException"})
+
+
+def _scopes(tree: ast.Module) -> dict[str, ast.AST]:
+    """Qualified name -> function (and the module itself as ``<module>``, its top-level statements only)."""
+    found: dict[str, ast.AST] = {"<module>": ast.Module(body=[s for s in tree.body if not _is_def(s)], type_ignores=[])}
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                found[prefix + child.name] = child
+                visit(child, prefix + child.name + ".")
+            elif isinstance(child, ast.ClassDef):
+                visit(child, prefix + child.name + ".")
+
+    visit(tree, "")
+    return found
+
+
+def _is_def(node: ast.AST) -> bool:
+    return isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+
+
+def _own_nodes(scope: ast.AST) -> list[ast.AST]:
+    """The nodes of one function (or the module's top level), nested functions and classes excluded."""
+    nodes: list[ast.AST] = []
+    stack = list(ast.iter_child_nodes(scope))
+    while stack:
+        node = stack.pop()
+        if _is_def(node):
+            continue
+        nodes.append(node)
+        stack.extend(ast.iter_child_nodes(node))
+    return nodes
+
+
+def _guards(nodes: Sequence[ast.AST]) -> list[str]:
+    """``if`` statements whose body leaves (raise or return): each as its test's text."""
+    return [
+        ast.unparse(node.test)
+        for node in nodes
+        if isinstance(node, ast.If) and any(isinstance(s, _EXITS) for s in node.body)
+    ]
+
+
+def _constant_test(test: ast.AST) -> bool:
+    if isinstance(test, ast.Constant):
+        return True
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _constant_test(test.operand)
+    if isinstance(test, ast.BoolOp):
+        return any(isinstance(value, ast.Constant) for value in test.values)
+    if isinstance(test, ast.Compare):
+        return all(isinstance(side, ast.Constant) for side in (test.left, *test.comparators))
+    return False
+
+
+def _constant_tests(nodes: Sequence[ast.AST]) -> list[str]:
+    tests: list[ast.AST] = []
+    for node in nodes:
+        if isinstance(node, ast.If | ast.While | ast.IfExp | ast.Assert):
+            tests.append(node.test)
+        elif isinstance(node, ast.comprehension):
+            tests += node.ifs
+        elif isinstance(node, ast.BoolOp) and any(isinstance(v, ast.Constant) for v in node.values):
+            tests.append(node)  # ``x or True`` anywhere, e.g. in a return
+    # ``while True`` is an idiom, not a forced condition.
+    return sorted({ast.unparse(t) for t in tests if _constant_test(t) and ast.unparse(t) != "True"})
+
+
+def _broad_handlers(nodes: Sequence[ast.AST]) -> int:
+    return sum(
+        1
+        for node in nodes
+        if isinstance(node, ast.ExceptHandler)
+        and (node.type is None or (isinstance(node.type, ast.Name) and node.type.id in _BROAD))
+    )
+
+
+def _early_exits(nodes: Sequence[ast.AST]) -> int:
+    """Jumps with statements after them in the same block (dead code they skip)."""
+    count = 0
+    for node in nodes:
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if isinstance(block, list):
+                count += sum(1 for s in block[:-1] if isinstance(s, _JUMPS))
+    return count
+
+
+def _count(nodes: Sequence[ast.AST], kinds: tuple[type, ...]) -> int:
+    return sum(1 for node in nodes if isinstance(node, kinds))
+
+
+def scope_patterns(name: str, before: ast.AST, after: ast.AST) -> list[Pattern]:
+    """The overfitting patterns in one function's (or the module top level's) change from ``before`` to ``after``."""
+    old, new = _own_nodes(before), _own_nodes(after)
+    where = f"in `{name}`"
+    found: list[Pattern] = []
+    old_guards, new_guards = _guards(old), _guards(new)
+    removed = [g for g in old_guards if g not in new_guards]
+    if len(new_guards) < len(old_guards) and removed:
+        found.append(Pattern("guard_deleted", f"deletes the guard `if {removed[0]}: ...` (raise/return) {where}"))
+    forced = [t for t in _constant_tests(new) if t not in _constant_tests(old)]
+    if forced:
+        found.append(Pattern("condition_constant", f"forces a condition constant (`{forced[0]}`) {where}"))
+    if not any(p.name == "guard_deleted" for p in found):
+        if _count(new, (ast.Raise,)) < _count(old, (ast.Raise,)):
+            found.append(Pattern("raise_deleted", f"deletes a `raise` {where}"))
+        if _count(new, (ast.Return,)) < _count(old, (ast.Return,)):
+            found.append(Pattern("return_deleted", f"deletes a `return` {where}"))
+    if _count(new, _LOOPS) < _count(old, _LOOPS):
+        found.append(Pattern("loop_removed", f"removes a loop {where}"))
+    if _broad_handlers(new) > _broad_handlers(old):
+        found.append(Pattern("broad_except", f"adds a bare or catch-all `except` {where}"))
+    if _early_exits(new) > _early_exits(old):
+        found.append(Pattern("early_exit", f"adds a return/continue/break that skips the statements after it {where}"))
+    return found
+
+
+def overfitting_patterns(originals: Mapping[str, str], files: Mapping[str, str]) -> list[Pattern]:
+    """Every overfitting pattern the patch (whole new file texts) shows against the original texts."""
+    found: list[Pattern] = []
+    for path in sorted(files):
+        if not path.endswith(".py") or path not in originals:
+            continue
+        try:
+            before, after = ast.parse(originals[path]), ast.parse(files[path])
+        except (SyntaxError, ValueError):
+            continue
+        old_scopes, new_scopes = _scopes(before), _scopes(after)
+        for name, old_scope in old_scopes.items():
+            new_scope = new_scopes.get(name)
+            if new_scope is not None and ast.dump(old_scope) != ast.dump(new_scope):
+                found += scope_patterns(name, old_scope, new_scope)
+    return found
+
+
+# -- what the passing tests execute ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class BehaviourChange:
+    """How a patch changed what the passing tests execute (per-test coverage before and after it)."""
+
+    measured: bool  # False: no coverage before or after (``note`` says why)
+    compared: int = 0  # passing tests with coverage in both runs
+    changed: tuple[str, ...] = ()  # of those, the ones whose executed lines (outside the edit) differ
+    running_edit: int = 0  # of those, the ones that execute an edited line
+    note: str = ""
+
+
+def _line_maps(
+    originals: Mapping[str, str], files: Mapping[str, str]
+) -> dict[str, tuple[dict[int, int], set[int], set[int]]]:
+    """Per patched file: patched line -> original line for unchanged lines, and the edited lines on each side."""
+    maps = {}
+    for path, text in files.items():
+        before = originals.get(path, "").splitlines()
+        matcher = difflib.SequenceMatcher(a=before, b=text.splitlines(), autojunk=False)
+        mapping: dict[int, int] = {}
+        edited_before: set[int] = set()
+        edited_after: set[int] = set()
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            if tag == "equal":
+                mapping.update({j + 1: i + 1 for i, j in zip(range(i1, i2), range(j1, j2), strict=True)})
+            else:
+                edited_before.update(range(i1 + 1, i2 + 1))
+                edited_after.update(range(j1 + 1, j2 + 1))
+        maps[path] = (mapping, edited_before, edited_after)
+    return maps
+
+
+def behaviour_change(
+    before: Mapping[str, Mapping[str, Sequence[int]]] | None,
+    after: Mapping[str, Mapping[str, Sequence[int]]] | None,
+    originals: Mapping[str, str],
+    files: Mapping[str, str],
+    passing: Sequence[str],
+) -> BehaviourChange:
+    """Which ``passing`` tests execute other lines after the patch than before (nodeid -> file -> lines, as
+    ``TestRun.coverage``). Edited lines are left out of the comparison (an inserted line run by every test is the
+    fix, not a change of path); a test that runs one of them counts in ``running_edit``."""
+    if not before or not after:
+        return BehaviourChange(
+            False, note="no per-test coverage " + ("before" if not before else "after") + " the patch"
+        )
+    maps = _line_maps(originals, files)
+    compared = 0
+    changed: list[str] = []
+    running_edit = 0
+    for test in passing:
+        if test not in before or test not in after:
+            continue
+        compared += 1
+        old_lines: set[tuple[str, int]] = set()
+        new_lines: set[tuple[str, int]] = set()
+        touches = False
+        for path, lines in before[test].items():
+            edited = maps[path][1] if path in maps else set()
+            touches = touches or any(line in edited for line in lines)
+            old_lines.update((path, line) for line in lines if line not in edited)
+        for path, lines in after[test].items():
+            if path in maps:
+                mapping, _, edited = maps[path]
+                touches = touches or any(line in edited for line in lines)
+                new_lines.update((path, mapping[line]) for line in lines if line in mapping)
+            else:
+                new_lines.update((path, line) for line in lines)
+        running_edit += touches
+        if old_lines != new_lines:
+            changed.append(test)
+    return BehaviourChange(True, compared, tuple(changed), running_edit)
+
+
+# -- confidence ------------------------------------------------------------------------------------------
+# A patch is low when this many passing tests, or more than half of those that run the edited lines (at least
+# two), execute other lines than before it.
+LOW_CHANGED_TESTS = 3
+
+
+@dataclass(frozen=True)
+class Alternatives:
+    """What the loop saw of other candidates around the winner (see ``HealingLoop``: pick the most plausible)."""
+
+    checked: int  # candidates verified after the first one that passed
+    elsewhere: tuple[str, ...] = ()  # other passing candidates that edit other lines: their descriptions
+    same_place: tuple[str, ...] = ()  # other passing candidates at the winner's lines
+    cut_short: str = ""  # why no more were checked ("time limit", "candidate budget"); "" if not cut
+    wanted: int = 0  # how many the configuration asked for (LoopConfig.alternatives)
+
+
+def assess_confidence(
+    *,
+    confirmed: bool,
+    patterns: Sequence[Pattern],
+    behaviour: BehaviourChange,
+    alternatives: Alternatives,
+    edited_functions: Sequence[tuple[str, str]],
+    ranked_functions: Sequence[tuple[str, str]],
+    rejected_static: int = 0,
+) -> Confidence:
+    """The confidence rule. Every signal is a reason with the highest level it allows; the patch gets the lowest.
+
+    ``low``: not confirmed on the whole suite; any overfitting pattern; the passing tests' behaviour changed a lot
+    (``LOW_CHANGED_TESTS`` tests, or over half of those that run the edit and at least two).
+    ``medium``: coverage missing (behaviour change not measured); any passing test's behaviour changed; no passing
+    test runs the edited lines (only the failing tests check the new code); another candidate at other lines
+    passed too (the tests do not pin the fix down); alternatives were wanted but none could be checked; the edit
+    is not in the function localization ranked first.
+    ``high``: none of these. Static sanity needs no reason of its own here: a candidate it refuses is never run.
+    """
+    reasons: list[ConfidenceReason] = []
+
+    def reason(code: str, level: ConfidenceLevel, text: str) -> None:
+        reasons.append(ConfidenceReason(code=code, level=level, text=text))
+
+    if confirmed:
+        reason("confirmed", "high", "the whole suite passed on the patch")
+    else:
+        reason("unconfirmed", "low", "not confirmed on the whole suite")
+    for pattern in patterns:
+        reason(f"pattern:{pattern.name}", "low", f"overfitting pattern: the patch {pattern.text}")
+    if not patterns:
+        reason(
+            "no_pattern",
+            "high",
+            "no known overfitting pattern (deleted guard, raise or return, forced condition, "
+            "removed loop, catch-all except, early exit)",
+        )
+    if rejected_static:
+        reason("static_sanity", "high", f"{rejected_static} candidate(s) that cannot make sense were refused untried")
+    if not behaviour.measured:
+        reason(
+            "no_coverage",
+            "medium",
+            f"how the patch changes what the passing tests execute is unknown: {behaviour.note}",
+        )
+    else:
+        changed = len(behaviour.changed)
+        if changed and (changed >= LOW_CHANGED_TESTS or (changed >= 2 and 2 * changed > behaviour.running_edit)):
+            reason(
+                "p2p_behaviour_changed",
+                "low",
+                f"{changed} of {behaviour.compared} passing test(s) execute other "
+                f"lines after the patch (first: {behaviour.changed[0]})",
+            )
+        elif changed:
+            reason(
+                "p2p_behaviour_changed",
+                "medium",
+                f"{changed} of {behaviour.compared} passing test(s) execute "
+                f"other lines after the patch ({behaviour.changed[0]})",
+            )
+        else:
+            reason(
+                "p2p_behaviour_unchanged",
+                "high",
+                f"none of {behaviour.compared} passing test(s) executes other lines after the patch",
+            )
+        if behaviour.running_edit == 0:
+            reason(
+                "p2p_not_covering_edit",
+                "medium",
+                "no passing test runs the edited lines: only the failing tests check the new code",
+            )
+        else:
+            reason("p2p_covering_edit", "high", f"{behaviour.running_edit} passing test(s) run the edited lines")
+    if alternatives.elsewhere:
+        first = alternatives.elsewhere[0]
+        reason(
+            "alternatives_disagree",
+            "medium",
+            f"{len(alternatives.elsewhere)} other candidate(s) at other lines "
+            f"passed too (first: {first}): the tests do not pin the fix down",
+        )
+    if alternatives.same_place:
+        reason(
+            "alternatives_same_place",
+            "high",
+            f"{len(alternatives.same_place)} other edit(s) of the same lines passed too",
+        )
+    if alternatives.checked == 0 and alternatives.wanted > 0 and alternatives.cut_short:
+        reason("alternatives_unchecked", "medium", f"no other candidate could be checked ({alternatives.cut_short})")
+    elif not alternatives.elsewhere:
+        reason(
+            "alternatives_agree", "high", f"{alternatives.checked} candidate(s) checked after it; none elsewhere passed"
+        )
+    # (file, qualified name) pairs: the functions the patch edits, and localization's ranking.
+    edited = ", ".join(f"`{name}`" for _, name in edited_functions) or "module-level code"
+    if not ranked_functions:
+        reason("not_localized", "medium", f"edits {edited}; localization ranked no function")
+    elif ranked_functions[0] in edited_functions:
+        reason("localized", "high", f"edits `{ranked_functions[0][1]}`, the function localization ranked first")
+    else:
+        rank = next((ranked_functions.index(f) + 1 for f in edited_functions if f in ranked_functions), None)
+        where = f"ranked {rank}" if rank else "not ranked"
+        top = ranked_functions[0][1]
+        reason("not_localized", "medium", f"edits {edited} ({where}), not `{top}`, the function ranked first")
+    level = min((r.level for r in reasons), key=lambda lv: CONFIDENCE_ORDER[lv])
+    ordered = sorted(reasons, key=lambda r: CONFIDENCE_ORDER[r.level])
+    return Confidence(
+        level=level,
+        reasons=tuple(ordered),
+        plausibility=plausibility(patterns),
+        alternatives_checked=alternatives.checked,
+        alternatives_passed=len(alternatives.elsewhere) + len(alternatives.same_place),
+    )
