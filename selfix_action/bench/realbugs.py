@@ -533,7 +533,7 @@ def build_task(
     url: str,
     buggy: str,
     fixed: str,
-    requirements: Sequence[str],
+    requirements: Sequence[str] | None,
     test_dirs: Sequence[str],
     listed_tests: Sequence[str] = (),
     generated_files: Mapping[str, str] | None = None,
@@ -559,7 +559,9 @@ def build_task(
     test_modules = tuple(p for p in test_paths if _is_test_module(p) and file_at(bare, fixed, p) is not None)
     if not test_modules:
         return dropped("the test change has no test module pytest collects")
-    python = env_python([PYTEST_PIN, *requirements], cache)
+    # None: the running interpreter's own pytest (tasks of the tests' own making; nothing to install).
+    pinned = () if requirements is None else (PYTEST_PIN, *requirements)
+    python = env_python(pinned, cache) if pinned else sys.executable
     draft = RealBugTask(
         id=task_id,
         project=project,
@@ -571,7 +573,7 @@ def build_task(
         p2p=(),
         hidden=(),
         hidden_paths=(),
-        requirements=(PYTEST_PIN, *requirements),
+        requirements=pinned,
         bug_report="",
         fix_lines=fix_line_count(bare, buggy, fixed, [p for p in fix_paths if p.endswith(".py")]),
         meta={"test_dirs": list(test_dirs), "generated_files": dict(generated_files or {})},
