@@ -39,7 +39,7 @@ def scale(x, k):
 
 FIXED_CALC = BUGGY_CALC.replace("    if x > high:\n        return low\n", "    if x > high:\n        return high\n")
 
-TEST_CALC = '''\
+TEST_CALC = """\
 from pkg.calc import clamp
 
 
@@ -49,15 +49,15 @@ def test_low():
 
 def test_mid():
     assert clamp(5, 0, 10) == 5
-'''
+"""
 
-NEW_TEST = '''
+NEW_TEST = """
 
 def test_high():
     assert clamp(15, 0, 10) == 10
-'''
+"""
 
-TEST_MORE = '''\
+TEST_MORE = """\
 from pkg.calc import clamp, scale
 
 
@@ -67,13 +67,17 @@ def test_other_bounds():
 
 def test_scale():
     assert scale(2, 3) == 6
-'''
+"""
 
 
 def _git(repo: Path, *args: str) -> str:
     return subprocess.run(
         ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
-        cwd=repo, check=True, capture_output=True, text=True, timeout=60,
+        cwd=repo,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
     ).stdout.strip()
 
 
@@ -158,16 +162,12 @@ def test_developers_fix_is_resolved_and_correct(built: tuple[RealBugTask, Path],
     assert not verdict["plausible_wrong"]
 
 
-def test_no_change_is_not_resolved(built: tuple[RealBugTask, Path], tmp_path: Path) -> None:
-    task, cache = built
-    verdict = _judge(task, cache, tmp_path, None)
-    assert not verdict["resolved"] and not verdict["correct"] and verdict["f2p_failing"] == 1
-
-
 def test_overfitted_patch_is_plausible_but_wrong(built: tuple[RealBugTask, Path], tmp_path: Path) -> None:
     """``return 10`` passes the developers' new test, differs from their tree and fails a hidden test."""
     task, cache = built
-    verdict = _judge(task, cache, tmp_path, BUGGY_CALC.replace("        return low\n    return x", "        return 10\n    return x"))
+    verdict = _judge(
+        task, cache, tmp_path, BUGGY_CALC.replace("        return low\n    return x", "        return 10\n    return x")
+    )
     assert verdict["resolved"] and verdict["plausible_wrong"] and not verdict["correct"]
     assert verdict["ast_differs"] == ["pkg/calc.py::clamp"] and verdict["hidden_failing"] == 1
 
@@ -183,7 +183,8 @@ def test_test_edits_of_the_tool_never_count(built: tuple[RealBugTask, Path], tmp
     task, cache = built
     files = {"tests/test_calc.py": TEST_CALC}  # deleting the failing test is not a fix
     verdict = judge(task, files, realbugs.task_python(task), tmp_path, cache=cache)
-    assert not verdict["resolved"] and verdict["edited_files"] == []
+    assert not verdict["resolved"] and not verdict["correct"] and not verdict["plausible_wrong"]
+    assert verdict["edited_files"] == [] and verdict["f2p_failing"] == 1
 
 
 def test_builder_drops_a_bug_whose_test_does_not_fail(history: dict[str, str], tmp_path: Path) -> None:
@@ -214,14 +215,28 @@ def test_normalized_ast_ignores_docstrings_comments_and_layout() -> None:
 
 def test_report_scores_three_ways_with_intervals_and_pairs() -> None:
     def rec(task: str, resolved: bool, correct: bool, confidence: object = None) -> dict[str, object]:
-        return {"id": task, "kind": "realbug", "library": task.split("-")[0], "template": "single-line",
-                "resolved": resolved, "correct": correct, "correct_ast": correct,
-                "plausible_wrong": resolved and not correct, "confidence": confidence}
+        return {
+            "id": task,
+            "kind": "realbug",
+            "library": task.split("-")[0],
+            "template": "single-line",
+            "resolved": resolved,
+            "correct": correct,
+            "correct_ast": correct,
+            "plausible_wrong": resolved and not correct,
+            "confidence": confidence,
+        }
 
     after = [rec("a-1", True, True, {"level": "high"}), rec("a-2", True, False, "low"), rec("b-1", False, False)]
     before = [rec("a-1", False, False), rec("a-2", True, False), rec("b-1", False, False)]
-    assert score_realbugs(after) == {"tasks": 3, "resolved": 2, "correct": 1, "plausible_wrong": 1,
-                                     "correct_ast": 1, "correct_tests_only": 0}
+    assert score_realbugs(after) == {
+        "tasks": 3,
+        "resolved": 2,
+        "correct": 1,
+        "plausible_wrong": 1,
+        "correct_ast": 1,
+        "correct_tests_only": 0,
+    }
     text = "\n".join(realbug_section(after, "after", before, "before"))
     assert "2/3 = 66.7% (20.8%-93.9%)" in text  # resolved, 95% Wilson
     assert "| a-1 | correct | high |" in text and "| a-2 | plausible but wrong | low |" in text
