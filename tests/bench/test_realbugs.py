@@ -165,9 +165,8 @@ def test_developers_fix_is_resolved_and_correct(built: tuple[RealBugTask, Path],
 def test_overfitted_patch_is_plausible_but_wrong(built: tuple[RealBugTask, Path], tmp_path: Path) -> None:
     """``return 10`` passes the developers' new test, differs from their tree and fails a hidden test."""
     task, cache = built
-    verdict = _judge(
-        task, cache, tmp_path, BUGGY_CALC.replace("        return low\n    return x", "        return 10\n    return x")
-    )
+    overfitted = BUGGY_CALC.replace("        return low\n    return x", "        return 10\n    return x")
+    verdict = _judge(task, cache, tmp_path, overfitted)
     assert verdict["resolved"] and verdict["plausible_wrong"] and not verdict["correct"]
     assert verdict["ast_differs"] == ["pkg/calc.py::clamp"] and verdict["hidden_failing"] == 1
 
