@@ -177,7 +177,7 @@ def scope_patterns(name: str, before: ast.AST, after: ast.AST) -> list[Pattern]:
         found.append(Pattern("loop_removed", f"removes a loop {where}"))
     if _broad_handlers(new) > _broad_handlers(old):
         found.append(Pattern("broad_except", f"adds a bare or catch-all `except` {where}"))
-    if _early_exits(new) > _early_exits(old):
+    if _early_exits([after, *new]) > _early_exits([before, *old]):
         found.append(Pattern("early_exit", f"adds a return/continue/break that skips the statements after it {where}"))
     return found
 

@@ -1,0 +1,163 @@
+"""Overfitting patterns, the change in what passing tests execute, and the confidence rule."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from selfix_action.engine.plausibility import (
+    Alternatives,
+    BehaviourChange,
+    Pattern,
+    assess_confidence,
+    behaviour_change,
+    overfitting_patterns,
+    plausibility,
+)
+
+URLJOIN = textwrap.dedent(
+    """
+    def urljoin(base, url):
+        if base is None:
+            raise TypeError("base is required")
+        if not url:
+            return base
+        parts = []
+        for part in url.split("/"):
+            parts.append(part)
+        try:
+            joined = base + "/" + "/".join(parts)
+        except TypeError:
+            raise
+        return joined
+    """
+).lstrip()
+
+
+def patterns_of(old: str, new: str) -> list[str]:
+    patched = URLJOIN.replace(old, new)
+    assert patched != URLJOIN, old
+    return [p.name for p in overfitting_patterns({"u.py": URLJOIN}, {"u.py": patched})]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        # urljoin(None, 'a/b') returning 'a/b': the guard deleted
+        ('    if base is None:\n        raise TypeError("base is required")\n', "", ["guard_deleted"]),
+        ("if base is None:", "if False:", ["condition_constant"]),
+        ("if base is None:", "if base is None and False:", ["condition_constant"]),
+        ("if not url:", "if not url or True:", ["condition_constant"]),
+        ("    except TypeError:\n        raise\n", "    except TypeError:\n        pass\n", ["raise_deleted"]),
+        ("    return joined\n", "", ["return_deleted"]),
+        (
+            '    for part in url.split("/"):\n        parts.append(part)\n',
+            "    parts.append(url)\n",
+            ["loop_removed"],
+        ),
+        ("except TypeError:", "except:", ["broad_except"]),
+        ("except TypeError:", "except Exception:", ["broad_except"]),
+        ("    parts = []\n", "    parts = []\n    return url\n", ["early_exit"]),
+    ],
+)
+def test_each_overfitting_pattern_is_named(old: str, new: str, expected: list[str]) -> None:
+    assert patterns_of(old, new) == expected
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("base + ", "str(base) + "),  # a real edit of an expression
+        ("if not url:", "if url is None:"),  # a guard's condition changed, not forced
+        ("    parts = []\n", "    if url is None:\n        return base\n    parts = []\n"),  # a new None guard
+        ("    return joined\n", "    return joined.rstrip('/')\n"),
+    ],
+)
+def test_ordinary_edits_show_no_pattern(old: str, new: str) -> None:
+    assert patterns_of(old, new) == []
+
+
+def test_plausibility_multiplies_the_factors() -> None:
+    guard = Pattern("guard_deleted", "deletes a guard")
+    constant = Pattern("condition_constant", "forces a condition")
+    assert plausibility([]) == 1.0
+    assert plausibility([guard]) == 0.25
+    assert plausibility([guard, constant]) == pytest.approx(0.075)
+
+
+ORIGINAL = "def f(x):\n    if x > 2:\n        return 1\n    y = x\n    return y\n"
+PATCHED = "def f(x):\n    if x > 0:\n        return 1\n    y = x\n    return y\n"
+
+
+def test_behaviour_change_compares_the_lines_outside_the_edit() -> None:
+    before = {
+        "t::big": {"f.py": [1, 2, 3]},
+        "t::small": {"f.py": [1, 2, 4, 5]},  # now takes the early return: another path
+        "t::other": {"g.py": [1]},
+    }
+    after = {"t::big": {"f.py": [1, 2, 3]}, "t::small": {"f.py": [1, 2, 3]}, "t::other": {"g.py": [1]}}
+    change = behaviour_change(before, after, {"f.py": ORIGINAL}, {"f.py": PATCHED}, ["t::big", "t::small", "t::other"])
+    assert change.measured and change.compared == 3
+    assert change.changed == ("t::small",)
+    assert change.running_edit == 2  # both run line 2, the edited one
+
+
+def test_an_inserted_line_every_test_runs_is_not_a_change_of_path() -> None:
+    patched = ORIGINAL.replace("    y = x\n", "    x = abs(x)\n    y = x\n")  # lines after it shift by one
+    before = {"t::a": {"f.py": [1, 2, 4, 5]}}
+    after = {"t::a": {"f.py": [1, 2, 4, 5, 6]}}
+    change = behaviour_change(before, after, {"f.py": ORIGINAL}, {"f.py": patched}, ["t::a"])
+    assert change.changed == () and change.running_edit == 1
+
+
+def test_behaviour_change_without_coverage_is_not_measured() -> None:
+    change = behaviour_change(None, {"t": {}}, {}, {}, ["t"])
+    assert not change.measured and "before" in change.note
+
+
+def confidence(**overrides: object):  # type: ignore[no-untyped-def]
+    arguments: dict[str, object] = {
+        "confirmed": True,
+        "patterns": [],
+        "behaviour": BehaviourChange(True, compared=5, running_edit=3),
+        "alternatives": Alternatives(checked=6, wanted=6),
+        "edited_functions": [("f.py", "f")],
+        "ranked_functions": [("f.py", "f"), ("f.py", "g")],
+    }
+    arguments.update(overrides)
+    return assess_confidence(**arguments)  # type: ignore[arg-type]
+
+
+def test_high_needs_every_signal() -> None:
+    result = confidence()
+    assert result.level == "high"
+    assert {r.level for r in result.reasons} == {"high"}
+    assert "localized" in {r.code for r in result.reasons}
+
+
+@pytest.mark.parametrize(
+    ("overrides", "level", "code"),
+    [
+        ({"confirmed": False}, "low", "unconfirmed"),
+        ({"patterns": [Pattern("guard_deleted", "deletes a guard")]}, "low", "pattern:guard_deleted"),
+        ({"behaviour": BehaviourChange(True, 5, ("a", "b", "c"), 5)}, "low", "p2p_behaviour_changed"),
+        ({"behaviour": BehaviourChange(True, 5, ("a", "b"), 3)}, "low", "p2p_behaviour_changed"),
+        ({"behaviour": BehaviourChange(True, 9, ("a",), 5)}, "medium", "p2p_behaviour_changed"),
+        ({"behaviour": BehaviourChange(False, note="no coverage.py")}, "medium", "no_coverage"),
+        ({"behaviour": BehaviourChange(True, 4, (), 0)}, "medium", "p2p_not_covering_edit"),
+        ({"alternatives": Alternatives(6, elsewhere=("swap x and y",), wanted=6)}, "medium", "alternatives_disagree"),
+        ({"alternatives": Alternatives(0, cut_short="time limit", wanted=6)}, "medium", "alternatives_unchecked"),
+        ({"edited_functions": [("f.py", "g")]}, "medium", "not_localized"),
+        ({"edited_functions": []}, "medium", "not_localized"),
+    ],
+)
+def test_each_signal_lowers_the_level_with_a_named_reason(overrides: dict, level: str, code: str) -> None:
+    result = confidence(**overrides)
+    assert result.level == level
+    assert result.reasons[0].code == code and result.reasons[0].level == level  # lowering reasons come first
+
+
+def test_same_place_alternatives_do_not_lower_it() -> None:
+    result = confidence(alternatives=Alternatives(6, same_place=("range(n + 1)",), wanted=6))
+    assert result.level == "high" and result.alternatives_passed == 1
