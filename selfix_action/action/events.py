@@ -14,6 +14,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from selfix_action.action.gitops import BRANCH_PREFIX
 from selfix_action.action.settings import Settings
 from selfix_action.errors import InputError
 
@@ -41,6 +42,7 @@ class WorkflowRunTrigger:
     head_branch: str
     head_repo: str
     pull_numbers: tuple[int, ...]  # same-repository PRs GitHub attached to the run (empty for forks)
+    workflow_id: int | None = None  # the failed workflow, dispatched again on a fix branch
 
     @property
     def name(self) -> str:
@@ -135,6 +137,10 @@ def parse_event(settings: Settings, payload: dict[str, Any]) -> Trigger | Skip:
         conclusion = run.get("conclusion")
         if payload.get("action") != "completed" or conclusion != "failure":
             return Skip(f"the workflow run concluded {conclusion or 'nothing yet'}, not failure")
+        if _str(run, "head_branch").startswith(BRANCH_PREFIX):
+            # CI that selfix dispatched on its own fix branch: its result belongs to the fix PR, not a new heal.
+            return Skip(f"the failed run is on selfix's own fix branch {_str(run, 'head_branch')!r}")
+        workflow_id = run.get("workflow_id")
         pulls = tuple(
             int(p["number"])
             for p in run.get("pull_requests") or ()
@@ -146,6 +152,7 @@ def parse_event(settings: Settings, payload: dict[str, Any]) -> Trigger | Skip:
             head_branch=_str(run, "head_branch"),
             head_repo=_str(run, "head_repository", "full_name"),
             pull_numbers=pulls,
+            workflow_id=workflow_id if isinstance(workflow_id, int) else None,
         )
     if event == "issue_comment":
         if payload.get("action") != "created":

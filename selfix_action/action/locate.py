@@ -34,7 +34,7 @@ class Locator:
         if isinstance(trigger, WorkflowRunTrigger):
             fork = bool(trigger.head_repo) and trigger.head_repo != self.settings.repository
             pull = self._pull_for(trigger.pull_numbers, trigger.head_sha)
-            target = Target(trigger.head_sha, trigger.head_branch, pull, fork, default_branch)
+            target = Target(trigger.head_sha, trigger.head_branch, pull, fork, default_branch, trigger.workflow_id)
             junit = self._artifact_junit(trigger.run_id)
             self.git.ensure_commit(target.sha, "" if fork else target.branch)
             self.git.checkout_detached(target.sha)

@@ -29,6 +29,7 @@ class Target:
     pull: PullInfo | None
     fork: bool
     default_branch: str
+    workflow_id: int | None = None  # the failed workflow (a workflow_run trigger), to run again on a fix branch
 
 
 class Action(StrEnum):
@@ -52,6 +53,7 @@ class PublishPlan:
     protected_branches: frozenset[str] = frozenset()  # never pushed to
     suggestions: tuple[ReviewSuggestion, ...] = ()
     fallback_body: str = ""  # posted when a push or the suggestions are refused
+    ci_workflow_id: int | None = None  # dispatch this workflow on the fix branch (GITHUB_TOKEN pushes start none)
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
@@ -120,6 +122,7 @@ def plan_fix(
             labels=tuple(rule_labels(settings, files)),
             draft=settings.draft,
             protected_branches=frozenset(b for b in (target.default_branch, target.branch) if b),
+            ci_workflow_id=target.workflow_id if settings.ci_on_fix_branch == "dispatch" else None,
             **common,
         )
     if mode is Mode.COMMIT:

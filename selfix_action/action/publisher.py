@@ -132,13 +132,14 @@ class Publisher:
             message=plan.commit_message,
             protected=plan.protected_branches,
         )
+        body = plan.body + "\n\n" + self._ci_on_fix_branch(plan, pushed.branch, done)
         existing = self.client.find_open_pull(pushed.branch)
         if existing is not None:
-            pull = self.client.update_pull(existing.number, title=plan.title, body=plan.body)
+            pull = self.client.update_pull(existing.number, title=plan.title, body=body)
             done.notes.append(f"updated the existing fix PR #{pull.number}")
         else:
             pull = self.client.create_pull(
-                base=target.branch, head=pushed.branch, title=plan.title, body=plan.body, draft=plan.draft
+                base=target.branch, head=pushed.branch, title=plan.title, body=body, draft=plan.draft
             )
             self.client.add_labels(pull.number, list(plan.labels))
         done.pr_url = pull.html_url
@@ -157,3 +158,27 @@ class Publisher:
         done.issue_url = issue.html_url
         verb = "opened" if issue.created else "updated"
         done.notes.append(f"{verb} the escalation issue #{issue.number}: {issue.html_url}")
+
+    def _ci_on_fix_branch(self, plan: PublishPlan, branch: str, done: Published) -> str:
+        """Start the failed workflow on the fix branch (a push made with GITHUB_TOKEN starts none) and say in the
+        PR which run verifies it, or why no run does."""
+        runs_of_branch = f"{self.settings.server_url}/{self.settings.repository}/actions?query=branch%3A{branch}"
+        if plan.ci_workflow_id is None:
+            return (
+                "**CI on this branch:** none started by selfix: a push made with the workflow's `GITHUB_TOKEN` starts "
+                "no workflow, so checks appear only after a push by someone else (or with a GitHub App token, see "
+                "the docs)."
+            )
+        try:
+            run_url = self.client.dispatch_workflow(plan.ci_workflow_id, branch)
+        except GitHubError as exc:
+            why = {
+                403: "the token needs `actions: write`",
+                404: "the workflow was not found",
+                422: "the workflow has no `workflow_dispatch` trigger",
+            }.get(exc.status or 0, str(exc))
+            done.notes.append(f"CI not started on {branch}: {why}")
+            return f"**CI on this branch:** could not start the failed workflow here ({why}); see the docs."
+        done.notes.append(f"started the failed workflow on {branch}: {run_url or runs_of_branch}")
+        link = f"[this run]({run_url})" if run_url else f"[the runs of `{branch}`]({runs_of_branch})"
+        return f"**CI on this branch:** selfix started the failed workflow again here: {link} verifies this fix."

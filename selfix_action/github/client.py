@@ -396,6 +396,18 @@ class GitHubClient:
 
         return self._create("issue", lambda: self.find_issue(marker), create)
 
+    # -- CI on a fix branch ---------------------------------------------------------------------------------
+    def dispatch_workflow(self, workflow_id: int, ref: str) -> str:
+        """Run workflow ``workflow_id`` on branch ``ref`` (``workflow_dispatch``); the run's URL, or "" when the
+        server does not say (one without ``return_run_details``). Needs ``actions: write``. Never retried: a
+        lost answer would start the run twice."""
+
+        def go() -> str:
+            run = self._repo.get_workflow(workflow_id).create_dispatch(ref, throw=True, return_run_details=True)
+            return str(getattr(run, "html_url", "") or "")
+
+        return self._call(f"dispatch workflow {workflow_id} on {ref}", go)
+
     # -- artifacts ------------------------------------------------------------------------------------------
     def run_artifacts(self, run_id: int, name_pattern: str = "*") -> list[ArtifactInfo]:
         def go() -> list[ArtifactInfo]:

@@ -41,8 +41,13 @@ FIXED_CALC = "def limit():\n    return 10\n\n\ndef double(x):\n    return x * 2\
 # No repair template turns one string into another: a real heal gives up quickly.
 UNHEALABLE = {
     "pyproject.toml": PYPROJECT,
-    "calc.py": 'def greet():\n    return "goodbye"\n',
-    "tests/test_calc.py": 'from calc import greet\n\n\ndef test_greet():\n    assert greet() == "hello"\n',
+    # Needs new logic (a loop or recursion), which no single-edit template writes; the assertion message holds
+    # no literal to copy (a string-guided template would heal a wrong greeting).
+    "calc.py": "def fib(n):\n    return n\n",
+    "tests/test_calc.py": (
+        "from calc import fib\n\n\ndef test_fib():\n    assert [fib(n) for n in range(1, 11)] == "
+        "[1, 1, 2, 3, 5, 8, 13, 21, 34, 55]\n"
+    ),
 }
 
 

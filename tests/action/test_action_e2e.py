@@ -55,9 +55,17 @@ def test_workflow_run_failure_opens_fix_pr(tmp_path: Path, fake: FakeGitHub, rep
     assert run.outputs["status"] == "healed"
     fp = fingerprint("feature/avg", [F2P])
     branch = f"selfix/{fp}"
-    assert fake.writes() == [("POST", f"/repos/{REPO}/pulls"), ("POST", f"/repos/{REPO}/issues/101/labels")]
+    assert fake.writes() == [
+        ("POST", f"/repos/{REPO}/actions/workflows/2823525/dispatches"),  # CI on the fix branch, before the PR
+        ("POST", f"/repos/{REPO}/pulls"),
+        ("POST", f"/repos/{REPO}/issues/101/labels"),
+    ]
+    (dispatch,) = fake.state.dispatches
+    assert (dispatch["workflow"], dispatch["ref"]) == ("2823525", branch)
     pr = fake.calls_of("POST", r"/pulls$")[0].body
     assert pr["base"] == "feature/avg" and pr["head"] == branch
+    run_link = f"[this run](https://github.com/{REPO}/actions/runs/{dispatch['run_id']}) verifies this fix"
+    assert run_link in pr["body"]
     assert F2P.rsplit("::", 1)[1] in pr["title"]
     assert run.outputs["pr_url"] == f"https://github.com/{REPO}/pull/101"
     # the JUnit report came from the artifact, through the redirect, without our token at the blob host
@@ -70,6 +78,42 @@ def test_workflow_run_failure_opens_fix_pr(tmp_path: Path, fake: FakeGitHub, rep
     assert git(repos.origin, "show", f"{heads[branch]}:calc.py").startswith("def limit():\n    return 10")
     assert "::error file=" not in run.out or "title=selfix" in run.out
     assert "# selfix: healed" in run.summary
+
+
+@pytest.mark.parametrize(
+    ("status", "says"),
+    [
+        (403, "the token needs `actions: write`"),
+        (422, "the workflow has no `workflow_dispatch` trigger"),
+        (204, "[the runs of `selfix/"),
+    ],
+)
+def test_ci_on_the_fix_branch_when_it_cannot_be_linked(
+    tmp_path: Path, fake: FakeGitHub, repos: Repos, status: int, says: str
+) -> None:
+    """A refused dispatch never stops the PR; the PR says why no run verifies it (or where the runs are)."""
+    fake.state.dispatch_status = status
+    env = action_env(tmp_path, fake, repos, "workflow_run", workflow_run_payload(repos.feature_sha, "feature/avg"))
+    run = invoke(env, synthetic(True))
+    assert (run.code, run.outputs["status"]) == (0, "healed"), run.out
+    body = fake.calls_of("POST", r"/pulls$")[0].body["body"]
+    assert "**CI on this branch:**" in body and says in body
+    assert len(fake.state.dispatches) == (1 if status == 204 else 0)
+
+
+def test_ci_on_fix_branch_off_dispatches_nothing(tmp_path: Path, fake: FakeGitHub, repos: Repos) -> None:
+    data = workflow_run_payload(repos.feature_sha, "feature/avg")
+    env = action_env(tmp_path, fake, repos, "workflow_run", data, ci_on_fix_branch="off")
+    run = invoke(env, synthetic(True))
+    assert run.outputs["status"] == "healed" and not fake.state.dispatches
+    assert "starts no workflow" in fake.calls_of("POST", r"/pulls$")[0].body["body"]
+
+
+def test_a_failed_run_on_selfix_own_fix_branch_is_skipped(tmp_path: Path, fake: FakeGitHub, repos: Repos) -> None:
+    env = action_env(tmp_path, fake, repos, "workflow_run", workflow_run_payload(repos.feature_sha, "selfix/abc123"))
+    run = invoke(env, synthetic(True))
+    assert (run.code, run.outputs["status"]) == (0, "skipped") and "own fix branch" in run.out
+    assert fake.calls == []
 
 
 def test_not_healed_posts_one_escalation_comment_and_no_pr(tmp_path: Path, fake: FakeGitHub, repos: Repos) -> None:

@@ -84,6 +84,9 @@ class State:
     reviews: list[dict[str, Any]] = field(default_factory=list)
     permissions: dict[str, str] = field(default_factory=dict)
     artifacts: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    dispatches: list[dict[str, Any]] = field(default_factory=list)  # workflow_dispatch requests: workflow, ref
+    # The status a dispatch gets: 200 with the run (return_run_details), 204 (an older server), 403, 422...
+    dispatch_status: int = 200
     blobs: dict[int, bytes] = field(default_factory=dict)
     next_id: int = 1000
     next_number: int = 100
@@ -330,6 +333,7 @@ class FakeGitHub:
             ("POST", r"^/commits/(?P<sha>[0-9a-f]{40})/comments$", self._post_commit_comment),
             ("PATCH", r"^/comments/(?P<cid>\d+)$", self._patch_commit_comment),
             ("GET", r"^/actions/runs/(?P<run>\d+)$", self._get_run),
+            ("POST", r"^/actions/workflows/(?P<wid>[^/]+)/dispatches$", self._post_dispatch),
             ("GET", r"^/actions/runs/(?P<run>\d+)/artifacts$", self._list_artifacts),
             ("GET", r"^/actions/artifacts/(?P<aid>\d+)/zip$", self._artifact_zip),
         ]
@@ -511,6 +515,20 @@ class FakeGitHub:
         base = f"{self.url}/repos/{self.state.repo}/actions/runs/{run}"
         data.update(id=int(run), url=base, artifacts_url=f"{base}/artifacts", conclusion="failure")
         return 200, {}, data
+
+    def _post_dispatch(self, wid: str, body: Any, **_: Any) -> tuple[int, dict[str, str], Any]:
+        status = self.state.dispatch_status
+        if status == 403:
+            return 403, {}, {"message": "Resource not accessible by integration"}
+        if status == 422:
+            return 422, {}, {"message": "Workflow does not have 'workflow_dispatch' trigger"}
+        run_id = self._new_id()
+        self.state.dispatches.append({"workflow": wid, "ref": body["ref"], "run_id": run_id})
+        if status == 204 or not body.get("return_run_details"):
+            return 204, {}, b""
+        url = f"{self.url}/repos/{self.state.repo}/actions/runs/{run_id}"
+        html = f"https://github.com/{self.state.repo}/actions/runs/{run_id}"
+        return 200, {}, {"workflow_run_id": run_id, "run_url": url, "html_url": html}
 
     def _list_artifacts(self, run: str, **_: Any) -> tuple[int, dict[str, str], Any]:
         items = self.state.artifacts.get(int(run), [])
