@@ -16,6 +16,7 @@ only ``HEALED`` (exit 0) means the whole suite passed on the patch.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -65,6 +66,8 @@ from selfix_action.engine.verify import (
 __all__ = ["HealResult", "HealingLoop", "LoopConfig"]
 
 MAX_RECORDED_REJECTIONS = 5
+# Passing candidates confirmed after the most plausible one when it changes what passing tests execute.
+BEHAVIOUR_RECHECKS = 2
 
 
 @dataclass
@@ -109,6 +112,12 @@ class _Winner:
     others: tuple[CandidatePatch, ...] = ()  # passing candidates it was preferred to (not confirmed)
     alternatives_checked: int = 0  # candidates verified after the first passing one
     cut_short: str = ""  # why the window closed early ("time limit", ...); "" if it did not
+    behaviour: BehaviourChange | None = None  # what it changed of the passing tests' paths
+
+
+def _paths_changed(winner: _Winner) -> int:
+    """How many passing tests execute other lines with the winner's patch (0 when not measured)."""
+    return len(winner.behaviour.changed) if winner.behaviour is not None else 0
 
 
 class HealingLoop:
@@ -130,6 +139,7 @@ class HealingLoop:
         self.budget = Budget(self.config, clock)  # run() restarts its clock
         self.verifier = Verifier(sandbox, self.config, budget=self.budget, trace=trace)
         self.notes: list[str] = []
+        self._baseline: TestRun | None = None  # the unpatched suite with per-test coverage, once reproduced
 
     # -- the loop ------------------------------------------------------------------------------------
     def run(self, junit_failing: Sequence[str] = (), junit_passing: Sequence[str] = ()) -> HealResult:
@@ -141,6 +151,7 @@ class HealingLoop:
         with budget.timed("reproduce"):
             repro = reproduce(self.verifier, junit_failing, junit_passing, trace=self.trace)
         self.notes += repro.notes
+        self._baseline = repro.baseline
         if repro.stop is not None:  # TIME_LIMIT, TEST_RUN_BUDGET, or SANDBOX_ERROR: a re-run gave no result
             return self._finish(repro.stop, repro)
         if not repro.f2p:
@@ -299,10 +310,13 @@ class HealingLoop:
         cut_short: str = "",
     ) -> tuple[_Winner | None, Stop]:
         """Pick among the passing candidates: the most plausible first (fewest overfitting patterns; equals in
-        the engine's order), minimized as far as the budget allows, then confirmed on the whole suite once (with
-        per-test coverage, for the behaviour change). What a confirmation needs was kept back; if it still cannot
-        run, the patch is kept, unconfirmed. One that breaks a test outside the selected ones is a failed
-        candidate (fed back in ``history``) and the next is tried; (None, ...) if every one did."""
+        the engine's order), minimized as far as the budget allows, then confirmed on the whole suite once with
+        per-test coverage. What a confirmation needs was kept back; if it still cannot run, the patch is kept,
+        unconfirmed. One that breaks a test outside the selected ones is a failed candidate (fed back in
+        ``history``) and the next is tried; (None, ...) if every one did.
+
+        If the confirmed one changes what some passing tests execute, up to ``BEHAVIOUR_RECHECKS`` of the next
+        equally plausible candidates are confirmed too (budget allowing), and the one changing the fewest wins."""
         ranked = sorted(passing, key=lambda item: -item.plausibility)
         if len(ranked) > 1:
             self.trace(
@@ -313,7 +327,21 @@ class HealingLoop:
                 plausibility=[p.plausibility for p in ranked],
                 patterns=[[x.name for x in p.patterns] for p in ranked],
             )
-        for index, chosen in enumerate(ranked):
+        best: _Winner | None = None
+        best_plausibility = 0.0
+        rejected: set[str] = set()
+        rechecks = 0
+        for chosen in ranked:
+            if best is not None:
+                if (
+                    _paths_changed(best) == 0
+                    or rechecks >= BEHAVIOUR_RECHECKS
+                    or chosen.plausibility < best_plausibility
+                ):
+                    break
+                if self.budget.allows(self.verifier.candidate_runs + 1) is not None:
+                    break
+                rechecks += 1
             candidate = chosen.candidate
             with self.budget.timed("minimize"):
                 minimized = self.verifier.minimize(candidate, qa, evidence)
@@ -325,32 +353,52 @@ class HealingLoop:
                 self.notes.append(confirmation.note)
             if confirmation.rejected is not None:  # broke a test outside the selected ones
                 history.append(confirmation.rejected)
+                rejected.add(candidate.id)
                 continue
+            if not confirmation.confirmed and best is not None:
+                break  # the budget is gone: keep the confirmed one
             summary = verification_summary(minimized, confirmation, qa)
-            others = tuple(p.candidate for p in ranked[index + 1 :])
             winner = _Winner(
-                candidate, confirmation.files, confirmation.run, summary, others, window.checked, cut_short
+                candidate,
+                confirmation.files,
+                confirmation.run,
+                summary,
+                alternatives_checked=window.checked,
+                cut_short=cut_short,
+                behaviour=self._behaviour(confirmation.files, confirmation.run, evidence),
             )
-            if confirmation.confirmed:
-                return winner, Stop(StopReason.HEALED)
-            return winner, Stop(StopReason.VERIFIED_UNCONFIRMED, f"the patch is not confirmed: {summary}")
-        return None, Stop(StopReason.HYPOTHESES_EXHAUSTED)
+            if not confirmation.confirmed:
+                others = tuple(p.candidate for p in ranked if p.candidate.id not in rejected | {candidate.id})
+                winner = dataclasses.replace(winner, others=others)
+                return winner, Stop(StopReason.VERIFIED_UNCONFIRMED, f"the patch is not confirmed: {summary}")
+            if best is None or _paths_changed(winner) < _paths_changed(best):
+                if best is not None:
+                    self.trace("choose", f"{candidate.id} changes fewer passing tests' paths than {best.candidate.id}")
+                best, best_plausibility = winner, chosen.plausibility
+        if best is None:
+            return None, Stop(StopReason.HYPOTHESES_EXHAUSTED)
+        chosen_id = best.candidate.id
+        others = tuple(p.candidate for p in ranked if p.candidate.id not in rejected | {chosen_id})
+        return dataclasses.replace(best, others=others), Stop(StopReason.HEALED)
 
-    def _confidence(
-        self, winner: _Winner, originals: dict[str, str], repro: Reproduction, evidence: Evidence | None
-    ) -> Confidence:
+    def _behaviour(self, files: dict[str, str], after: TestRun | None, evidence: Evidence) -> BehaviourChange:
+        """How the patch changed what the passing tests execute, from the baseline's and the confirmation's
+        per-test coverage; not measured (and why) when either has none."""
+        baseline = self._baseline
+        if not self.config.behaviour_coverage:
+            return BehaviourChange(False, note="coverage on the confirmation is turned off")
+        if after is None:
+            return BehaviourChange(False, note="the whole suite never ran on the patch")
+        if baseline is None or baseline.coverage is None or after.coverage is None:
+            why = (baseline.coverage_note if baseline else "") or after.coverage_note or "no coverage data"
+            return BehaviourChange(False, note=f"no per-test coverage ({why})")
+        originals = self.verifier.originals(files)
+        return behaviour_change(baseline.coverage, after.coverage, originals, files, evidence.p2p_tests)
+
+    def _confidence(self, winner: _Winner, originals: dict[str, str], evidence: Evidence | None) -> Confidence:
         """The confidence rule (plausibility.assess_confidence) over what the heal saw of the winner."""
         files = winner.files
-        if not self.config.behaviour_coverage:
-            behaviour = BehaviourChange(False, note="coverage on the confirmation is turned off")
-        elif winner.after is None:
-            behaviour = BehaviourChange(False, note="the whole suite never ran on the patch")
-        elif repro.baseline.coverage is None or winner.after.coverage is None:
-            why = repro.baseline.coverage_note or winner.after.coverage_note or "no coverage data"
-            behaviour = BehaviourChange(False, note=f"no per-test coverage ({why})")
-        else:
-            p2p = evidence.p2p_tests if evidence else ()
-            behaviour = behaviour_change(repro.baseline.coverage, winner.after.coverage, originals, files, p2p)
+        behaviour = winner.behaviour or BehaviourChange(False, note="not measured")
         edited_lines = {
             (h.path, line)
             for h in hunks(originals, files)
@@ -492,7 +540,7 @@ class HealingLoop:
                 hunks=len(hunks(originals, files)),
                 confirmed=winner.after is not None,
             )
-            confidence = self._confidence(winner, originals, repro, evidence)
+            confidence = self._confidence(winner, originals, evidence)
             if winner.after is not None:
                 tests_after = {n: r.status.value for n, r in winner.after.results.items()}
         report = HealReport(
