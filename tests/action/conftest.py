@@ -179,16 +179,21 @@ class Run:
 ACTION_YML = Path(__file__).resolve().parents[2] / "action.yml"
 
 
+JOB_TOKEN = "ghs_jobtoken0123456789"  # what ${{ github.token }} evaluates to in these tests
+
+
 def runner_inputs(**given: str) -> dict[str, str]:
     """``INPUT_*`` exactly as the Actions runner sets them for a Docker action: every input that action.yml
-    declares, with its default when the workflow gives none (defaults included, "" when there is none), the name
-    upper-cased with spaces as underscores."""
+    declares, with its default when the workflow gives none (defaults included, "" when there is none, the
+    ``${{ github.token }}`` expression evaluated), the name upper-cased with spaces as underscores."""
     declared = yaml.safe_load(ACTION_YML.read_text(encoding="utf-8"))["inputs"]
     unknown = set(given) - set(declared)
     assert not unknown, f"not inputs of action.yml: {sorted(unknown)}"
     env = {}
     for name, spec in declared.items():
         value = given.get(name, str((spec or {}).get("default", "") or ""))
+        value = value.replace("${{ github.token }}", JOB_TOKEN)
+        assert "${{" not in value, f"an expression this helper does not evaluate: {name}: {value}"
         env[f"INPUT_{name.replace(' ', '_').upper()}"] = value
     return env
 
