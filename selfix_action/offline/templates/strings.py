@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import re
 from collections.abc import Iterator
 
 from selfix_action.offline.templates.analysis import is_docstring
@@ -22,6 +23,9 @@ STRING_EDIT = Template("string_edit", 0.14, "edit a string literal as the failin
 
 _CAP = 3  # edited values tried per literal
 _OCCURRENCES = 3  # places a literal's value is looked for in one compared string
+# %-style and str.format placeholders: the text around them is what shows in the output.
+_PLACEHOLDER = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(?:\d+|\*)?(?:\.\d+)?[sdrifxXoeEgGca%]|\{[^{}]*\}")
+_MIN_FRAGMENT = 2  # a shorter fragment of a format string occurs almost anywhere
 
 
 def literal_edit(text: str, target: str, start: int, end: int) -> str | None:
@@ -52,6 +56,22 @@ def literal_edit(text: str, target: str, start: int, end: int) -> str | None:
     return new if new != value else None
 
 
+def fragments(value: str) -> list[tuple[int, str]]:
+    """The parts of a literal that appear verbatim in what it produces: the whole value, or for a
+    format string the text between its placeholders, with their offsets."""
+    if not _PLACEHOLDER.search(value):
+        return [(0, value)]
+    found: list[tuple[int, str]] = []
+    start = 0
+    for match in _PLACEHOLDER.finditer(value):
+        if match.start() - start >= _MIN_FRAGMENT:
+            found.append((start, value[start : match.start()]))
+        start = match.end()
+    if len(value) - start >= _MIN_FRAGMENT:
+        found.append((start, value[start:]))
+    return found
+
+
 def string_edit(ctx: Context, node: ast.Constant) -> Iterator[Mutation | None]:
     """The literal's value, edited as the compared strings differ where the value occurs in them."""
     value = node.value
@@ -64,14 +84,17 @@ def string_edit(ctx: Context, node: ast.Constant) -> Iterator[Mutation | None]:
     found: list[str] = []
     for left, right in ctx.hints.compared:
         for text, target in ((left, right), (right, left)):
-            at = text.find(value)
-            for _ in range(_OCCURRENCES):
-                if at < 0:
-                    break
-                new = literal_edit(text, target, at, at + len(value))
-                if new is not None and new not in found:
-                    found.append(new)
-                at = text.find(value, at + 1)
+            for offset, fragment in fragments(value):
+                at = text.find(fragment)
+                for _ in range(_OCCURRENCES):
+                    if at < 0:
+                        break
+                    edited = literal_edit(text, target, at, at + len(fragment))
+                    if edited is not None:
+                        new = value[:offset] + edited + value[offset + len(fragment) :]
+                        if new not in found:
+                            found.append(new)
+                    at = text.find(fragment, at + 1)
     for new in found[:_CAP]:
         yield ctx.render.replace(STRING_EDIT, node, ast.Constant(value=new), _string_text(ctx.render.text(node), new))
 

@@ -271,6 +271,15 @@ def test_string_edit_from_the_sandboxes_own_failure_message(make_sandbox) -> Non
     assert not [e for e in candidate_edits(source, "query.py", [2]) if e.template == "string_edit"]
 
 
+def test_string_edit_inside_a_format_string() -> None:
+    source = "def select(column):\n    return 'SELECT DISTINCT%s FROM t' % column\n"
+    hints = Hints.from_failures(["assert 'SELECT DISTINCTname FROM t' == 'SELECT DISTINCT name FROM t'"])
+    fixed = source.replace("DISTINCT%s", "DISTINCT %s")
+    edit = fix(source, 2, fixed, "string_edit", hints)
+    assert load(edit.new_source)["select"]("name") == "SELECT DISTINCT name FROM t"
+    assert _count(source, 2, "string_edit", hints) <= 3
+
+
 # --------------------------------------------------------------------------------- edit_pair
 def test_a_pair_of_edits_at_the_two_top_lines() -> None:
     source = "def spread(values):\n    low = max(values)\n    high = min(values)\n    return high - low\n"
