@@ -120,6 +120,9 @@ def run_fix(options: FixOptions, out: TextIO | None = None, err: TextIO | None =
         print(f"selfix: {report.explanation}", file=out)
         return ExitCode.NOTHING_TO_HEAL
     print(f"selfix: {report.stop_reason.value}: {report.explanation}", file=out)
+    if report.confidence is not None:  # the reasons that kept it from high (engine.plausibility.assess_confidence)
+        lowering = "; ".join(r.text for r in report.confidence.reasons if r.level != "high")
+        print(f"selfix: confidence {report.confidence.level}" + (f": {lowering}" if lowering else ""), file=out)
     if report.patch is not None and outcome.paths.patch is not None:
         print(f"\n{report.patch.diff}", file=out)
         if options.apply and outcome.healed and outcome.result.files is not None:
