@@ -578,6 +578,7 @@ class HealingLoop:
             test_runs=budget.test_runs,
             candidates=budget.candidates_tried,
             usage=report.usage,
-            confidence=confidence.model_dump() if confidence is not None else None,
+            confidence=confidence.level if confidence is not None else None,
+            confidence_reasons=[r.code for r in confidence.reasons if r.level != "high"] if confidence else [],
         )
         return HealResult(report=report, files=files, originals=originals)
