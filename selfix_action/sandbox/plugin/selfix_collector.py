@@ -95,7 +95,9 @@ class LineCollector:
     def start(self):
         monitoring = getattr(sys, "monitoring", None)
         if monitoring is not None:
-            tool = next((t for t in range(6) if monitoring.get_tool(t) is None), None)
+            # coverage.py's id first (it is not running: we only get here without it), the debugger's last.
+            order = (monitoring.COVERAGE_ID, monitoring.PROFILER_ID, 3, 4, 5, monitoring.DEBUGGER_ID)
+            tool = next((t for t in order if monitoring.get_tool(t) is None), None)
             if tool is not None:
                 self._tool = tool
                 monitoring.use_tool_id(tool, "selfix")
