@@ -11,7 +11,13 @@ overrepresented among plausible-but-wrong patches; each lowers plausibility by a
 - ``raise_deleted`` / ``return_deleted``: a ``raise`` or ``return`` removed;
 - ``loop_removed``: a ``for``/``while`` loop removed;
 - ``broad_except``: a bare ``except:`` or ``except Exception`` added;
-- ``early_exit``: a ``return``/``continue``/``break`` added that skips statements after it in its block.
+- ``early_exit``: a ``return``/``continue``/``break`` added that skips statements after it in its block;
+- ``read_dropped`` (medium): a parameter or variable the function read is no longer read (a swapped variable
+  that drops a check: ``if a is None or b is None`` -> ``if a is None or a is None``);
+- ``clone_unchanged`` (medium): the code the patch replaced still appears, unchanged, elsewhere in the same
+  function (the fix of one of two branches that share the bug).
+
+Patterns are ``low`` confidence unless named ``medium`` above (``PATTERN_LEVELS``).
 
 ``behaviour_change`` compares per-test coverage of the passing tests before and after the patch: a passing test
 whose executed lines (outside the edited lines) differ now runs another path through the code, which a fix of
@@ -35,7 +41,11 @@ PATTERN_FACTORS: dict[str, float] = {
     "loop_removed": 0.35,
     "broad_except": 0.35,
     "early_exit": 0.35,
+    "read_dropped": 0.6,
+    "clone_unchanged": 0.8,
 }
+# The highest confidence a patch showing the pattern can get (see assess_confidence); "low" if not listed.
+PATTERN_LEVELS: dict[str, ConfidenceLevel] = {"read_dropped": "medium", "clone_unchanged": "medium"}
 
 
 @dataclass(frozen=True)
@@ -48,6 +58,10 @@ class Pattern:
     @property
     def factor(self) -> float:
         return PATTERN_FACTORS[self.name]
+
+    @property
+    def level(self) -> ConfidenceLevel:
+        return PATTERN_LEVELS.get(self.name, "low")
 
 
 def plausibility(patterns: Sequence[Pattern]) -> float:
@@ -179,7 +193,54 @@ def scope_patterns(name: str, before: ast.AST, after: ast.AST) -> list[Pattern]:
         found.append(Pattern("broad_except", f"adds a bare or catch-all `except` {where}"))
     if _early_exits([after, *new]) > _early_exits([before, *old]):
         found.append(Pattern("early_exit", f"adds a return/continue/break that skips the statements after it {where}"))
+    dropped = sorted(_reads(old) - _reads(new))
+    if dropped and not found:  # a deleted statement or loop drops its reads too: that pattern says it
+        found.append(Pattern("read_dropped", f"no longer reads `{dropped[0]}` {where}"))
+    clone = _clone_left(before, after)
+    if clone:
+        found.append(Pattern("clone_unchanged", f"replaces `{clone}` but leaves the same code elsewhere {where}"))
     return found
+
+
+def _reads(nodes: Sequence[ast.AST]) -> set[str]:
+    return {node.id for node in nodes if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
+
+
+# Expressions too small to call a second occurrence a clone of the edited code.
+_TRIVIAL = (ast.Name, ast.Constant, ast.Attribute, ast.Starred, ast.keyword, ast.arg, ast.expr_context)
+
+
+def _changed_site(
+    old: ast.AST, new: ast.AST, context: tuple[ast.AST, ast.AST] | None = None
+) -> tuple[ast.AST, ast.AST] | None:
+    """The smallest non-trivial expressions (old, new) that contain the one change between two trees, descending
+    while exactly one child differs and the node kinds match; None when the change is not one such site."""
+    if isinstance(old, ast.expr) and not isinstance(old, _TRIVIAL):
+        context = (old, new)
+    if type(old) is not type(new):
+        return context
+    old_children, new_children = list(ast.iter_child_nodes(old)), list(ast.iter_child_nodes(new))
+    plain = [f for f in old._fields if not isinstance(getattr(old, f), ast.AST | list)]
+    if any(getattr(old, f) != getattr(new, f) for f in plain) or len(old_children) != len(new_children):
+        return context
+    differing = [(a, b) for a, b in zip(old_children, new_children, strict=True) if ast.dump(a) != ast.dump(b)]
+    if len(differing) != 1:
+        return context if differing else None
+    return _changed_site(*differing[0], context)
+
+
+def _clone_left(before: ast.AST, after: ast.AST) -> str:
+    """The text of the replaced expression if it still occurs, unchanged, in the patched function; else ""."""
+    site = _changed_site(before, after)
+    if site is None:
+        return ""
+    old, new = site
+    key = ast.dump(old)
+    inside_edit = {id(node) for node in ast.walk(new)}  # ``x`` -> ``x and y`` keeps ``x``: not a clone
+    others = [n for n in _own_nodes(after) if isinstance(n, type(old)) and id(n) not in inside_edit]
+    if any(ast.dump(node) == key for node in others):
+        return ast.unparse(old)
+    return ""
 
 
 def overfitting_patterns(originals: Mapping[str, str], files: Mapping[str, str]) -> list[Pattern]:
@@ -304,8 +365,9 @@ def assess_confidence(
 ) -> Confidence:
     """The confidence rule. Every signal is a reason with the highest level it allows; the patch gets the lowest.
 
-    ``low``: not confirmed on the whole suite; any overfitting pattern; the passing tests' behaviour changed a lot
-    (``LOW_CHANGED_TESTS`` tests, or over half of those that run the edit and at least two).
+    ``low``: not confirmed on the whole suite; any overfitting pattern (but the two ``medium`` ones); the passing
+    tests' behaviour changed a lot (``LOW_CHANGED_TESTS`` tests, or over half of those that run the edit and at
+    least two).
     ``medium``: coverage missing (behaviour change not measured); any passing test's behaviour changed; no passing
     test runs the edited lines (only the failing tests check the new code); another candidate at other lines
     passed too (the tests do not pin the fix down); alternatives were wanted but none could be checked; the edit
@@ -322,7 +384,7 @@ def assess_confidence(
     else:
         reason("unconfirmed", "low", "not confirmed on the whole suite")
     for pattern in patterns:
-        reason(f"pattern:{pattern.name}", "low", f"overfitting pattern: the patch {pattern.text}")
+        reason(f"pattern:{pattern.name}", pattern.level, f"overfitting pattern: the patch {pattern.text}")
     if not patterns:
         reason(
             "no_pattern",

@@ -161,3 +161,34 @@ def test_each_signal_lowers_the_level_with_a_named_reason(overrides: dict, level
 def test_same_place_alternatives_do_not_lower_it() -> None:
     result = confidence(alternatives=Alternatives(6, same_place=("range(n + 1)",), wanted=6))
     assert result.level == "high" and result.alternatives_passed == 1
+
+
+SHOW = (
+    "def show(value, unit, verbose):\n"
+    "    if value is None or unit is None:\n"
+    "        return ''\n"
+    "    if verbose:\n"
+    "        return 'value: ' + format(value, '.0f')\n"
+    "    return format(value, '.0f')\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        # a swapped variable that drops a check
+        ("value is None or unit is None", "value is None or value is None", ["read_dropped"]),
+        # one of two branches fixed: the other still has the replaced code
+        ("'value: ' + format(value, '.0f')", "'value: ' + format(value, '.2f')", ["clone_unchanged"]),
+    ],
+)
+def test_medium_patterns(old: str, new: str, expected: list[str]) -> None:
+    patched = SHOW.replace(old, new, 1)
+    found = overfitting_patterns({"s.py": SHOW}, {"s.py": patched})
+    assert [p.name for p in found] == expected
+    assert confidence(patterns=found).level == "medium"
+
+
+def test_both_branches_fixed_is_no_clone() -> None:
+    patched = SHOW.replace("'.0f'", "'.2f'")
+    assert overfitting_patterns({"s.py": SHOW}, {"s.py": patched}) == []
