@@ -114,19 +114,26 @@ class ProjectSignatures:
         self._read = read_source
         self._source_files = source_files
         self._by_module: dict[str, str] | None = None
+        self._files: frozenset[str] | None = None
         self._defs: dict[str, dict[str, ast.AST]] = {}
+
+    def files(self) -> frozenset[str]:
+        """The project's Python files, listed once (they do not change during a heal)."""
+        if self._files is None:
+            self._files = frozenset(self._source_files())
+        return self._files
 
     def _modules(self) -> dict[str, str]:
         if self._by_module is None:
             claims: dict[str, set[str]] = {}
-            for path in self._source_files():
+            for path in self.files():
                 for name in _module_names(path):
                     claims.setdefault(name, set()).add(path)
             self._by_module = {name: next(iter(paths)) for name, paths in claims.items() if len(paths) == 1}
         return self._by_module
 
     def has_file(self, path: str) -> bool:
-        return path in self._modules().values() or path in self._source_files()
+        return path in self.files()
 
     def file_of(self, module: str) -> str | None:
         return self._modules().get(module)
