@@ -206,7 +206,20 @@ def run_realbug_task(task: RealBugTask, mode: str, time_limit: float, max_candid
         record["patch"] = unified_diff(originals, files) if files else ""
         record.setdefault("test_runs", 0)
         record.setdefault("candidates", 0)
-        record.update(realbugs.judge(task, files, python, Path(tmp)))
+        if mode in ("oracle", "noop") or files:
+            record.update(realbugs.judge(task, files, python, Path(tmp)))
+        else:
+            # No edit: the buggy tree, on which the build saw every F2P test fail twice; no run needed.
+            record.update(
+                resolved=False,
+                correct=False,
+                plausible_wrong=False,
+                correct_ast=False,
+                correct_tests=False,
+                f2p_failing=len(task.f2p),
+                p2p_failing=0,
+                edited_files=[],
+            )
     return record
 
 
