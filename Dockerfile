@@ -1,10 +1,11 @@
 # selfix GitHub Action image: runs `selfix action` on the checked-out workspace.
 #
 # The same image every build: the base is pinned by the digest of its multi-platform manifest list (the tag only
-# names it; .github/workflows/refresh-lock.yml moves both), and every Python package comes from the hashed lock
+# names it; .github/workflows/refresh-lock.yml moves the digest), and every Python package comes from the hashed lock
 # packaging/requirements.lock (packaging/lock.sh regenerates it). Released action.yml files do not build this:
 # they run the image the release workflow pushed to ghcr.io (docs/ACTION.md, "Releases").
-FROM python:3.12.7-slim-bookworm@sha256:032c52613401895aa3d418a4c563d2d05f993bc3ecc065c8f4e2280978acd249
+# Python 3.12.7 at this digest.
+FROM python:3.12-slim-bookworm@sha256:032c52613401895aa3d418a4c563d2d05f993bc3ecc065c8f4e2280978acd249
 
 # git to fetch/commit/push; bubblewrap to isolate test runs where namespaces are allowed, libseccomp for the
 # namespace-free landlock level (what works in Docker's default container), util-linux for setpriv (drops root to

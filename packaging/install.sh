@@ -18,13 +18,16 @@ fi
 python="$1" venv="$2" source="${3:-}"
 lock="$(cd "$(dirname "$0")" && pwd)/requirements.lock"
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1
-[[ -x "$venv/bin/python" ]] || "$python" -m venv "$venv"
-"$venv/bin/python" -m pip install --quiet --require-hashes --no-deps --only-binary :all: -r "$lock"
+# No pip inside selfix's environment (it needs none, and ensurepip is slow): the base interpreter's pip installs
+# into it (--python, pip >= 22.3).
+[[ -x "$venv/bin/python" ]] || "$python" -m venv --without-pip "$venv"
+pip=("$python" -m pip --python "$venv/bin/python")
+"${pip[@]}" install --quiet --require-hashes --no-deps --only-binary :all: -r "$lock"
 if [[ -n "$source" ]]; then
   build="$(mktemp -d)"
   trap 'rm -rf "$build"' EXIT
   cp -R "$source/pyproject.toml" "$source/README.md" "$source/selfix_action" "$build/"
   find "$build" -name __pycache__ -prune -exec rm -rf {} +
-  "$venv/bin/python" -m pip install --quiet --no-deps --no-build-isolation --no-index "$build"
+  "${pip[@]}" install --quiet --no-deps --no-build-isolation --no-index "$build"
   "$venv/bin/selfix" --help >/dev/null  # the entry point runs: every import selfix needs at start is there
 fi

@@ -74,8 +74,10 @@ def test_composite_passes_every_input_as_the_runner_does() -> None:
     """Evaluating the selfix step's env with the workflow's inputs (defaults where none is given) yields exactly
     the INPUT_* a Docker action gets from the runner (tests/action/conftest.py runner_inputs), and nothing else."""
     given = {"mode": "report", "test_command": "python -m pytest -x", "anthropic_api_key": "sk-ant-test"}
-    docker_inputs = _load(DOCKER_ACTION)["inputs"]
-    values = {name: given.get(name, str(spec.get("default", ""))) for name, spec in docker_inputs.items()}
+    # What `${{ inputs.NAME }}` evaluates to in the composite action: the workflow's value, else the composite's
+    # own default (evaluated like the runner evaluates the Docker action's: runner_inputs() with nothing given).
+    defaults = runner_inputs()
+    values = {name: given.get(name, defaults[f"INPUT_{name.upper()}"]) for name in _load(COMPOSITE_ACTION)["inputs"]}
     step_env = _selfix_step(_load(COMPOSITE_ACTION))["env"]
     evaluated = {}
     for key, template in step_env.items():
