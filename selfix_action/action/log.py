@@ -6,6 +6,7 @@ Untrusted text is echoed only between ``::stop-commands::`` markers with a rando
 
 from __future__ import annotations
 
+import re
 import secrets
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -121,3 +122,81 @@ def stop_commands(text: str) -> str:
     the token to end the block early."""
     token = secrets.token_hex(16)
     return f"::stop-commands::{token}\n{text.rstrip(chr(10))}\n::{token}::"
+
+
+# The heal's progress lines ("[selfix   12.3s] verify: ...") by step, into a few log groups a reader can fold.
+PROGRESS_GROUPS: dict[str, str] = {
+    "sandbox": "selfix: start",
+    "start": "selfix: start",
+    "setup": "selfix: setup_command",
+    "reproduce": "selfix: reproduce the failure",
+    "localize": "selfix: localize",
+    "hypotheses": "selfix: hypotheses and candidates",
+    "expose": "selfix: hypotheses and candidates",
+    "memory": "selfix: hypotheses and candidates",
+    "verify": "selfix: hypotheses and candidates",
+    "confirm": "selfix: confirm and minimize",
+    "minimize": "selfix: confirm and minimize",
+    "stop": "selfix: outcome",
+    "outcome": "selfix: outcome",
+}
+_PROGRESS_STEP = re.compile(r"^\[selfix\s+[0-9.]+s\] (?P<step>[a-z_]+): ")
+
+
+class GroupedProgress:
+    """A text stream for the heal's progress: each step's lines in a ``::group::`` of their own, and every line
+    (progress quotes test names and failures; setup_command's output is the project's) inside a
+    ``::stop-commands::`` block. Groups are opened only for the step names in ``PROGRESS_GROUPS``, so text from a
+    test cannot name a group."""
+
+    def __init__(self, log: Log) -> None:
+        self.log = log
+        self._title = ""
+        self._token = ""
+        self._pending = ""
+
+    def __enter__(self) -> GroupedProgress:
+        self._switch("selfix: start")
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        if self._pending:
+            self.line(self._pending)
+            self._pending = ""
+        self._close()
+
+    def write(self, text: str) -> int:
+        lines = (self._pending + text).split("\n")
+        self._pending = lines.pop()
+        for line in lines:
+            self.line(line)
+        return len(text)
+
+    def flush(self) -> None:
+        self.log.stream.flush()
+
+    def line(self, text: str) -> None:
+        match = _PROGRESS_STEP.match(text)
+        title = PROGRESS_GROUPS.get(match.group("step"), "") if match else ""
+        if title and title != self._title:
+            self._switch(title)
+        self.log.line(text)
+
+    def setup_line(self, text: str) -> None:
+        """A line of ``setup_command``'s output, in a group of its own."""
+        if self._title != PROGRESS_GROUPS["setup"]:
+            self._switch(PROGRESS_GROUPS["setup"])
+        self.log.line(text)
+
+    def _switch(self, title: str) -> None:
+        self._close()
+        self._title = title
+        self._token = secrets.token_hex(16)
+        self.log.line(f"::group::{escape_data(title)}")
+        self.log.line(f"::stop-commands::{self._token}")
+
+    def _close(self) -> None:
+        if self._token:
+            self.log.line(f"::{self._token}::")
+            self.log.line("::endgroup::")
+            self._token = ""

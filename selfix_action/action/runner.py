@@ -35,7 +35,7 @@ from selfix_action.action.events import (
 )
 from selfix_action.action.gitops import Git, fingerprint
 from selfix_action.action.locate import Locator
-from selfix_action.action.log import Log, annotations, write_summary
+from selfix_action.action.log import GroupedProgress, Log, annotations, write_summary
 from selfix_action.action.policy import Target, plan_escalation, plan_fix, plan_nothing
 from selfix_action.action.publisher import Publisher
 from selfix_action.action.request import heal_request
@@ -121,15 +121,15 @@ class ActionSteps:
         """The heal pipeline (``setup_command`` included); warnings become ``::warning::`` lines."""
         request = heal_request(self.settings, self.env, junit, hint)
         warnings: list[str] = []
-        # The progress lines go to the log as the heal runs (a heal can take many minutes); they quote test
-        # output, so workflow commands are stopped meanwhile and the warnings are emitted after.
+        # The progress lines go to the log as the heal runs (a heal can take many minutes), one group per step;
+        # they quote test output, so workflow commands are stopped meanwhile and the warnings are emitted after.
         try:
-            with self.log.group("selfix: heal"), self.log.commands_stopped():
+            with GroupedProgress(self.log) as progress:
                 outcome = heal(
                     request,
-                    progress=self.log.stream,
+                    progress=progress,  # type: ignore[arg-type]  # a line-oriented text stream
                     warn=warnings.append,
-                    setup_output=self.log.line,
+                    setup_output=progress.setup_line,
                     healer=self.healer,
                 )
         finally:

@@ -310,13 +310,23 @@ def test_real_heal_end_to_end(tmp_path: Path, fake: FakeGitHub) -> None:
     assert "### Hypotheses" in pr["body"] and "### Tests" in pr["body"] and "cost: $0.0000" in pr["body"]
     assert "held" in pr["body"] and "dropped: healed" not in pr["body"]
     assert "**Checked:**" in pr["body"] and "whole suite" in pr["body"]
-    # The heal's progress is in the log as it runs, inside a block that runs no workflow command.
-    lines = run.out.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("::stop-commands::"))
-    token = lines[start].removeprefix("::stop-commands::")
-    end = lines.index(f"::{token}::")
-    progress = [line for line in lines[start:end] if line.startswith("[selfix ")]
-    assert any("reproduce:" in line for line in progress) and any("verify:" in line for line in progress)
+    # The heal's progress is in the log as it runs, one group per step, every line inside a block that runs no
+    # workflow command.
+    groups: dict[str, list[str]] = {}
+    title, token = "", ""
+    for line in run.out.splitlines():
+        if line.startswith("::group::"):
+            title, token = line.removeprefix("::group::"), ""
+        elif line.startswith("::stop-commands::"):
+            token = line.removeprefix("::stop-commands::")
+        elif token and line == f"::{token}::":
+            token = ""
+        elif line.startswith("[selfix "):
+            assert token, f"a progress line outside a stop-commands block: {line}"
+            groups.setdefault(title, []).append(line)
+    assert any("reproduce:" in line for line in groups["selfix: reproduce the failure"])
+    assert any("verify:" in line for line in groups["selfix: hypotheses and candidates"])
+    assert any("outcome:" in line for line in groups["selfix: outcome"])
 
 
 @pytest.mark.slow

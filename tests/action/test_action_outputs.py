@@ -94,7 +94,7 @@ def test_log_has_error_annotations_at_suspicious_lines_and_groups(
     # property values are escaped so a file name cannot add or change properties
     assert errors[1].startswith("::error file=src/we%2Cird%3Aname.py,line=7,title=selfix::")
     out = run.out.splitlines()
-    for title in ("selfix: JUnit artifacts", "selfix: heal", "selfix: publish"):
+    for title in ("selfix: JUnit artifacts", "selfix: start", "selfix: publish"):
         start = out.index(f"::group::{title}")
         assert "::endgroup::" in out[start + 1 :]
     opened = [i for i, line in enumerate(out) if line.startswith("::group::")]
