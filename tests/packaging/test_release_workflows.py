@@ -82,3 +82,8 @@ def test_release_runs_on_version_tags_and_rewrites_the_action() -> None:
     assert "python3 packaging/release_image.py action.yml" in scripts
     assert re.search(r'git tag --force "\$major"', scripts)
     assert "docker push" in scripts and "ghcr.io/" in scripts
+
+
+def test_release_workflows_pass_github_workflow_schema() -> None:
+    proc = run([tool("check-jsonschema"), "--builtin-schema", "vendor.github-workflows", str(RELEASE), str(REFRESH)])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
