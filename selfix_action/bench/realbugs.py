@@ -435,10 +435,13 @@ def judge(
     dev_files, dev_originals = developer_fix(task, cache)
     verdict = compare_to_fix(edits, dev_files, {**dev_originals, **buggy})
     hidden_bad: list[str] | None = None
-    if resolved and task.hidden:
+    if resolved and task.hidden and set(edits) <= set(task.fix_paths):
         hidden_run = run_tests(repo, python, task.hidden_paths, task.hidden)
         hidden_bad = not_passed(hidden_run, task.hidden)
-    correct_tests = hidden_bad is not None and not hidden_bad
+    # Hidden tests vouch only for a patch confined to the files the developers fixed: a patch elsewhere can gut
+    # shared test machinery (seen: tornado's ``gen_test`` made to skip the coroutine), so every test "passes".
+    confined = set(edits) <= set(task.fix_paths)
+    correct_tests = hidden_bad is not None and not hidden_bad and confined
     correct = resolved and (verdict.same or correct_tests)
     return {
         "resolved": resolved,
@@ -450,6 +453,7 @@ def judge(
         "f2p_failing": len(f2p_bad),
         "p2p_failing": len(p2p_bad),
         "hidden_failing": len(hidden_bad) if hidden_bad is not None else None,
+        "outside_fix_files": sorted(set(edits) - set(task.fix_paths)),
         "edited_files": sorted(edits),
     }
 

@@ -178,6 +178,18 @@ def test_other_tree_passing_the_hidden_tests_is_correct(built: tuple[RealBugTask
     assert verdict["resolved"] and verdict["correct"] and verdict["correct_tests"] and not verdict["correct_ast"]
 
 
+def test_hidden_tests_vouch_only_for_a_patch_in_the_fixed_files(
+    built: tuple[RealBugTask, Path], tmp_path: Path
+) -> None:
+    """A patch that guts shared code elsewhere (here: a helper module the fix never touched) stays wrong."""
+    task, cache = built
+    patched = BUGGY_CALC.replace("        return low\n    return x", "        return min(x, high)\n    return x")
+    files = {"pkg/calc.py": patched, "pkg/helper.py": "HELPER = 1\n"}
+    verdict = judge(task, files, realbugs.task_python(task), tmp_path, cache=cache)
+    assert verdict["resolved"] and verdict["plausible_wrong"] and not verdict["correct_tests"]
+    assert verdict["outside_fix_files"] == ["pkg/helper.py"]
+
+
 def test_test_edits_of_the_tool_never_count(built: tuple[RealBugTask, Path], tmp_path: Path) -> None:
     task, cache = built
     files = {"tests/test_calc.py": TEST_CALC}  # deleting the failing test is not a fix
