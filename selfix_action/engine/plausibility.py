@@ -193,13 +193,23 @@ def scope_patterns(name: str, before: ast.AST, after: ast.AST) -> list[Pattern]:
         found.append(Pattern("broad_except", f"adds a bare or catch-all `except` {where}"))
     if _early_exits([after, *new]) > _early_exits([before, *old]):
         found.append(Pattern("early_exit", f"adds a return/continue/break that skips the statements after it {where}"))
-    dropped = sorted(_reads(old) - _reads(new))
+    dropped = sorted((_reads(old) - _reads(new)) & _locals(before))  # not a builtin or global swapped for another
     if dropped and not found:  # a deleted statement or loop drops its reads too: that pattern says it
         found.append(Pattern("read_dropped", f"no longer reads `{dropped[0]}` {where}"))
     clone = _clone_left(before, after)
     if clone:
         found.append(Pattern("clone_unchanged", f"replaces `{clone}` but leaves the same code elsewhere {where}"))
     return found
+
+
+def _locals(scope: ast.AST) -> set[str]:
+    """A function's parameters and the names it assigns (none for the module level)."""
+    if not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
+        return set()
+    args = scope.args
+    names = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg) if a}
+    stores = (n.id for n in _own_nodes(scope) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+    return names | set(stores)
 
 
 def _reads(nodes: Sequence[ast.AST]) -> set[str]:

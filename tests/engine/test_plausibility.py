@@ -192,3 +192,9 @@ def test_medium_patterns(old: str, new: str, expected: list[str]) -> None:
 def test_both_branches_fixed_is_no_clone() -> None:
     patched = SHOW.replace("'.0f'", "'.2f'")
     assert overfitting_patterns({"s.py": SHOW}, {"s.py": patched}) == []
+
+
+def test_a_builtin_swapped_for_another_is_no_dropped_read() -> None:
+    original = "def cap(percent, limit):\n    percent = max(percent, limit)\n    return percent\n"
+    patched = original.replace("max(", "min(")
+    assert overfitting_patterns({"p.py": original}, {"p.py": patched}) == []
