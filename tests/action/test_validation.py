@@ -120,10 +120,12 @@ def test_dockerfile_is_coherent_with_the_sandbox() -> None:
     from selfix_action.sandbox.isolation import IsolationConfig
 
     text = (ROOT / "Dockerfile").read_text()
-    for package in ("bubblewrap=", "util-linux=", "git="):  # util-linux: setpriv and unshare
-        assert package in text, package
-    assert "COPY selfix_action ./selfix_action" in text and "pip install --no-cache-dir ." in text
-    assert text.rstrip().splitlines()[-1] == 'ENTRYPOINT ["selfix", "action"]'
+    for package in ("bubblewrap", "libseccomp2", "util-linux", "git"):  # util-linux: setpriv and unshare
+        assert re.search(rf"^\s+{package} \\$", text, re.MULTILINE), package
+    # This checkout, into selfix's own venv (the lock and the install: tests/packaging/).
+    assert "COPY selfix_action /opt/selfix/src/selfix_action" in text
+    assert "packaging/install.sh /usr/local/bin/python3 /opt/selfix/venv /opt/selfix/src" in text
+    assert text.rstrip().splitlines()[-1] == 'ENTRYPOINT ["/opt/selfix/venv/bin/selfix", "action"]'
     # The sandbox drops test runs to IsolationConfig's uid (nobody, present in the base image): no other user.
     assert IsolationConfig().sandbox_uid == 65534
     assert "useradd" not in text and "\nUSER " not in text
