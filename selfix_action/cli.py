@@ -44,8 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     fix.add_argument(
         "--engine",
         default="offline",
-        choices=["offline", "anthropic", "openai"],
-        help="offline (default, no key), anthropic, or openai (any OpenAI-compatible server)",
+        choices=["offline", "anthropic", "openai", "auto"],
+        help="offline (default, no key), anthropic, openai (any OpenAI-compatible server), or auto (offline "
+        "first within a small budget, then the LLM engine whose key is set)",
     )
     fix.add_argument("--out", type=Path, help="output folder (default: REPO/.selfix)")
     fix.add_argument("--apply", action="store_true", help="apply the verified patch to the working tree")
@@ -64,6 +65,19 @@ def build_parser() -> argparse.ArgumentParser:
     llm.add_argument("--max-cost", type=float, default=2.0, help="US dollars at most (2.0)")
     llm.add_argument("--prices", type=Path, help="YAML/JSON price table overriding the built-in one")
     llm.add_argument("--max-retry-wait", type=float, default=30.0, help="longest single wait before a retry (30s)")
+    llm.add_argument("--request-timeout", type=float, default=120.0, help="wall seconds per model request (120)")
+    llm.add_argument(
+        "--structured",
+        default="auto",
+        choices=["auto", "tools", "json-schema", "json"],
+        help="how answers are structured: tool calls, a JSON Schema the server enforces, or JSON asked for in the "
+        "prompt (auto: tools, stepping down when the server ignores them)",
+    )
+    llm.add_argument(
+        "--max-output-tokens", type=int, default=0, help="output tokens per answer at most (0: the roles' defaults)"
+    )
+    llm.add_argument("--samples", type=int, default=1, help="Patcher answers per hypothesis if the budget allows (1)")
+    llm.add_argument("--provider", choices=["anthropic", "openai"], help="the LLM engine --engine auto falls back to")
     box = fix.add_argument_group("sandbox")
     box.add_argument(
         "--isolation",
@@ -157,6 +171,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 max_cost=args.max_cost,
                 prices=args.prices,
                 max_retry_wait=args.max_retry_wait,
+                request_timeout=args.request_timeout,
+                structured=args.structured,
+                samples=args.samples,
+                max_output_tokens=args.max_output_tokens,
+                provider=args.provider or "",
                 isolation=args.isolation,
                 require_isolation=args.require_isolation,
                 jobs=args.jobs,

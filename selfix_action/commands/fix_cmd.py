@@ -48,6 +48,11 @@ class FixOptions(BaseModel):
     max_cost: float = 2.0
     prices: Path | None = None
     max_retry_wait: float = 30.0
+    request_timeout: float = 120.0
+    structured: str = "auto"
+    samples: int = 1
+    max_output_tokens: int = 0
+    provider: str = ""  # the LLM engine --engine auto falls back to ("": the one whose key is set)
     # sandbox isolation
     isolation: str = "auto"
     require_isolation: bool = False
@@ -90,6 +95,11 @@ def fix_request(options: FixOptions) -> HealRequest:
             max_cost_usd=options.max_cost,
             prices=_prices(options.prices) if options.engine != "offline" else None,
             max_retry_wait=options.max_retry_wait,
+            request_timeout=options.request_timeout,
+            structured=options.structured,
+            samples=options.samples,
+            max_output_tokens=options.max_output_tokens,
+            provider=options.provider,
             env=dict(os.environ),
         ),
         loop=LoopConfig(

@@ -1,4 +1,5 @@
-"""The engine a request asks for, with its hooks (trace, memory) given at construction."""
+"""The engine a request asks for, with its hooks (trace, memory) given at construction. An LLM engine's key,
+base URL and model name are checked here, by one cheap call, before any test runs."""
 
 from __future__ import annotations
 
@@ -34,7 +35,13 @@ def build_engine(
         template_scores, similar_fixes = memory_hooks(memory, trace)
     if choice.kind == "offline":
         return OfflineEngine(template_scores=template_scores)
+    kind = choice.kind
+    if kind == "auto":
+        kind = auto_provider(choice)
+        if kind is None:  # no key: the cheap path is the only one
+            return OfflineEngine(template_scores=template_scores)
     try:
+        from selfix_action.heal.cascade import CascadeEngine
         from selfix_action.llm.factory import build_engine as build_llm_engine
     except ImportError as exc:  # a build without the LLM engines
         raise InputError(f"engine {choice.kind!r} is not part of this build; use the offline engine") from exc
@@ -51,7 +58,37 @@ def build_engine(
         "protected_paths": tuple(protected_paths),
         "hypotheses": hypotheses,
         "max_retry_wait": choice.max_retry_wait,
+        "request_timeout": choice.request_timeout,
+        "structured": choice.structured,
+        "samples": choice.samples,
+        "max_output_tokens": choice.max_output_tokens,
+        "fixes": dict(choice.fixes),
         "trace": trace,
         "similar_fixes": similar_fixes,
     }
-    return build_llm_engine(choice.kind, **kwargs)
+    llm = build_llm_engine(kind, **kwargs)
+    # Fail fast: a wrong key, base URL or model name is a usage error (exit 2) before the suite runs.
+    llm.preflight = llm.model.preflight()
+    if choice.kind != "auto":
+        return llm
+    return CascadeEngine(
+        OfflineEngine(template_scores=template_scores),
+        llm,
+        offline_candidates=choice.offline_candidates,
+        offline_seconds=max(1.0, time_limit * choice.offline_time_share),
+        trace=trace,
+    )
+
+
+def auto_provider(choice: EngineChoice) -> str | None:
+    """The LLM provider ``--engine auto`` falls back to: the one named, else the one whose key is in the
+    environment (anthropic first), else, for a key given as a flag, openai with a base URL and anthropic
+    without; None when there is no key at all."""
+    if choice.provider:
+        return choice.provider
+    for kind, variable in (("anthropic", "ANTHROPIC_API_KEY"), ("openai", "OPENAI_API_KEY")):
+        if choice.env.get(variable, "").strip():
+            return kind
+    if (choice.api_key or "").strip():
+        return "openai" if choice.base_url else "anthropic"
+    return None

@@ -16,7 +16,7 @@ from selfix_action.errors import InputError
 from selfix_action.sandbox.isolation import IsolationConfig
 from selfix_action.sandbox.process import Limits
 
-ENGINES = ("offline", "anthropic", "openai")
+ENGINES = ("offline", "anthropic", "openai", "auto")
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,17 @@ class EngineChoice:
     max_cost_usd: float = 2.0
     prices: Mapping[str, Any] | None = None  # overrides the built-in price table
     max_retry_wait: float = 30.0
+    request_timeout: float = 120.0  # seconds one model request may take
+    structured: str = "auto"  # auto | tools | json-schema | json (models.base.STRUCTURED_CHOICES)
+    samples: int = 1  # Patcher answers per hypothesis when the call budget allows
+    max_output_tokens: int = 0  # > 0: caps every answer (below the roles' defaults)
+    # "auto": the LLM provider after the offline engine ("" : the one whose key is set, anthropic first), and
+    # the offline engine's share: candidates at most and a fraction of the time limit.
+    provider: str = ""
+    offline_candidates: int = 100
+    offline_time_share: float = 0.35
+    # How the preflight's messages name what to fix (the action names its inputs): {"api_key": ..., ...}
+    fixes: Mapping[str, str] = field(default_factory=dict)
     # Where keys and base URLs are looked up when not given: the CLI's environment, never the runner's for the
     # action (its keys come from its inputs only).
     env: Mapping[str, str] = field(default_factory=dict)

@@ -51,7 +51,14 @@ from selfix_action.llm.schemas import (
     tool_specs,
     validation_message,
 )
-from selfix_action.models.base import ChatModel, Message, ModelError, ModelRequest, ModelResponse
+from selfix_action.models.base import (
+    ChatModel,
+    Message,
+    ModelError,
+    ModelRequest,
+    ModelResponse,
+    PreflightResult,
+)
 
 Trace = Callable[..., None]  # trace(step, message, **data), as the loop's
 A = TypeVar("A", bound=BaseModel)
@@ -107,7 +114,9 @@ class LLMEngine:
         # the candidates that failed, shown to every role as negative examples.
         self.prior_attempts = ""
         self._tools: tuple[Any, ...] | None = None  # built from the first sandbox seen (see _tools_for)
+        self.preflight: PreflightResult | None = None  # what the check before the run found (heal.engines)
         self._file_lines: dict[str, int] = {}
+        self._yielded_programs: set[str] = set()  # engine.patches.program_key of every candidate handed out
         self._context_evidence: Evidence | None = None
         self._context = ""
         self._tried: dict[frozenset[tuple[str, str]], str] = {}  # patch -> how it fared, across hypotheses
@@ -115,7 +124,11 @@ class LLMEngine:
 
     # -- Engine protocol ---------------------------------------------------------------------------------
     def usage(self) -> dict[str, Any]:
-        return {"provider": self.model.provider, "model": self.model.model, **self.budget.usage()}
+        usage = {"provider": self.model.provider, "model": self.model.model, **self.budget.usage()}
+        usage["structured"] = getattr(self.model, "structured", "tools")
+        if self.preflight is not None:
+            usage["preflight"] = {"models_listed": len(self.preflight.models), "note": self.preflight.note}
+        return usage
 
     def hypotheses(self, evidence: Evidence, sandbox: Sandbox, limit: int) -> list[Hypothesis]:
         count = max(1, min(self.n_hypotheses, limit))
@@ -216,7 +229,10 @@ class LLMEngine:
             return answer, files
 
         number = 0
+        passed = False  # a candidate of this hypothesis passed: no new model call, only the samples in hand
         for round_number in range(1, self.patch_retries + 2):
+            if passed:
+                return
             request = patcher_request(hypothesis, code, attempts)
             if round_number == 1 and self._sample_count() > 1:
                 proposals = self._sampled_patches(request, evidence, sandbox, validate)
@@ -230,6 +246,9 @@ class LLMEngine:
                 number += 1
                 key = edit_key(files)
                 self._tried[key] = "not verified yet"
+                program = program_key(files)
+                duplicate = program in self._yielded_programs  # the verifier skips a program it has verified
+                self._yielded_programs.add(program)
                 before = len(history)
                 yield CandidatePatch(
                     id=f"{hypothesis.id}-P{number}",
@@ -238,8 +257,15 @@ class LLMEngine:
                     template="llm",
                     files=files,
                 )
-                # Resumed: the loop did not accept it. Its verdict (if it ran) is the last entry of ``history``.
-                outcome = describe_failure(history[-1]) if len(history) > before else "skipped as a duplicate"
+                # Resumed. A failed verdict is the last entry of ``history``; none and not a duplicate: it passed,
+                # and the loop is looking at alternatives (engine.loop's window of passing candidates).
+                if len(history) > before:
+                    outcome = describe_failure(history[-1])
+                elif duplicate:
+                    outcome = "skipped as a duplicate"
+                else:
+                    outcome = "passed verification"
+                    passed = True
                 self._tried[key] = outcome
                 attempts.append(f"{_summarize(answer)} -> {outcome}")
 
@@ -370,6 +396,11 @@ class LLMEngine:
         except ModelError as err:
             self._note_retries(role, err.retries)
             self.trace("model_error", f"{role}: {err}", role=role, status=err.status, prompt=request.as_messages())
+            left = self.budget.time_left()
+            if err.timed_out and left is not None and left < 1.0:  # the run's time ran out, not the server
+                raise EngineStopped(
+                    StopReason.TIME_LIMIT, f"the run's time limit was reached during the {role} call"
+                ) from err
             raise EngineStopped(StopReason.MODEL_ERROR, str(err)) from err
         self._note_retries(role, response.retries)
         cost = self.budget.record(role, response.usage)

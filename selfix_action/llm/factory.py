@@ -6,11 +6,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from selfix_action.engine.models import Evidence
-from selfix_action.engine.protocols import Engine
 from selfix_action.errors import InputError
 from selfix_action.llm.budget import Budget, parse_prices
-from selfix_action.llm.engine import LLMEngine
-from selfix_action.models.base import ChatModel, RetryPolicy
+from selfix_action.llm.engine import DEFAULT_OUTPUT_TOKENS, LLMEngine
+from selfix_action.models.base import STRUCTURED_CHOICES, ChatModel, RetryPolicy
 
 KINDS = ("anthropic", "openai")
 DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-5-mini"}
@@ -38,12 +37,20 @@ def build_engine(
     max_retries: int = 3,
     max_retry_wait: float = 30.0,
     request_timeout: float = 120.0,
-    structured: str = "tools",
-) -> Engine:
+    structured: str = "auto",
+    samples: int = 1,
+    fixes: Mapping[str, str] | None = None,
+    max_output_tokens: int = 0,
+) -> LLMEngine:
     """The LLM engine for ``kind`` ("anthropic" or "openai"). Flags win over ``env``; a cap <= 0 is no cap.
 
     ``max_retry_wait`` caps any single wait before a retry (a provider's ``retry-after`` included);
-    ``structured`` ("tools" or "json") picks how an OpenAI-compatible server returns structured answers.
+    ``request_timeout`` caps one request; ``structured`` (auto, tools, json-schema, json) picks how the server
+    returns structured answers (auto: tools, stepping down when the server ignores them); ``samples`` Patcher
+    answers per hypothesis when the budget allows; ``max_output_tokens`` (> 0) caps every answer below the roles'
+    defaults (a slow local server: one rambling answer cannot spend the run); ``fixes`` names, for the
+    preflight's messages, the variable, flag or input that sets the key, the base URL and the model
+    (``{"api_key": ..., "base_url": ..., "model": ...}``).
     """
     if kind not in KINDS:
         raise InputError(f"unknown engine {kind!r}: choose one of {', '.join(KINDS)}")
@@ -59,11 +66,21 @@ def build_engine(
         raise InputError("retry counts cannot be negative")
     if max_retry_wait < 0 or request_timeout <= 0:
         raise InputError("the retry wait cap cannot be negative and the request timeout must be positive")
-    if structured not in ("tools", "json"):
-        raise InputError(f"structured output must be 'tools' or 'json', not {structured!r}")
+    if structured not in STRUCTURED_CHOICES:
+        raise InputError(f"structured output must be one of {', '.join(STRUCTURED_CHOICES)}, not {structured!r}")
+    if max_output_tokens < 0:
+        raise InputError("the output token cap cannot be negative")
+    if samples < 1:
+        raise InputError("the number of Patcher samples must be at least 1")
     parse_prices(prices)  # a malformed price table is bad input, reported before any call
     retry = RetryPolicy(max_retries=max_retries, max_wait=max_retry_wait)
-    chat = _chat_model(kind, name, url, key, retry, request_timeout, structured)
+    where = {
+        "api_key": f"{ENV_KEYS[kind]} (or --api-key)",
+        "base_url": f"--base-url (or {ENV_BASE_URLS[kind]})",
+        "model": "--model",
+        **(fixes or {}),
+    }
+    chat = _chat_model(kind, name, url, key, retry, request_timeout, structured, where)
     budget = Budget(
         model=name,
         max_calls=max_calls,
@@ -80,18 +97,39 @@ def build_engine(
         protected_paths=protected_paths,
         trace=trace,
         similar_fixes=similar_fixes,
+        samples=samples,
+        output_tokens=(
+            {role: min(tokens, max_output_tokens) for role, tokens in DEFAULT_OUTPUT_TOKENS.items()}
+            if max_output_tokens > 0
+            else None
+        ),
     )
 
 
 def _chat_model(
-    kind: str, model: str, base_url: str | None, key: str, retry: RetryPolicy, timeout: float, structured: str
+    kind: str,
+    model: str,
+    base_url: str | None,
+    key: str,
+    retry: RetryPolicy,
+    timeout: float,
+    structured: str,
+    fixes: Mapping[str, str],
 ) -> ChatModel:
     # The SDKs are imported only when their engine is chosen: they are optional and slow to import.
     try:
         if kind == "anthropic":
             from selfix_action.models.anthropic_model import AnthropicModel
 
-            return AnthropicModel(api_key=key, model=model, base_url=base_url, timeout=timeout, retry=retry)
+            return AnthropicModel(
+                api_key=key,
+                model=model,
+                base_url=base_url,
+                timeout=timeout,
+                retry=retry,
+                structured=structured,
+                fixes=fixes,
+            )
         from selfix_action.models.openai_model import OpenAIModel
 
         return OpenAIModel(
@@ -100,7 +138,8 @@ def _chat_model(
             base_url=base_url,
             timeout=timeout,
             retry=retry,
-            structured="json" if structured == "json" else "tools",
+            structured=structured,
+            fixes=fixes,
         )
     except ImportError as exc:
         raise InputError(

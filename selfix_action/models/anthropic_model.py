@@ -15,6 +15,7 @@ from typing import Any
 import anthropic
 
 from selfix_action.models.base import (
+    KNOWN_SERVER_MODES,
     ModeLadder,
     ModelError,
     ModelRequest,
@@ -29,6 +30,7 @@ from selfix_action.models.base import (
     mode_refused,
     parse_json_object,
     preflight_status_error,
+    served_by,
     status_error,
     with_retries,
 )
@@ -90,7 +92,7 @@ class AnthropicModel:
     def preflight(self) -> PreflightResult:
         client = self._client.with_options(timeout=min(self.timeout, 30.0))
         try:
-            listed = tuple(m.id for m in client.models.list(limit=1000))
+            models = list(client.models.list(limit=1000))
         except anthropic.APIStatusError as exc:
             detail = exc.api_message or _short(exc.message)
             raise preflight_status_error(PROVIDER, exc.status_code, detail, self.fixes) from exc
@@ -104,8 +106,14 @@ class AnthropicModel:
                 f"{PROVIDER}: GET /v1/models gave no model list ({_short(str(exc))}). Check {self.fixes['base_url']}.",
                 fix=self.fixes["base_url"],
             ) from exc
+        listed = tuple(str(m.id) for m in models)
         note = check_listed_model(PROVIDER, self.model, listed, self.fixes, self._retrievable)
-        return PreflightResult(listed, note)
+        server = served_by(models)
+        known = KNOWN_SERVER_MODES.get((PROVIDER, server))
+        if known is not None and self._ladder.start_at(known):
+            found = f"the server is {server}: structured answers use {known}"
+            note = f"{note}; {found}" if note else found
+        return PreflightResult(listed, note, server)
 
     def _retrievable(self) -> bool:
         # Aliases ("claude-sonnet-4-6") are not in the listing, which holds dated ids; retrieve takes both.

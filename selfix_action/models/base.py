@@ -101,6 +101,7 @@ class PreflightResult:
 
     models: tuple[str, ...]
     note: str = ""
+    server: str = ""  # who serves them, when the listing says ("llamacpp": llama.cpp's server)
 
 
 # -- request and response ------------------------------------------------------------------------------
@@ -223,8 +224,16 @@ class ModeLadder:
     """The structured modes a model may still use; ``step_down`` moves to the next one."""
 
     def __init__(self, choice: str) -> None:
+        self.choice = choice
         self.modes = structured_modes(choice)
         self.index = 0
+
+    def start_at(self, mode: str) -> bool:
+        """For "auto": begin with ``mode`` (the preflight knows the server ignores the ones before it)."""
+        if self.choice != "auto" or mode not in self.modes or self.modes.index(mode) <= self.index:
+            return False
+        self.index = self.modes.index(mode)
+        return True
 
     @property
     def current(self) -> str:
@@ -243,6 +252,17 @@ def json_instruction(description: str, schema: Mapping[str, Any]) -> str:
         f"\n\nAnswer with only a JSON object ({description}) matching this JSON Schema, no prose:\n"
         f"{json.dumps(schema, separators=(',', ':'))}"
     )
+
+
+def served_by(models: Sequence[Any]) -> str:
+    """The ``owned_by`` of a listing's models when they all say the same (llama.cpp's server: "llamacpp")."""
+    owners = {str(getattr(m, "owned_by", "") or "") for m in models}
+    return owners.pop() if len(owners) == 1 else ""
+
+
+# Servers whose listing names them and whose structured output is known (measured on llama.cpp's server: tool
+# calls and Anthropic's output_config are ignored, response_format json_schema is enforced by a grammar).
+KNOWN_SERVER_MODES = {("openai", "llamacpp"): "json-schema", ("anthropic", "llamacpp"): "json"}
 
 
 def check_listed_model(

@@ -68,7 +68,8 @@ def test_openai_engine_that_never_heals_exits_1(tmp_path: Path, capsys: pytest.C
         by_tool={
             "report_hypotheses": [openai_tool_call("report_hypotheses", one)],
             "write_reproduction_test": [openai_tool_call("write_reproduction_test", passing_qa)],
-        }
+        },
+        models=("local-model",),  # what the preflight's GET /v1/models lists
     )
     with serve(provider) as url:
         code = main(

@@ -58,14 +58,60 @@ class Recorded:
 Script = Iterable[Reply | Callable[[Recorded], Reply]]
 
 
-class FakeProvider:
-    """Replies from ``script`` in order; with ``by_tool``, from the queue of the tool the request forces."""
+LISTED_MODELS = ("claude-sonnet-4-6", "gpt-5-mini", "llama3.1:8b")
 
-    def __init__(self, script: Script = (), by_tool: dict[str, Script] | None = None) -> None:
+
+class FakeProvider:
+    """Replies from ``script`` in order; with ``by_tool``, from the queue of the tool the request forces.
+
+    ``GET /v1/models`` (the preflight) answers ``models_reply`` if given, else a listing of ``models`` in the
+    wire format of the path's API (Anthropic's when the request carries ``x-api-key``, else OpenAI's);
+    ``GET /v1/models/NAME`` answers 404 unless NAME is listed. GETs are recorded in ``gets``, apart from the
+    POSTs in ``requests``."""
+
+    def __init__(
+        self,
+        script: Script = (),
+        by_tool: dict[str, Script] | None = None,
+        *,
+        models: tuple[str, ...] = LISTED_MODELS,
+        models_reply: Reply | None = None,
+        aliases: tuple[str, ...] = (),
+    ) -> None:
         self.queue: deque[Reply | Callable[[Recorded], Reply]] = deque(script)
         self.by_tool = {name: deque(replies) for name, replies in (by_tool or {}).items()}
         self.requests: list[Recorded] = []
+        self.gets: list[Recorded] = []
+        self.models = models
+        self.models_reply = models_reply
+        self.aliases = aliases  # retrievable by name (GET /v1/models/NAME) but not listed
         self._lock = threading.Lock()
+
+    def get(self, recorded: Recorded) -> Reply:
+        with self._lock:
+            self.gets.append(recorded)
+        path = recorded.path.split("?", 1)[0].rstrip("/")
+        anthropic_api = "x-api-key" in recorded.headers
+        if path.endswith("/models"):
+            if self.models_reply is not None:
+                return self.models_reply
+            if anthropic_api:
+                data = [
+                    {"type": "model", "id": m, "display_name": m, "created_at": "2025-01-01T00:00:00Z"}
+                    for m in self.models
+                ]
+                first, last = (self.models[0], self.models[-1]) if self.models else (None, None)
+                return Reply(200, {"data": data, "has_more": False, "first_id": first, "last_id": last})
+            data = [{"id": m, "object": "model", "created": 1_700_000_000, "owned_by": "test"} for m in self.models]
+            return Reply(200, {"object": "list", "data": data})
+        name = path.rsplit("/", 1)[-1]
+        if "/models/" in path and (name in self.models or name in self.aliases):
+            if anthropic_api:
+                return Reply(
+                    200, {"type": "model", "id": name, "display_name": name, "created_at": "2025-01-01T00:00:00Z"}
+                )
+            return Reply(200, {"id": name, "object": "model", "created": 1_700_000_000, "owned_by": "test"})
+        return Reply(404, {"error": {"message": "not found", "type": "not_found_error"}})
 
     def reply(self, recorded: Recorded) -> Reply:
         with self._lock:
@@ -87,6 +133,9 @@ def serve(provider: FakeProvider) -> Iterator[str]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
+        def do_GET(self) -> None:
+            self._send(provider.get(Recorded(self.path, {k.lower(): v for k, v in self.headers.items()}, {})))
+
         def do_POST(self) -> None:
             length = int(self.headers.get("content-length") or 0)
             raw = self.rfile.read(length) if length else b""
@@ -94,7 +143,9 @@ def serve(provider: FakeProvider) -> Iterator[str]:
                 body = json.loads(raw or b"{}")
             except json.JSONDecodeError:
                 body = {"_raw": raw.decode("utf-8", "replace")}
-            reply = provider.reply(Recorded(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+            self._send(provider.reply(Recorded(self.path, {k.lower(): v for k, v in self.headers.items()}, body)))
+
+        def _send(self, reply: Reply) -> None:
             data = reply.body if isinstance(reply.body, str) else json.dumps(reply.body)
             payload = data.encode("utf-8")
             self.send_response(reply.status)
