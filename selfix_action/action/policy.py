@@ -100,6 +100,10 @@ def plan_fix(
     if target.fork and mode is not Mode.REPORT:
         notes.append("the failing commit is on a fork: report mode, nothing pushed")
         mode = Mode.REPORT
+    low = render.confidence_level(report) == "low"
+    if low and mode is Mode.COMMIT:
+        notes.append("low confidence: offered as review suggestions, not pushed onto the branch")
+        mode = Mode.SUGGEST
     if mode in (Mode.COMMIT, Mode.SUGGEST) and target.pull is None:
         notes.append(f"{mode.value} mode needs a pull request; opening a fix PR instead")
         mode = Mode.PR
@@ -116,11 +120,14 @@ def plan_fix(
         "notes": tuple(notes),
     }
     if mode is Mode.PR:
+        if low:
+            notes.append("low confidence: opened as a draft PR")
+            common["notes"] = tuple(notes)
         return PublishPlan(
             Action.OPEN_PR,
             body=verified_body,
             labels=tuple(rule_labels(settings, files)),
-            draft=settings.draft,
+            draft=settings.draft or low,
             protected_branches=frozenset(b for b in (target.default_branch, target.branch) if b),
             ci_workflow_id=target.workflow_id if settings.ci_on_fix_branch == "dispatch" else None,
             **common,

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from unidiff import PatchSet
 
-from selfix_action.engine.report import HealReport
+from selfix_action.engine.report import HealReport, render_confidence
 from selfix_action.github.client import ReviewSuggestion
 
 MARKER_PREFIX = "<!-- selfix:"
@@ -46,11 +46,17 @@ def fixed_tests(report: HealReport) -> list[str]:
     return [t for t in report.f2p_tests if report.tests_after.get(t) == "passed"] or list(report.f2p_tests)
 
 
+def confidence_level(report: HealReport) -> str:
+    """high, medium or low; "not assessed" for a report without a confidence (an older bundle)."""
+    return report.confidence.level if report.confidence is not None else "not assessed"
+
+
 def pr_title(report: HealReport) -> str:
     tests = fixed_tests(report)
     names = ", ".join(t.rsplit("::", 1)[-1] for t in tests[:3])
     more = f" (+{len(tests) - 3} more)" if len(tests) > 3 else ""
-    return clean(f"selfix: fix {names}{more}", 200).replace("\n", " ")
+    prefix = "selfix (low confidence)" if confidence_level(report) == "low" else "selfix"
+    return clean(f"{prefix}: fix {names}{more}", 200).replace("\n", " ")
 
 
 def _usage_line(report: HealReport) -> str:
@@ -123,7 +129,12 @@ def _diff_summary(diff: str) -> list[str]:
 def pr_body(report: HealReport, *, run_url: str, fp: str) -> str:
     assert report.patch is not None
     root = next((r for r in report.hypotheses if r.hypothesis.id == report.patch.hypothesis_id), None)
-    lines = ["## selfix: verified fix", ""]
+    level = confidence_level(report)
+    lines = ["## selfix: verified fix" if level != "low" else "## selfix: a patch that passes, with low confidence", ""]
+    if report.confidence is not None:
+        lines += [*(clean(line, 600) for line in render_confidence(report.confidence)), ""]
+    else:
+        lines += ["Patch confidence: **not assessed** (this report carries no plausibility assessment).", ""]
     if root is not None:
         lines += [f"**Root cause:** {clean(root.hypothesis.title, 500)}", ""]
         if root.hypothesis.reasoning:
@@ -147,13 +158,15 @@ def pr_body(report: HealReport, *, run_url: str, fp: str) -> str:
         "</details>",
         "",
     ]
+    lines += ["### Verification", ""]
     if report.verification:
-        lines.append(f"**Checked:** {clean(report.verification, 500)}.")
+        lines.append(f"- **Checked:** {clean(report.verification, 500)}.")
     lines.append(
-        f"**Search:** {report.candidates_tried} candidate patch(es) tried, {rejected_candidates(report)} rejected "
+        f"- **Search:** {report.candidates_tried} candidate patch(es) tried, {rejected_candidates(report)} rejected "
         f"by verification, over {len(report.hypotheses)} hypothesis(es); {report.test_runs} test runs."
     )
-    lines += [*(isolation_lines(report)[:1] or ["Isolation: not reported"]), ""]
+    lines += [f"- {line}" for line in isolation_lines(report)[:1] or ["Isolation: not reported"]]
+    lines.append("")
     lines.append(_usage_line(report) + (f"; [workflow run]({run_url})" if run_url else ""))
     lines += [
         "",
@@ -284,7 +297,8 @@ _HEADLINES = {
 def _mechanics_line(report: HealReport) -> str:
     total = report.timings.get("total")
     time = f"; time {total:.1f} s" if isinstance(total, int | float) and total else ""
-    return (
+    confidence = f"**Patch confidence:** {confidence_level(report)}. " if report.patch is not None else ""
+    return confidence + (
         f"**Cost:** ${cost_usd(report):.4f}, {tokens(report)} tokens (engine `{report.engine}`). "
         f"**Candidates:** {report.candidates_tried} tried, {rejected_candidates(report)} rejected; "
         f"{report.test_runs} test runs{time}."
@@ -295,7 +309,8 @@ def job_summary(status: str, report: HealReport, report_md: str, facts: Sequence
     """The job summary a maintainer reads first: one headline, the tests before and after, cost and tokens, then
     the mechanics (trigger, branch, isolation, notes) and the full report folded below."""
     headline = _HEADLINES.get(status, status.replace("_", " "))
-    lines = [f"# selfix: {headline}", "", f"**{clean(report.explanation, 500)}.**", ""]
+    explanation = clean(report.explanation, 500)
+    lines = [f"# selfix: {headline}", "", f"**{explanation[:1].upper() + explanation[1:]}.**", ""]
     if report.f2p_tests:
         lines += [*_tests_section(report), ""]
     lines += [_mechanics_line(report), ""]

@@ -54,6 +54,7 @@ class ActionOutcome:
     report_path: str = ""
     cost_usd: float = 0.0
     tokens: int = 0
+    confidence: str = ""  # high, medium or low for a verified patch; "" otherwise
     notes: list[str] = field(default_factory=list)
 
     def outputs(self) -> dict[str, str]:
@@ -64,6 +65,7 @@ class ActionOutcome:
             "report_path": self.report_path,
             "cost_usd": f"{self.cost_usd:.4f}",
             "tokens": str(self.tokens),
+            "confidence": self.confidence,
         }
 
     @classmethod
@@ -75,6 +77,7 @@ class ActionOutcome:
             patch_path=str(paths.patch or "") if paths else "",
             cost_usd=render.cost_usd(healed.report),
             tokens=render.tokens(healed.report),
+            confidence=healed.report.confidence.level if healed.report.confidence and healed.report.patch else "",
         )
 
 

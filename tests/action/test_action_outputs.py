@@ -16,11 +16,12 @@ from selfix_action.action.request import isolation_config
 from selfix_action.action.settings import load_settings
 from selfix_action.engine.loop import HealResult
 from selfix_action.engine.models import SuspiciousLine
+from selfix_action.engine.report import Confidence, ConfidenceReason
 from selfix_action.errors import InputError, SandboxError
 from selfix_action.heal import HealContext
 from selfix_action.heal import pipeline as pipeline_mod
 from selfix_action.sandbox.isolation import IsolationConfig
-from tests.action.conftest import Repos, action_env, invoke, synthetic, workflow_run_payload
+from tests.action.conftest import Repos, action_env, git, invoke, synthetic, workflow_run_payload
 from tests.github.fake_github import FakeGitHub
 
 MIB = 1024 * 1024
@@ -118,7 +119,15 @@ def test_outputs_use_random_heredoc_delimiters(tmp_path: Path, fake: FakeGitHub,
     text = Path(env["GITHUB_OUTPUT"]).read_text()
     assert text.startswith("earlier=step\n") and run.outputs["earlier"] == "step"  # appended, not overwritten
     heads = re.findall(r"^(\w+)<<(selfix_[0-9a-f]{24})$", text, re.MULTILINE)
-    assert [k for k, _ in heads] == ["status", "pr_url", "patch_path", "report_path", "cost_usd", "tokens"]
+    assert [k for k, _ in heads] == [
+        "status",
+        "pr_url",
+        "patch_path",
+        "report_path",
+        "cost_usd",
+        "tokens",
+        "confidence",
+    ]
     assert len({d for _, d in heads}) == len(heads)  # a fresh delimiter per value
     for key, delimiter in heads:
         assert re.search(rf"^{delimiter}$", text, re.MULTILINE), key
@@ -216,3 +225,40 @@ def test_job_summary_warns_loudly_without_isolation(tmp_path: Path, fake: FakeGi
     assert "- **WARNING: no isolation**: the project's tests ran unisolated." in run.summary
     assert "- Isolation fallbacks: bwrap: not installed; unshare: Operation not permitted" in run.summary
     assert "- Note: WARNING: NO ISOLATION" in run.summary  # the report's notes are in the summary too
+
+
+# -- confidence --------------------------------------------------------------------------------------------------
+LOW = Confidence(
+    level="low",
+    reasons=(ConfidenceReason(code="pattern:guard_deleted", level="low", text="the patch deletes a guard"),),
+)
+HIGH = Confidence(level="high", reasons=(ConfidenceReason(code="localized", level="high", text="in the top function"),))
+
+
+def test_a_low_confidence_patch_is_only_a_draft_pr(tmp_path: Path, fake: FakeGitHub, repos: Repos) -> None:
+    run = invoke(workflow_env(tmp_path, fake, repos), with_report(True, confidence=LOW))
+    assert (run.outputs["status"], run.outputs["confidence"]) == ("healed", "low"), run.out
+    pr = fake.calls_of("POST", r"/pulls$")[0].body
+    assert pr["draft"] is True and pr["title"].startswith("selfix (low confidence): fix ")
+    assert "Patch confidence: **low**" in pr["body"] and "the patch deletes a guard (lowers it to low)" in pr["body"]
+    assert "low confidence: opened as a draft PR" in run.summary
+
+
+def test_a_low_confidence_patch_is_never_pushed_onto_the_pr_branch(
+    tmp_path: Path, fake: FakeGitHub, repos: Repos
+) -> None:
+    number = fake.add_pull(head_ref="feature/avg", head_sha=repos.feature_sha, base_ref="main")
+    data = workflow_run_payload(repos.feature_sha, "feature/avg", pulls=(number,))
+    env = action_env(tmp_path, fake, repos, "workflow_run", data, mode="commit")
+    run = invoke(env, with_report(True, confidence=LOW))
+    assert run.outputs["status"] == "healed", run.out
+    assert git(repos.origin, "rev-parse", "refs/heads/feature/avg") == repos.feature_sha  # nothing pushed
+    assert len(fake.state.reviews) == 1 and not fake.calls_of("POST", r"/pulls$")
+    assert "low confidence: offered as review suggestions" in run.summary
+
+
+def test_a_high_confidence_patch_is_a_ready_pr(tmp_path: Path, fake: FakeGitHub, repos: Repos) -> None:
+    run = invoke(workflow_env(tmp_path, fake, repos), with_report(True, confidence=HIGH))
+    pr = fake.calls_of("POST", r"/pulls$")[0].body
+    assert pr["draft"] is False and pr["title"].startswith("selfix: fix ") and run.outputs["confidence"] == "high"
+    assert "**Patch confidence:** high." in run.summary

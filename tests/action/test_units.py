@@ -161,8 +161,8 @@ def test_pr_body_and_summary_count_the_rejected_candidates() -> None:
     assert "**Search:** 6 candidate patch(es) tried, 5 rejected by verification, over 1 hypothesis(es)" in body
     assert "Isolation: not reported" in body
     summary = job_summary("healed", report, "# selfix: verified\n\n**verified.**\n\n- Engine: `offline`\n")
-    assert summary.startswith("# selfix: healed\n\n**verified.**\n\n| test | before | after |")
-    assert summary.count("# selfix") == 1 and summary.count("**verified.**") == 1
+    assert summary.startswith("# selfix: healed\n\n**Verified.**\n\n| test | before | after |")
+    assert summary.count("# selfix") == 1 and summary.count("erified.**") == 1
     assert (
         "**Cost:** $0.0000, 0 tokens (engine `offline`). **Candidates:** 6 tried, 5 rejected; 9 test runs." in summary
     )
