@@ -43,7 +43,10 @@ def isolation_config(settings: Settings) -> IsolationConfig:
 def heal_request(settings: Settings, env: Mapping[str, str], junit: tuple[Path, ...], hint: str) -> HealRequest:
     workspace = settings.workspace.resolve()
     time_limit = settings.timeout_minutes * 60
-    key = settings.anthropic_api_key if settings.engine == "anthropic" else settings.openai_api_key
+    provider = settings.engine
+    if provider == "auto":  # the LLM engine after the offline one: the provider whose key is given
+        provider = "anthropic" if settings.anthropic_api_key.get_secret_value() else "openai"
+    key = settings.anthropic_api_key if provider == "anthropic" else settings.openai_api_key
     return HealRequest(
         repo=workspace,
         test_cmd=resolve_test_cmd(settings.test_command or default_test_command(env), workspace),
@@ -53,12 +56,21 @@ def heal_request(settings: Settings, env: Mapping[str, str], junit: tuple[Path, 
         engine=EngineChoice(
             kind=settings.engine,
             model=settings.model or None,
-            base_url=(settings.openai_base_url or None) if settings.engine == "openai" else None,
+            base_url=(settings.openai_base_url or None) if provider == "openai" else None,
             api_key=key.get_secret_value() or None,
             max_calls=0,  # <= 0: no cap; the dollar budget and the time limit bound the run
             max_tokens=0,
             max_cost_usd=settings.max_cost_usd,
             env={},  # keys come from the inputs only, never from the runner environment
+            provider=provider if settings.engine == "auto" else "",
+            structured=settings.structured,
+            request_timeout=settings.request_timeout,
+            # The preflight's usage errors name the inputs to fix.
+            fixes={
+                "api_key": f"the {provider}_api_key input",
+                "base_url": "the openai_base_url input",
+                "model": "the model input",
+            },
         ),
         loop=LoopConfig(
             max_hypotheses=settings.max_attempts,

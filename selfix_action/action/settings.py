@@ -62,8 +62,10 @@ class FileConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, title="selfix configuration (.github/selfix.yml)")
 
-    engine: str | None = Field(None, description="offline, anthropic or openai")
+    engine: str | None = Field(None, description="offline, anthropic, openai or auto")
     model: str | None = Field(None, description="model name for an LLM engine")
+    structured: str | None = Field(None, description="auto, tools, json-schema or json: how LLM answers are structured")
+    request_timeout: float | None = Field(None, gt=0, description="seconds one model request may take")
     openai_base_url: str | None = Field(None, description="OpenAI-compatible endpoint")
     test_command: str | None = Field(None, description="the project's pytest invocation")
     setup_command: str | None = Field(None, description="installs the project's dependencies (argument list)")
@@ -102,8 +104,10 @@ INPUT_DEFAULTS: dict[str, Any] = {
     "anthropic_api_key": "",
     "openai_api_key": "",
     "openai_base_url": "",
-    "engine": "",  # empty: offline unless an API key is given
+    "engine": "",  # empty: offline unless an API key is given, then auto (offline first)
     "model": "",
+    "structured": "auto",
+    "request_timeout": 120.0,
     "test_command": "",
     "setup_command": "",
     "junit_paths": ("**/junit*.xml", "**/TEST-*.xml"),
@@ -140,6 +144,8 @@ class Settings(BaseModel):
     openai_base_url: str = ""
     engine: str = "offline"
     model: str = ""
+    structured: str = "auto"
+    request_timeout: float = Field(120.0, gt=0)
     test_command: str = ""
     setup_command: str = ""
     junit_paths: tuple[str, ...] = INPUT_DEFAULTS["junit_paths"]
@@ -304,11 +310,10 @@ def load_settings(env: Mapping[str, str]) -> Settings:
         elif default != "":
             values[name] = default
     if not values.get("engine"):
-        # No engine named: the offline engine, unless the user supplied a key for exactly one provider.
-        if "anthropic_api_key" in inputs:
-            values["engine"] = "anthropic"
-        elif "openai_api_key" in inputs:
-            values["engine"] = "openai"
+        # No engine named: the offline engine; with a key, auto (the offline engine first, then the LLM engine of
+        # that key: no model call when the offline engine heals).
+        if "anthropic_api_key" in inputs or "openai_api_key" in inputs:
+            values["engine"] = "auto"
         else:
             values["engine"] = "offline"
     values["rules"] = file_config.rules

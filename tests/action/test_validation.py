@@ -74,6 +74,8 @@ def test_every_declared_input_is_read_and_vice_versa(tmp_path: Path) -> None:
         "openai_base_url": "http://x",
         "engine": "anthropic",
         "model": "m1",
+        "structured": "json-schema",
+        "request_timeout": "45",
         "test_command": "pytest -x",
         "setup_command": "pip install .",
         "junit_paths": "a.xml, b.xml",
