@@ -93,6 +93,9 @@ def test_heals_every_example(name: str, tmp_path: Path, capsys: pytest.CaptureFi
     report = json.loads((out / "report.json").read_text(encoding="utf-8"))
     assert report["stop_reason"] == "healed" and report["exit_code"] == 0
     assert report["coverage_used"] is True
+    # The right fix is never called low (engine.plausibility.assess_confidence); `selfix fix` prints the level.
+    assert report["confidence"]["level"] in ("high", "medium"), report["confidence"]
+    assert f"selfix: confidence {report['confidence']['level']}" in captured.out
     assert all(report["tests_after"][t] == "passed" for t in report["f2p_tests"] + report["p2p_tests"])
     assert (out / "report.md").read_text(encoding="utf-8").startswith("# selfix: healed")
     records = [json.loads(line) for line in (out / "trace.jsonl").read_text().splitlines()]
