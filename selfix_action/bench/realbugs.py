@@ -691,7 +691,7 @@ def build_main(argv: Sequence[str] | None = None) -> int:
                     config.get("generated_files"),
                     log=lambda m: print(m, flush=True),
                 )
-            except (InputError, subprocess.SubprocessError, OSError) as exc:
+            except Exception as exc:  # one bug's trouble (git, pip, a suite that cannot start) drops that bug only
                 outcome = BuildOutcome(None, f"error: {exc}"[:400], 0.0)
                 print(f"{project}-{number}: dropped: {outcome.reason}", flush=True)
             if outcome.task is not None:
