@@ -504,7 +504,9 @@ def evaluate(records: Sequence[dict[str, Any]], folder: Path, log: Log) -> dict[
     rows: list[dict[str, Any]] = []
     priors_all: list[Replay] = []
     learned_all: list[Replay] = []
-    mem: dict[str, list[Replay]] = {k: [] for k in ("off", "filled", "grown", "old", "grown_function", "calibrated")}
+    mem: dict[str, list[Replay]] = {
+        k: [] for k in ("off", "filled", "grown", "old", "grown_function", "grown_file", "calibrated")
+    }
     thresholds: list[dict[str, Any]] = []
     rewards = []
     for train_lib, test_lib in ((libraries[0], libraries[1]), (libraries[1], libraries[0])):
@@ -523,6 +525,7 @@ def evaluate(records: Sequence[dict[str, Any]], folder: Path, log: Log) -> dict[
         mem["filled"] += run_with_memory(train, test, model, folder)
         mem["grown"] += run_with_memory(train, test, model, folder, grow=True)
         mem["grown_function"] += run_with_memory(train, test, model, folder, grow=True, min_evidence=0.5)
+        mem["grown_file"] += run_with_memory(train, test, model, folder, grow=True, min_evidence=0.25)
         # The evidence threshold calibrated on the training library alone (its own memory growing task by task),
         # then applied to the held-out library.
         threshold = calibrate_threshold(train, model, folder)
@@ -549,7 +552,8 @@ def evaluate(records: Sequence[dict[str, Any]], folder: Path, log: Log) -> dict[
         "memory": {
             "filled_vs_off": paired(mem["off"], mem["filled"]),
             "grown_vs_off": paired(mem["off"], mem["grown"]),
-            "grown_function_only_vs_off": paired(mem["off"], mem["grown_function"]),
+            "grown_function_or_failure_vs_off": paired(mem["off"], mem["grown_function"]),
+            "grown_same_file_vs_off": paired(mem["off"], mem["grown_file"]),
             "calibrated_vs_off": paired(mem["off"], mem["calibrated"]),
             "thresholds": thresholds,
             "old_similarity_vs_priors_off": paired(priors_all, priors_old),
@@ -601,9 +605,10 @@ def render(result: Mapping[str, Any]) -> str:
         head,
         rule,
         _row_a("memory off", memory["filled_vs_off"]),
-        _row_b("filled by the other library", memory["filled_vs_off"]),
-        _row_b("the other library + the earlier tasks of this one", memory["grown_vs_off"]),
-        _row_b("same, function/fingerprint evidence only", memory["grown_function_only_vs_off"]),
+        _row_b("filled by the other library (default evidence: same failure, same function)", memory["filled_vs_off"]),
+        _row_b("the other library + the earlier tasks of this one (default evidence)", memory["grown_vs_off"]),
+        _row_b("same, evidence >= same function or same failure", memory["grown_function_or_failure_vs_off"]),
+        _row_b("same, evidence >= same file", memory["grown_same_file_vs_off"]),
         _row_b("same, evidence threshold calibrated on the other library", memory["calibrated_vs_off"]),
         "",
         "The previous memory (similarity boost, ahead of suspiciousness), hand priors, paired with hand priors off:",

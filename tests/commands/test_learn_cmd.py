@@ -54,8 +54,9 @@ def test_second_run_with_memory_needs_fewer_candidates(tmp_path: Path, capsys: p
         candidates.append(report["candidates_tried"])
         trace = read_trace(out / "trace.jsonl")
         assert trace.steps("outcome")[0].model_dump()["healed"] is True
+    # The boost reorders only within lines as suspicious as each other (never ahead of a better-localized line):
+    # the repeat is never worse, and here better by the candidates of the fix's tie group tried before it.
     assert candidates[1] < candidates[0], candidates
-    assert candidates[1] == 1
     boosted = [e for e in trace.steps("memory") if e.model_dump().get("boosted")]
     assert boosted and "binop_replace" in boosted[0].model_dump()["boosted"]
 

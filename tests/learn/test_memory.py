@@ -140,7 +140,7 @@ def test_two_concurrent_writers_both_record(tmp_path: Path) -> None:
 
 
 def test_a_boost_needs_the_same_place_or_the_same_failure(tmp_path: Path) -> None:
-    memory = Memory(tmp_path / "m.db", clock=Clock())
+    memory = Memory(tmp_path / "m.db", clock=Clock(), min_evidence=0.25)
     memory.record(run("r1", "binop_replace", ["name_replace", "binop_replace"], file="averages.py", symbol="average"))
     # same failure, same function: one fix moves the template from the prior 0.1 to (1 + 0.2) / 3 = 0.4
     assert memory.boosts_for([SIG], "averages.py", "average") == {"binop_replace": pytest.approx(0.4)}
@@ -156,6 +156,11 @@ def test_a_boost_needs_the_same_place_or_the_same_failure(tmp_path: Path) -> Non
     strict = Memory(tmp_path / "m.db", clock=Clock(), min_evidence=0.5)
     assert strict.boosts_for([OTHER], "averages.py", "median") == {}
     assert strict.boosts_for([OTHER], "averages.py", "average") != {}
+    # the default (calibrated): the same failure at the same function only
+    default = Memory(tmp_path / "m.db", clock=Clock())
+    assert default.boosts_for([SIG], "averages.py", "average") == {"binop_replace": pytest.approx(0.4)}
+    assert default.boosts_for([OTHER], "averages.py", "average") == {}
+    assert default.boosts_for([SIG], "averages.py", "median") == {}
 
 
 def test_a_boost_that_did_not_lead_to_the_fix_decays_fast(tmp_path: Path) -> None:
