@@ -127,12 +127,13 @@ def test_a_boost_never_goes_ahead_of_a_better_localized_line() -> None:
     assert line_three[0] == "return_replace"  # boosted within its line
     unboosted = [i.edit.template for i in ordering.ordered(items, {}, None) if i.line == 3]
     assert unboosted[0] != "return_replace"
-    # the engine yields exactly this order
+    # the engine yields exactly this order, then the pairs of edits at the two top lines (offline.templates.pairs)
     sandbox = _Files({"m.py": SOURCE})
     fresh = OfflineEngine(template_scores=lambda evidence, hypothesis: boosts, order_model=None)
     [hypothesis] = fresh.hypotheses(evidence, sandbox, 1)  # type: ignore[arg-type]
     found = list(fresh.candidates(hypothesis, evidence, sandbox, []))  # type: ignore[arg-type]
-    assert [c.description for c in found] == [i.edit.description for i in items]
+    assert [c.description for c in found[: len(items)]] == [i.edit.description for i in items]
+    assert {c.template for c in found[len(items) :]} <= {"edit_pair"}
 
 
 def test_the_shipped_model_loads_and_names_what_it_was_fitted_on() -> None:
