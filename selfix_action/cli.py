@@ -92,8 +92,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="candidates checked side by side by the offline engine (default: the CPUs available, at most 4)",
     )
     mem = fix.add_argument_group("memory of past fixes")
-    mem.add_argument("--memory", type=Path, metavar="PATH", help="SQLite memory file (default: OUT/memory.db)")
-    mem.add_argument("--no-memory", action="store_true", help="neither read nor update the memory")
+    mem.add_argument(
+        "--memory", type=Path, metavar="PATH", help="read and update this SQLite memory file (default: no memory)"
+    )
+    mem.add_argument("--no-memory", action="store_true", help="neither read nor update a memory (the default)")
     _add_learning_commands(sub)
     return parser
 

@@ -57,7 +57,8 @@ class FixOptions(BaseModel):
     isolation: str = "auto"
     require_isolation: bool = False
     jobs: int | None = None  # candidates checked side by side; None: heal.default_jobs()
-    # memory of past fixes (selfix_action.learn.memory): None = OUT/memory.db; use_memory=False turns it off
+    # memory of past fixes (selfix_action.learn.memory): off unless a file is named. On the benchmark's project
+    # split it changed no heal (docs/LEARNING.md, "Does learning help?"), so it is not on by default.
     memory: Path | None = None
     use_memory: bool = True
 
@@ -111,7 +112,7 @@ def fix_request(options: FixOptions) -> HealRequest:
         limits=Limits(wall_seconds=options.test_timeout),
         isolation=isolation,
         jobs=options.jobs,
-        memory_path=(options.memory or out_dir / "memory.db") if options.use_memory else None,
+        memory_path=options.memory if options.use_memory else None,
         repo_label=str(options.repo),
     )
 

@@ -51,10 +51,11 @@ def cases(db: Path) -> list[tuple[object, ...]]:
 
 def test_action_writes_trace_view_and_updates_memory(tmp_path: Path, fake: FakeGitHub, repos: Repos) -> None:
     calls: list[HealContext] = []
-    env = action_env(tmp_path, fake, repos, "workflow_run", workflow_run_payload(repos.feature_sha, "feature/avg"))
+    payload = workflow_run_payload(repos.feature_sha, "feature/avg")
+    env = action_env(tmp_path, fake, repos, "workflow_run", payload, memory_path=".selfix/memory.db")
     run = invoke(env, with_failure(True, calls))
     assert run.outputs["status"] == "healed", run.out
-    memory = repos.workspace / ".selfix" / "memory.db"  # the default memory_path, relative to the workspace
+    memory = repos.workspace / ".selfix" / "memory.db"  # memory_path, relative to the workspace
     assert calls[0].memory is not None and calls[0].memory.path == memory and calls[0].trace is not None
     assert cases(memory) == [(1, "constant", "AssertionError", "calc.py:limit")]
     report = Path(run.outputs["report_path"])
@@ -80,6 +81,10 @@ def test_memory_path_input(tmp_path: Path, fake: FakeGitHub, repos: Repos) -> No
     assert invoke(env, with_failure(True, [])).outputs["status"] == "healed"
     assert len(cases(repos.workspace / "cache" / "selfix.db")) == 1
     assert not (repos.workspace / ".selfix" / "memory.db").exists()
+
+    default: list[HealContext] = []  # no memory_path: no memory (docs/LEARNING.md says why)
+    run = invoke(action_env(tmp_path, fake, repos, "workflow_run", data), with_failure(True, default))
+    assert run.outputs["status"] == "healed" and default[0].memory is None
 
     calls: list[HealContext] = []
     env = action_env(tmp_path, fake, repos, "workflow_run", data, memory_path="none")
@@ -141,7 +146,8 @@ def test_memory_cache_workflow_caches_the_actions_memory_path() -> None:
 def test_real_heal_records_into_the_memory_and_the_next_run_uses_it(tmp_path: Path, fake: FakeGitHub) -> None:
     """No stand-in: two real heals of the same failure share the workspace's memory."""
     repos = make_repos(tmp_path, HEALABLE)
-    env = action_env(tmp_path, fake, repos, "workflow_run", workflow_run_payload(repos.feature_sha, "feature/avg"))
+    payload = workflow_run_payload(repos.feature_sha, "feature/avg")
+    env = action_env(tmp_path, fake, repos, "workflow_run", payload, memory_path=".selfix/memory.db")
     first = invoke(env)
     assert first.outputs["status"] == "healed", first.out
     memory = repos.workspace / ".selfix" / "memory.db"
