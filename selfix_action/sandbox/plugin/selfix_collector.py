@@ -80,17 +80,27 @@ class LineCollector:
 
     # -- before 3.12: sys.settrace, a local tracer only in project files' frames
     def _global_trace(self, frame, event, arg):
-        if event == "call" and self._project_file(frame.f_code.co_filename) is not None:
-            return self._local_trace
-        return None
+        # Called at every call of every function (pytest's, the stdlib's): as little work as possible. A frame
+        # is traced into the test that was running when it started (or resumed: a generator's resume is a call).
+        current = self.current
+        if current is None:
+            return None
+        path = self._ours.get(frame.f_code.co_filename, self)
+        if path is self:
+            path = self._project_file(frame.f_code.co_filename)
+        if path is None:
+            return None
+        lines = current.get(path)
+        if lines is None:
+            lines = current[path] = set()
+        add = lines.add
 
-    def _local_trace(self, frame, event, arg):
-        if event == "line":
-            current = self.current
-            if current is not None:
-                path = self._project_file(frame.f_code.co_filename)
-                current.setdefault(path, set()).add(frame.f_lineno)
-        return self._local_trace
+        def local_trace(frame, event, arg):
+            if event == "line":
+                add(frame.f_lineno)
+            return local_trace
+
+        return local_trace
 
     def start(self):
         monitoring = getattr(sys, "monitoring", None)
