@@ -1,4 +1,5 @@
-"""The healing loop: reproduce → localize → hypothesize → expose → patch → verify → backtrack → minimize → confirm.
+"""The healing loop: reproduce → localize → hypothesize → expose → patch → verify → backtrack → choose → minimize →
+confirm → judge.
 
 Read ``HealingLoop.run`` top to bottom: every way the loop can stop is a ``StopReason`` returned there, either
 named in it or carried by a ``Stop`` value a step returned (steps never raise to stop the loop; the one
@@ -12,6 +13,12 @@ confirm it, the loop stops with ``VERIFIED_UNCONFIRMED``. That stop exits 1 like
 yet carries the patch (``HealResult.files``, ``report.patch`` with ``confirmed=False``, ``report.verification``
 saying what was checked and what was not), so a user can review it; nothing downstream takes it for a fix, as
 only ``HEALED`` (exit 0) means the whole suite passed on the patch.
+
+Passing is not being right, so: candidates that cannot make sense are refused before any test (``sanity``); once
+one passes, a few more are verified and the most plausible passing one is chosen (``plausibility``: overfitting
+patterns, then the change in what passing tests execute); and the report's ``confidence`` judges the winner with
+named reasons (``plausibility.assess_confidence``). None of this is a stop: a low-confidence patch is still
+``HEALED`` when the whole suite passed on it, and says so.
 """
 
 from __future__ import annotations

@@ -457,9 +457,13 @@ def assess_confidence(
     if alternatives.checked == 0 and alternatives.wanted > 0 and alternatives.cut_short:
         reason("alternatives_unchecked", "medium", f"no other candidate could be checked ({alternatives.cut_short})")
     elif not alternatives.elsewhere:
-        reason(
-            "alternatives_agree", "high", f"{alternatives.checked} candidate(s) checked after it; none elsewhere passed"
+        checked = alternatives.checked
+        text = (
+            f"{checked} candidate(s) checked after it; none at other lines passed"
+            if checked
+            else "no other candidate was left to check"
         )
+        reason("alternatives_agree", "high", text)
     # (file, qualified name) pairs: the functions the patch edits, and localization's ranking.
     edited = ", ".join(f"`{name}`" for _, name in edited_functions) or "module-level code"
     if not ranked_functions:
