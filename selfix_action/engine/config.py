@@ -25,6 +25,8 @@ class LoopConfig(BaseModel):
     candidate_limit_floor_seconds: float = 1.0
     # Pick the most plausible passing candidate, not the first: once one passes, up to ``alternatives`` more of
     # the ranking are verified (0: take the first), within ``alternatives_time_share`` of the time left then.
+    # Only for engines whose candidates do not answer feedback (the offline engine): for an LLM engine each
+    # alternative would be one more model call.
     alternatives: int = 6
     alternatives_time_share: float = 0.25
     # Per-test coverage on the whole-suite confirmation, to measure how the patch changes what the passing tests

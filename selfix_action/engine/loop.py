@@ -303,8 +303,13 @@ class HealingLoop:
         return _Passing(candidate, tuple(patterns))
 
     def _open_window(self) -> _Window:
+        """After the first passing candidate. Engines whose candidates answer feedback (the LLM engines) get no
+        window: each alternative would be a model call made without knowing that a candidate passed."""
         share = self.config.alternatives_time_share * max(0.0, self.budget.time_left())
-        return _Window(limit=self.config.alternatives, deadline=self.budget.clock() + share)
+        return _Window(limit=self._alternatives_wanted(), deadline=self.budget.clock() + share)
+
+    def _alternatives_wanted(self) -> int:
+        return self.config.alternatives if self.engine.independent_candidates else 0
 
     def _settle(
         self,
@@ -434,7 +439,7 @@ class HealingLoop:
                 elsewhere=tuple(elsewhere),
                 same_place=tuple(same_place),
                 cut_short=winner.cut_short,
-                wanted=self.config.alternatives,
+                wanted=self._alternatives_wanted(),
             ),
             edited_functions=edited,
             ranked_functions=ranked,

@@ -456,7 +456,7 @@ def assess_confidence(
         )
     if alternatives.checked == 0 and alternatives.wanted > 0 and alternatives.cut_short:
         reason("alternatives_unchecked", "medium", f"no other candidate could be checked ({alternatives.cut_short})")
-    elif not alternatives.elsewhere:
+    elif not alternatives.elsewhere and alternatives.wanted > 0:
         checked = alternatives.checked
         text = (
             f"{checked} candidate(s) checked after it; none at other lines passed"

@@ -16,13 +16,13 @@ class Playback:
     """Plays back candidate files for one hypothesis; records the verdicts it was fed back."""
 
     name = "playback"
-    independent_candidates = False
+    independent_candidates = True  # never reads the feedback: the loop may look past a passing candidate
 
     def __init__(self, file: str, symbol: str, candidates: list[dict[str, str]]) -> None:
         self.file = file
         self.symbol = symbol
         self._candidates = candidates
-        self.feedback: list[Verification] = []
+        self.feedback: Sequence[Verification] = []
 
     def usage(self) -> dict[str, int]:
         return {}
@@ -40,7 +40,7 @@ class Playback:
             yield CandidatePatch(
                 id=f"C{number}", hypothesis_id="H1", description=f"candidate {number}", template="t", files=files
             )
-        self.feedback = list(history)
+        self.feedback = history  # the loop's list: it keeps growing after the last candidate
 
 
 def codes(report: HealReport) -> list[str]:
@@ -223,3 +223,16 @@ def test_without_alternatives_the_first_passing_candidate_is_taken(make_sandbox:
     assert report.patch is not None and report.patch.candidate_id == "C1"
     assert report.candidates_tried == 1
     assert report.confidence is not None and report.confidence.level == "low"
+
+
+class FeedbackPlayback(Playback):
+    independent_candidates = False  # as an LLM engine: each candidate would be a model call
+
+
+def test_a_feedback_driven_engine_is_not_asked_for_alternatives(make_sandbox: Callable[..., PytestSandbox]) -> None:
+    sandbox = make_sandbox(PORTS)
+    engine = FeedbackPlayback("ports.py", "parse_port", [{"ports.py": GUARD_DELETED}, {"ports.py": PORT_FIXED}])
+    report = HealingLoop(sandbox, engine).run().report
+    assert report.patch is not None and report.patch.candidate_id == "C1" and report.candidates_tried == 1
+    assert report.confidence is not None and report.confidence.level == "low"  # the deleted guard says so
+    assert not any(code.startswith("alternatives") for code in codes(report))
