@@ -78,6 +78,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     llm.add_argument("--samples", type=int, default=1, help="Patcher answers per hypothesis if the budget allows (1)")
     llm.add_argument("--provider", choices=["anthropic", "openai"], help="the LLM engine --engine auto falls back to")
+    llm.add_argument(
+        "--offline-candidates",
+        type=int,
+        default=100,
+        help="--engine auto: candidates the offline engine may try before the LLM engine is asked (100)",
+    )
     box = fix.add_argument_group("sandbox")
     box.add_argument(
         "--isolation",
@@ -178,6 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 samples=args.samples,
                 max_output_tokens=args.max_output_tokens,
                 provider=args.provider or "",
+                offline_candidates=args.offline_candidates,
                 isolation=args.isolation,
                 require_isolation=args.require_isolation,
                 jobs=args.jobs,

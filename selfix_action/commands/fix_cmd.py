@@ -53,6 +53,7 @@ class FixOptions(BaseModel):
     samples: int = 1
     max_output_tokens: int = 0
     provider: str = ""  # the LLM engine --engine auto falls back to ("": the one whose key is set)
+    offline_candidates: int = 100  # --engine auto: the offline engine's share
     # sandbox isolation
     isolation: str = "auto"
     require_isolation: bool = False
@@ -101,6 +102,7 @@ def fix_request(options: FixOptions) -> HealRequest:
             samples=options.samples,
             max_output_tokens=options.max_output_tokens,
             provider=options.provider,
+            offline_candidates=options.offline_candidates,
             env=dict(os.environ),
         ),
         loop=LoopConfig(

@@ -4,9 +4,13 @@ object, and the candidates that failed, with how they failed, go into its contex
 the offline engine heals, no model is called.
 
 The loop asks an engine for its hypotheses once and walks the list it gets back. The cascade hands it the
-offline hypotheses in a list it keeps; when the offline share is spent (its candidates, its time, or its last
-hypothesis), the offline hypotheses not reached yet are dropped from that list and the Detective's are appended,
-so the same walk goes on into the LLM phase (a list iterator reads the list's length at every step).
+offline hypotheses followed by one hand-over entry, in a list it keeps. The loop reaches the hand-over only
+after every offline candidate it took has its verdict and none healed (a winner ends the walk first), so the
+model is never called for a run the offline engine heals, even with candidates checked side by side. Asked for
+the hand-over's candidates, the cascade calls the Detective and inserts its hypotheses right after it, so the
+same walk goes on into the LLM phase (a list iterator reads the list's length at every step); the hand-over
+itself yields no candidate. When the offline share runs out early, the offline hypotheses not reached yet are
+dropped from the list.
 """
 
 from __future__ import annotations
@@ -45,12 +49,22 @@ class CascadeEngine:
         self._started: float | None = None
         self._plan: list[Hypothesis] = []
         self._limit = 1
+        self._dropped = 0  # offline hypotheses skipped when the offline share ran out
         self._offline_ids: set[str] = set()
         self._spent = 0  # offline candidates handed to the loop
         self._tried: list[tuple[Hypothesis, CandidatePatch]] = []
-        self._verdicts: dict[str, Verification] = {}
+        self._histories: list[Sequence[Verification]] = []
         self._handed_over = False
         self._phase = "offline"
+        self._handover = Hypothesis(
+            id="handover",
+            rank=0,
+            title=f"hand-over: the offline engine did not heal; {llm.name}'s hypotheses follow",
+            confidence=0.0,
+            file="",
+            symbol="",
+            lines=(),
+        )
 
     # -- Engine protocol ---------------------------------------------------------------------------------
     @property
@@ -72,11 +86,13 @@ class CascadeEngine:
         self._limit = limit
         self._plan = list(self.offline.hypotheses(evidence, sandbox, limit))
         self._offline_ids = {h.id for h in self._plan}
-        if not self._plan:
-            self._hand_over(evidence, sandbox, after=-1)
+        self._handover = self._handover.model_copy(update={"rank": len(self._plan) + 1})
+        self._plan.append(self._handover)
         return self._plan
 
     def qa_test(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> QATest | None:
+        if hypothesis is self._handover:
+            return None  # nothing to expose: it only hands over
         if hypothesis.id in self._offline_ids:
             return self.offline.qa_test(hypothesis, evidence, sandbox)
         return self.llm.qa_test(hypothesis, evidence, sandbox)
@@ -88,6 +104,10 @@ class CascadeEngine:
         sandbox: Sandbox,
         history: Sequence[Verification],
     ) -> Iterator[CandidatePatch]:
+        if hypothesis is self._handover:
+            self._phase = "llm"
+            self._hand_over(evidence, sandbox)
+            return iter(())
         if hypothesis.id in self._offline_ids:
             self._phase = "offline"
             return self._offline_candidates(hypothesis, evidence, sandbox, history)
@@ -106,35 +126,28 @@ class CascadeEngine:
         sandbox: Sandbox,
         history: Sequence[Verification],
     ) -> Iterator[CandidatePatch]:
-        seen = 0
+        # The loop's list: verdicts of candidates checked side by side land in it after this generator ended.
+        self._histories.append(history)
         if not self._offline_spent():
             for candidate in self.offline.candidates(hypothesis, evidence, sandbox, history):
                 self._spent += 1
                 self._tried.append((hypothesis, candidate))
                 yield candidate
-                self._note_verdicts(history, seen)
-                seen = len(history)
                 if self._offline_spent():
                     break
-        self._note_verdicts(history, seen)
-        # Only reached when the loop asks for more: nothing offline healed this hypothesis.
-        position = self._plan.index(hypothesis)
-        last_offline = all(h.id not in self._offline_ids for h in self._plan[position + 1 :])
-        if self._offline_spent() or last_offline:
-            self._hand_over(evidence, sandbox, after=position)
-
-    def _note_verdicts(self, history: Sequence[Verification], seen: int) -> None:
-        for verdict in history[seen:]:
-            self._verdicts[verdict.candidate_id] = verdict
+        if self._offline_spent():  # the offline hypotheses not reached yet are skipped, the hand-over is next
+            position = self._plan.index(hypothesis)
+            dropped = [h for h in self._plan[position + 1 :] if h.id in self._offline_ids]
+            self._plan[position + 1 :] = [h for h in self._plan[position + 1 :] if h.id not in self._offline_ids]
+            self._dropped = len(dropped)
 
     # -- the hand-over -------------------------------------------------------------------------------------
-    def _hand_over(self, evidence: Evidence, sandbox: Sandbox, *, after: int) -> None:
-        """Replace what is left of the plan after position ``after`` by the Detective's hypotheses."""
+    def _hand_over(self, evidence: Evidence, sandbox: Sandbox) -> None:
+        """Insert the Detective's hypotheses right after the hand-over entry (every offline verdict is in)."""
         if self._handed_over:
             return
         self._handed_over = True
-        dropped = len(self._plan) - (after + 1)
-        del self._plan[after + 1 :]
+        dropped = self._dropped
         self.llm.prior_attempts = self.negative_examples()
         self.trace(
             "engine_handover",
@@ -145,28 +158,31 @@ class CascadeEngine:
             offline_hypotheses_dropped=dropped,
             negative_examples=min(len(self._tried), MAX_NEGATIVE_EXAMPLES),
         )
-        offset = len(self._plan)
-        for hypothesis in self.llm.hypotheses(evidence, sandbox, self._limit):
-            # Ids of their own: the offline hypotheses already hold H1, H2, ... in the report.
-            rank = offset + hypothesis.rank
-            self._plan.append(hypothesis.model_copy(update={"id": f"L{hypothesis.rank}", "rank": rank}))
+        position = self._plan.index(self._handover)
+        # Ids of their own: the offline hypotheses already hold H1, H2, ... in the report.
+        found = [
+            h.model_copy(update={"id": f"L{h.rank}", "rank": self._handover.rank + h.rank})
+            for h in self.llm.hypotheses(evidence, sandbox, self._limit)
+        ]
+        self._plan[position + 1 : position + 1] = found
         self.trace(
             "hypotheses",
-            f"{len(self._plan) - offset} hypotheses from {self.llm.name}",
-            hypotheses=[h.model_dump() for h in self._plan[offset:]],
+            f"{len(found)} hypotheses from {self.llm.name}",
+            hypotheses=[h.model_dump() for h in found],
         )
 
     def negative_examples(self) -> str:
         """The offline candidates that failed, as a context section for the LLM roles."""
         if not self._tried:
             return ""
+        verdicts = {verdict.candidate_id: verdict for history in self._histories for verdict in history}
         header = (
             f"## Already tried by selfix's offline repair templates ({len(self._tried)} candidate edit(s), none "
             "healed; do not propose these again)"
         )
         lines = []
         for hypothesis, candidate in self._tried[:MAX_NEGATIVE_EXAMPLES]:
-            verdict = self._verdicts.get(candidate.id)
+            verdict = verdicts.get(candidate.id)
             how = "not verified (skipped)"
             if verdict is not None:
                 failing = ", ".join(verdict.failing_tests[:2])
