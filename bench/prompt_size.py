@@ -6,9 +6,12 @@ in-process scripted model, records every request the Detective, QA and Patcher r
 shared context + role message), and builds the baseline request for the same role from the same evidence.
 Sizes are characters and a rough token estimate (chars / 4); the ratio is baseline / selfix.
 ``--pad N`` appends N unrelated helper functions to each example's source files first, to show how the two
-grow with file size (real modules are rarely 30 lines long).
+grow with file size (real modules are rarely 30 lines long). ``--tasks DIR`` measures real libraries instead:
+the benchmark's bug-injected toolz/boltons tasks (fetched from PyPI by pinned sha256, see
+selfix_action/bench/tasks.py), the Patcher scripted with each task's reference fix.
 
     .venv/bin/python bench/prompt_size.py [--pad N] [EXAMPLE ...]
+    .venv/bin/python bench/prompt_size.py --tasks bench/tasks --match toolz --limit 3
 """
 
 from __future__ import annotations
@@ -122,28 +125,46 @@ def measure(example: Path, fix: dict[str, Any], pad: int) -> dict[str, tuple[int
         shutil.copytree(example, repo, ignore=shutil.ignore_patterns("__pycache__", ".selfix"))
         if pad:
             pad_sources(repo, pad)
-        model = ScriptedModel(fix)
-        engine = MeasuringEngine(model, Budget(model="scripted"), patch_retries=0)
-        with PytestSandbox(repo, [sys.executable, "-m", "pytest"], limits=Limits(wall_seconds=60)) as sandbox:
-            HealingLoop(sandbox, engine).run()
-            evidence = engine.evidence
-            assert evidence is not None, f"{example.name}: the engine was never asked"
-            read = sandbox.read_file
-            suspects = list(dict.fromkeys(s.file for s in evidence.suspicious_lines))
-            tests = list(dict.fromkeys(n.split("::")[0] for n in evidence.f2p_tests))
-            whole = baseline_context(evidence, read, suspects + tests)
-            sizes: dict[str, tuple[int, int]] = {}
-            for request in model.requests:
-                role = TOOL_ROLE[request.tool]
-                if role in sizes:
-                    continue
-                message = request.messages[0].content
-                if role == "patcher" and engine.hypothesis is not None:
-                    # The baseline already sent the whole file in its context: refer to it, do not repeat it.
-                    where = f"(the whole of {engine.hypothesis.file}, shown above)"
-                    message = patcher_request(engine.hypothesis, where, [])
-                baseline = len(SYSTEM_PROMPT) + len(whole) + len(message)
-                sizes[role] = (request_chars(request), baseline)
+        return measure_repo(repo, fix)
+
+
+def measure_task(task: Any) -> dict[str, tuple[int, int]]:
+    """The same on a benchmark task: the real library with its injected bug; the reference fix scripted."""
+    from selfix_action.bench.tasks import materialize
+
+    with tempfile.TemporaryDirectory(prefix="selfix-prompt-") as tmp:
+        repo = materialize(task, Path(tmp) / task.id)
+        lines = (repo / task.bug.path).read_text(encoding="utf-8").splitlines()
+        buggy = lines[task.bug.line - 1]
+        fixed = buggy.replace(task.bug.mutated, task.bug.original, 1)
+        fix = {"file": task.bug.path, "line": task.bug.line, "buggy": buggy.strip(), "fixed": fixed.strip()}
+        return measure_repo(repo, fix)
+
+
+def measure_repo(repo: Path, fix: dict[str, Any]) -> dict[str, tuple[int, int]]:
+    """role -> (selfix chars, baseline chars) for one healing loop over ``repo``."""
+    model = ScriptedModel(fix)
+    engine = MeasuringEngine(model, Budget(model="scripted"), patch_retries=0)
+    with PytestSandbox(repo, [sys.executable, "-m", "pytest"], limits=Limits(wall_seconds=300)) as sandbox:
+        HealingLoop(sandbox, engine).run()
+        evidence = engine.evidence
+        assert evidence is not None, f"{repo.name}: the engine was never asked"
+        read = sandbox.read_file
+        suspects = list(dict.fromkeys(s.file for s in evidence.suspicious_lines))
+        tests = list(dict.fromkeys(n.split("::")[0] for n in evidence.f2p_tests))
+        whole = baseline_context(evidence, read, suspects + tests)
+        sizes: dict[str, tuple[int, int]] = {}
+        for request in model.requests:
+            role = TOOL_ROLE[request.tool]
+            if role in sizes:
+                continue
+            message = request.messages[0].content
+            if role == "patcher" and engine.hypothesis is not None:
+                # The baseline already sent the whole file in its context: refer to it, do not repeat it.
+                where = f"(the whole of {engine.hypothesis.file}, shown above)"
+                message = patcher_request(engine.hypothesis, where, [])
+            baseline = len(SYSTEM_PROMPT) + len(whole) + len(message)
+            sizes[role] = (request_chars(request), baseline)
     return sizes
 
 
@@ -151,19 +172,30 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("examples", nargs="*", help="example names (default: all)")
     parser.add_argument("--pad", type=int, default=0, help="unrelated functions appended to each source file")
+    parser.add_argument("--tasks", type=Path, help="benchmark task folder (real libraries) instead of the examples")
+    parser.add_argument("--match", default="", help="with --tasks: only task ids containing this")
+    parser.add_argument("--limit", type=int, default=3, help="with --tasks: this many tasks at most (3)")
     args = parser.parse_args()
-    fixes = json.loads((EXAMPLES / "expected_fixes.json").read_text(encoding="utf-8"))
-    names = args.examples or sorted(fixes)
+    jobs: list[tuple[str, Any]] = []
+    if args.tasks is not None:
+        from selfix_action.bench.tasks import load_tasks
 
-    print(f"prompt size per role: selfix (slices) vs baseline (whole files); pad={args.pad} functions")
+        tasks = [t for t in load_tasks(args.tasks) if args.match in t.id][: args.limit]
+        jobs = [(t.id, lambda t=t: measure_task(t)) for t in tasks]
+        print(f"prompt size per role on {len(tasks)} real-library task(s): selfix (slices) vs baseline (whole files)")
+    else:
+        fixes = json.loads((EXAMPLES / "expected_fixes.json").read_text(encoding="utf-8"))
+        names = args.examples or sorted(fixes)
+        jobs = [(n, lambda n=n: measure(EXAMPLES / n, fixes[n], args.pad)) for n in names]
+        print(f"prompt size per role: selfix (slices) vs baseline (whole files); pad={args.pad} functions")
     header = f"{'example':<16}" + "".join(
         f" {role + ' chars':>16} {'~tok':>6} {'base ~tok':>9} {'ratio':>6}" for role in ROLES
     )
     print(header)
     ratios: dict[str, list[float]] = {role: [] for role in ROLES}
     totals = {role: [0, 0] for role in ROLES}
-    for name in names:
-        sizes = measure(EXAMPLES / name, fixes[name], args.pad)
+    for name, run in jobs:
+        sizes = run()
         cells = []
         for role in ROLES:
             if role not in sizes:
@@ -174,7 +206,7 @@ def main() -> int:
             totals[role][0] += ours
             totals[role][1] += base
             cells.append(f" {ours:>16} {ours // 4:>6} {base // 4:>9} {base / ours:>6.2f}")
-        print(f"{name:<16}" + "".join(cells), flush=True)
+        print(f"{name:<16.16}" + "".join(cells), flush=True)
     print()
     for role in ROLES:
         if ratios[role]:
