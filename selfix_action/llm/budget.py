@@ -205,10 +205,11 @@ class Budget:
         return max(0, self.max_calls - self.total.calls)
 
     def output_allowance(self, wanted: int) -> int:
-        """Output tokens to request: never more than the token budget has left (at least a small answer)."""
+        """Output tokens to request: ``wanted``, or less when the token budget has less left (at least a small
+        answer, never more than ``wanted``)."""
         if self.max_tokens <= 0:
             return wanted
-        return max(256, min(wanted, self.max_tokens - self.total.tokens))
+        return min(wanted, max(256, self.max_tokens - self.total.tokens))
 
     def record(self, role: str, usage: TokenUsage) -> float:
         cost = self.price.cost(usage) if self.price else 0.0

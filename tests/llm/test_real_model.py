@@ -25,7 +25,7 @@ pytestmark = [
 ]
 
 MAX_CALLS = 2
-MAX_OUTPUT_TOKENS = 160
+MAX_OUTPUT_TOKENS = 96
 CLEAN_STOPS = {"healed", "hypotheses_exhausted", "budget_exhausted", "time_limit", "repeated_edit", "no_suspects"}
 
 
@@ -43,7 +43,7 @@ def test_selfix_fix_against_a_real_model_stops_cleanly(
     shutil.copytree(EXAMPLES / "range_sum", repo, ignore=shutil.ignore_patterns("__pycache__", ".selfix"))
     argv = ["fix", str(repo), "--engine", engine, "--base-url", server + suffix, "--api-key", "local"]
     argv += ["--model", "smollm2", "--max-calls", str(MAX_CALLS), "--max-output-tokens", str(MAX_OUTPUT_TOKENS)]
-    argv += ["--time-limit", "300", "--request-timeout", "120", "--hypotheses", "1", "--no-memory"]
+    argv += ["--time-limit", "400", "--request-timeout", "240", "--hypotheses", "1", "--no-memory"]
     code = main(argv)
     out = capsys.readouterr()
     assert "Traceback" not in out.out + out.err
