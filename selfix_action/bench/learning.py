@@ -436,11 +436,13 @@ def live(
         ranker.save(ranker.fit_order_model([r for r in records if r["library"] == train_lib]), model_path)
         os.environ[ORDER_MODEL_ENV] = str(model_path.resolve())
         runs = {}
-        for name, mode in (("priors", f"{__name__}:priors_engine"), ("learned", f"{__name__}:learned_engine")):
+        module = "selfix_action.bench.learning"  # not __name__: that is __main__ under python -m
+        for name, mode in (("priors", f"{module}:priors_engine"), ("learned", f"{module}:learned_engine")):
             options = BenchOptions(
                 tasks=folder, out=out / "live", run=f"{name}-{test_lib}", mode=mode, workers=workers, time_limit=180
             )
-            runs[name] = {r["id"]: r for r in read_records(run_bench(options, log) / "results.jsonl")}
+            records_path = run_bench(options, log) / "results.jsonl"
+            runs[name] = {r["id"]: r for r in read_records(records_path) if r.get("mode") == mode}
         for task_id in chosen:
             a, b = runs["priors"].get(task_id, {}), runs["learned"].get(task_id, {})
             rows.append(
