@@ -340,6 +340,17 @@ class _StripDocstrings(ast.NodeTransformer):
 
     visit_Module = visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _strip
 
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
+        """``not a is b`` -> ``a is not b``, ``not a in b`` -> ``a not in b``: one tree for one meaning."""
+        self.generic_visit(node)
+        negated = {ast.Is: ast.IsNot, ast.In: ast.NotIn}
+        operand = node.operand
+        if isinstance(node.op, ast.Not) and isinstance(operand, ast.Compare) and len(operand.ops) == 1:
+            flipped = negated.get(type(operand.ops[0]))
+            if flipped is not None:
+                return ast.Compare(left=operand.left, ops=[flipped()], comparators=operand.comparators)
+        return node
+
 
 def code_units(source: str) -> dict[str, str]:
     """Normalized ``ast.dump`` of every function and class by qualified name, plus ``<module>`` for the module's

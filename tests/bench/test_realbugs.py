@@ -213,6 +213,8 @@ def test_normalized_ast_ignores_docstrings_comments_and_layout() -> None:
     assert code_units(reformatted) == code_units(FIXED_CALC)
     same = compare_to_fix({"pkg/calc.py": reformatted}, {"pkg/calc.py": FIXED_CALC}, {"pkg/calc.py": BUGGY_CALC})
     assert same.same and same.changed == ("pkg/calc.py::clamp",)
+    negated = "def f(a):\n    return a is not None and a not in ()\n"
+    assert code_units("def f(a):\n    return not a is None and not a in ()\n") == code_units(negated)
     swapped = FIXED_CALC.replace("if x < low", "if low > x")
     other = compare_to_fix({"pkg/calc.py": swapped}, {"pkg/calc.py": FIXED_CALC}, {"pkg/calc.py": BUGGY_CALC})
     assert not other.same and other.differing == ("pkg/calc.py::clamp",)
