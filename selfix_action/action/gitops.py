@@ -17,6 +17,7 @@ command: a change planted meanwhile is undone (and reported) before git reads it
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
 import re
@@ -106,11 +107,28 @@ _OVERRIDES: tuple[tuple[str, str], ...] = (
 _NETWORK_COMMANDS = frozenset({"fetch", "ls-remote", "push", "pull", "clone"})
 
 
+def token_header(server_url: str, token: str) -> tuple[str, str]:
+    """The ``http.<server>/.extraheader`` entry actions/checkout writes, for ``token``: how selfix's own git
+    authenticates with the github_token input when the checkout left no credential (persist-credentials: false)."""
+    basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+    return f"http.{server_url.rstrip('/')}/.extraheader", f"AUTHORIZATION: basic {basic}"
+
+
 class Git:
-    def __init__(self, repo: Path, *, timeout: float = 120.0, env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        repo: Path,
+        *,
+        timeout: float = 120.0,
+        env: Mapping[str, str] | None = None,
+        token_credential: tuple[str, str] | None = None,
+    ) -> None:
         self.repo = repo.resolve()
         self.timeout = timeout
         self._credentials: list[tuple[str, str]] = []  # http.<url>.extraheader entries taken from .git/config
+        # The github_token input's header (token_header): used by network commands instead of the checkout's
+        # credential, which may be another token (pushes made with an App token start CI; GITHUB_TOKEN's do not).
+        self._token_credential = token_credential
         self._config_snapshot: bytes | None = None
         self.warnings: list[str] = []
         base = dict(env if env is not None else os.environ)
@@ -135,7 +153,7 @@ class Git:
         # safe.directory: inside the Docker action the workspace belongs to another uid.
         entries = [*_OVERRIDES, ("safe.directory", str(self.repo))]
         if network:
-            entries += self._credentials
+            entries += [self._token_credential] if self._token_credential else self._credentials
         env = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_COUNT": str(len(entries))}
         for index, (key, value) in enumerate(entries):
             env[f"GIT_CONFIG_KEY_{index}"] = key

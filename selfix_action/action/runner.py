@@ -33,7 +33,7 @@ from selfix_action.action.events import (
     load_payload,
     parse_event,
 )
-from selfix_action.action.gitops import Git, fingerprint
+from selfix_action.action.gitops import Git, fingerprint, token_header
 from selfix_action.action.locate import Locator
 from selfix_action.action.log import GroupedProgress, Log, annotations, write_summary
 from selfix_action.action.policy import Target, plan_escalation, plan_fix, plan_nothing
@@ -90,7 +90,10 @@ class ActionSteps:
         self.log = log
         self.healer = healer or heal_in_sandbox
         self.api = Api(settings)
-        self.git = Git(settings.workspace, env=env)
+        token = settings.github_token.get_secret_value()
+        self.git = Git(
+            settings.workspace, env=env, token_credential=token_header(settings.server_url, token) if token else None
+        )
         self.locator = Locator(settings, self.api, self.git, log)
         self.publisher = Publisher(settings, self.api, self.git, log)
 

@@ -3,6 +3,7 @@ project code runs (issue: isolation in the Docker action, item 4)."""
 
 from __future__ import annotations
 
+import base64
 import http.server
 import subprocess
 import threading
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from selfix_action.action.gitops import Git
+from selfix_action.action.gitops import Git, token_header
 from selfix_action.engine.loop import HealResult
 from selfix_action.heal import HealContext
 from tests.action.conftest import Repos, action_env, invoke, synthetic, workflow_run_payload
@@ -111,6 +112,34 @@ def test_the_taken_credential_still_reaches_the_server_of_network_commands(
         ours.run("ls-remote", "origin")  # the server answers 404; what matters is what it was sent
     assert seen and seen[0] == TOKEN_HEADER.split(": ", 1)[1]
     assert "extraheader" not in (repo / ".git" / "config").read_text()
+
+
+def test_without_a_checkout_credential_the_github_token_authenticates(
+    repo: Path, recorder: tuple[str, list[str]]
+) -> None:
+    """persist-credentials: false leaves nothing in .git/config: selfix's git uses the github_token input."""
+    base, seen = recorder
+    git(repo, "remote", "add", "origin", base + "r.git")
+    ours = Git(repo, token_credential=token_header(base, "ghs_inputtoken"))
+    assert ours.take_credentials() == 0
+    with pytest.raises(Exception, match="ls-remote"):
+        ours.run("ls-remote", "origin")
+    assert seen and seen[0] == "basic " + base64.b64encode(b"x-access-token:ghs_inputtoken").decode()
+    assert "ghs_inputtoken" not in (repo / ".git" / "config").read_text()
+
+
+def test_the_github_token_input_wins_over_the_checkout_credential(repo: Path, recorder: tuple[str, list[str]]) -> None:
+    """An App token given as github_token pushes (so CI starts), not the checkout's GITHUB_TOKEN; one header only."""
+    base, seen = recorder
+    git(repo, "config", f"http.{base}.extraheader", TOKEN_HEADER)
+    git(repo, "remote", "add", "origin", base + "r.git")
+    ours = Git(repo, token_credential=token_header(base, "ghs_apptoken"))
+    assert ours.take_credentials() == 1
+    with pytest.raises(Exception, match="ls-remote"):
+        ours.run("ls-remote", "origin")
+    assert seen == ["basic " + base64.b64encode(b"x-access-token:ghs_apptoken").decode()]
+    ours.restore_credentials()  # the checkout's own credential goes back for the workflow's later steps
+    assert git(repo, "config", "--get", f"http.{base}.extraheader").strip() == TOKEN_HEADER
 
 
 def test_the_action_heals_with_the_token_out_of_git_config(tmp_path: Path, fake: FakeGitHub, repos: Repos) -> None:
