@@ -74,12 +74,16 @@ def main() -> int:
     print()
     print(f"healed: {healed}/{len(rows)}")
     print(f"median time to verified patch: selective {med_sel:.2f}s, naive {med_naive:.2f}s")
-    print(f"median test runs: selective {statistics.median(r[3] for r in rows)}, "
-          f"naive {statistics.median(r[5] for r in rows)}")
+    print(
+        f"median test runs: selective {statistics.median(r[3] for r in rows)}, "
+        f"naive {statistics.median(r[5] for r in rows)}"
+    )
     total_sel = sum(r[2] for r in rows)
     total_naive = sum(r[4] for r in rows)
-    print(f"total time: selective {total_sel:.2f}s, naive {total_naive:.2f}s, ratio naive/selective "
-          f"{total_naive / total_sel:.2f}x")
+    print(
+        f"total time: selective {total_sel:.2f}s, naive {total_naive:.2f}s, ratio naive/selective "
+        f"{total_naive / total_sel:.2f}x"
+    )
     print(f"same patch on both paths: {sum(1 for r in rows if r[6])}/{len(rows)}")
     return 0 if healed == len(rows) else 1
 

@@ -19,9 +19,7 @@ EXAMPLE_NAMES = sorted(p.name for p in EXAMPLES.iterdir() if (p / "tests").is_di
 
 def copy_example(name: str, dest: Path, *, git: bool = False) -> Path:
     repo = dest / name
-    shutil.copytree(
-        EXAMPLES / name, repo, ignore=shutil.ignore_patterns("__pycache__", ".selfix", ".pytest_cache")
-    )
+    shutil.copytree(EXAMPLES / name, repo, ignore=shutil.ignore_patterns("__pycache__", ".selfix", ".pytest_cache"))
     if git:
         for argv in (
             ["init", "-q"],
@@ -103,9 +101,7 @@ def test_heals_every_example(name: str, tmp_path: Path, capsys: pytest.CaptureFi
     steps = [r["step"] for r in records[1:]]
     assert steps[:2] == ["sandbox", "start"] and steps[-2:] == ["stop", "outcome"] and "verify" in steps
     # selfix's output folder is kept out of git status.
-    status = subprocess.run(
-        ["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True, timeout=60
-    )
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True, timeout=60)
     assert status.stdout == ""
 
     # Independently: the patch applies with git apply and the whole suite passes after it.
@@ -123,9 +119,7 @@ def test_heals_every_example(name: str, tmp_path: Path, capsys: pytest.CaptureFi
 
 
 @pytest.mark.slow
-def test_apply_writes_the_patch_into_a_plain_folder(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_apply_writes_the_patch_into_a_plain_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     repo = copy_example("average", tmp_path)
     assert main(["fix", str(repo), "--apply", "--out", str(tmp_path / "out")]) == 0
     progress = capsys.readouterr().err
@@ -171,9 +165,7 @@ def test_green_junit_report_is_nothing_to_heal(tmp_path: Path) -> None:
     assert main(["fix", str(repo), "--junit", str(report), "--quiet"]) == 3
 
 
-def test_project_whose_tests_cannot_run_is_bad_input(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_project_whose_tests_cannot_run_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     repo = write_project(tmp_path / "p", {"m.py": "X = 1\n"})
     code = main(["fix", str(repo), "--quiet", "--test-cmd", f"{sys.executable} -c 'raise SystemExit(3)'"])
     assert code == 2
@@ -192,8 +184,9 @@ def test_readme_main_command_heals_the_bundled_example(tmp_path: Path) -> None:
     assert "+    for i in range(1, n + 1):" in proc.stdout or "range(n + 1)" in proc.stdout
 
 
-def test_llm_engine_without_a_key_is_refused_before_any_output(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_llm_engine_without_a_key_is_refused_before_any_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     repo = write_project(tmp_path / "p", {"m.py": "X = 1\n", "tests/test_m.py": "def test_x():\n    pass\n"})
     assert main(["fix", str(repo), "--engine", "anthropic"]) == 2

@@ -64,8 +64,9 @@ def test_traceback_frames_add_weight_and_break_ties() -> None:
 
 def test_without_coverage_the_called_functions_are_suspects() -> None:
     test_source = "from m import pick\n\ndef test_pick():\n    assert pick([1, 2], 1) == 1\n"
-    found = localize([failure("tests/test_m.py::test_pick")], [], None, {"m.py": SOURCE},
-                     {"tests/test_m.py": test_source})
+    found = localize(
+        [failure("tests/test_m.py::test_pick")], [], None, {"m.py": SOURCE}, {"tests/test_m.py": test_source}
+    )
     assert not found.coverage_used
     assert "no per-test coverage" in found.note
     assert {s.line for s in found.lines} == {2, 3, 4, 5, 6, 7}

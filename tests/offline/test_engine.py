@@ -6,11 +6,7 @@ from selfix_action.engine.models import Evidence, SuspiciousLine
 from selfix_action.offline.engine import OfflineEngine
 from selfix_action.offline.templates import PRIORS
 
-SOURCE = (
-    "def total(items, start, scale, offset, bias):\n"
-    "    result = start + scale\n"
-    "    return result\n"
-)
+SOURCE = "def total(items, start, scale, offset, bias):\n    result = start + scale\n    return result\n"
 
 
 class _Files:
@@ -55,6 +51,7 @@ def test_candidates_are_ordered_by_prior_shared_among_a_templates_variants_on_th
     assert PRIORS["stmt_delete"] < PRIORS["name_replace"]
     first_rename = next(i for i, c in enumerate(found) if c.template == "name_replace")
     assert [c.template for c in found].index("stmt_delete") < first_rename
+
 
 def test_more_suspicious_lines_still_come_first() -> None:
     found = _candidates({2: 0.5, 3: 1.0})

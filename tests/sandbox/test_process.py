@@ -36,9 +36,7 @@ def py(code: str) -> list[str]:
     return [sys.executable, "-c", textwrap.dedent(code)]
 
 
-def run(
-    argv: list[str], cwd: Path, limits: Limits | None = None, stdin_data: str | None = None
-) -> ProcessResult:
+def run(argv: list[str], cwd: Path, limits: Limits | None = None, stdin_data: str | None = None) -> ProcessResult:
     env = sandbox_env(os.environ)
     return run_process(argv, cwd=cwd, env=env, limits=limits or Limits(), stdin_data=stdin_data)
 

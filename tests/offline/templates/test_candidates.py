@@ -4,7 +4,6 @@ rendered without reformatting, and how they are ranked, capped and deduplicated.
 from __future__ import annotations
 
 import ast
-import time
 
 from selfix_action.offline.templates import PRIORS, candidate_edits
 from tests.offline.templates.helpers import PATH, REALISTIC, fix, load, realistic
@@ -39,11 +38,8 @@ def test_out_of_range_and_blank_lines_are_harmless() -> None:
 
 
 def test_every_edit_parses_differs_is_unique_and_local() -> None:
-    started = time.perf_counter()
-    edits = candidate_edits(REALISTIC, PATH, range(1, 31))
-    elapsed = time.perf_counter() - started
+    edits = candidate_edits(REALISTIC, PATH, range(1, 31))  # its speed is bench/, never a timed assertion
     assert edits
-    assert elapsed < 20  # ~0.5 s on an idle machine; a generous guard against blow-ups
     original = ast.dump(ast.parse(REALISTIC))
     normalized = [e.normalized for e in edits]
     assert len(normalized) == len(set(normalized))
