@@ -237,8 +237,16 @@ def generate(
     with tempfile.TemporaryDirectory(prefix="selfix-gen-") as tmp:
         tree = materialize(probe, Path(tmp) / "repo", buggy=False)
         tasks = generate_from_tree(
-            library, source, tree, test_python(probe), max_tasks=max_tasks, max_mutants=max_mutants,
-            workers=workers, seed=seed, per_function=per_function, log=log,
+            library,
+            source,
+            tree,
+            test_python(probe),
+            max_tasks=max_tasks,
+            max_mutants=max_mutants,
+            workers=workers,
+            seed=seed,
+            per_function=per_function,
+            log=log,
         )
     out.mkdir(parents=True, exist_ok=True)
     for task in tasks:

@@ -100,9 +100,7 @@ class ForkServer:
         # the expected shape is a broken worker, never a crash here.
         return reply if isinstance(reply, dict | list) else None
 
-    def run(
-        self, args: Sequence[str], env: Mapping[str, str], log: Path, timeout: float
-    ) -> tuple[int | None, bool]:
+    def run(self, args: Sequence[str], env: Mapping[str, str], log: Path, timeout: float) -> tuple[int | None, bool]:
         """Run ``pytest.main(args)`` in a forked child; (exit code or None, timed out)."""
         request = {"args": list(args), "env": dict(env), "log": str(log), "timeout": timeout}
         reply = self._send(request, timeout)
@@ -137,8 +135,10 @@ class ForkServer:
     def _checked(self, reply: object) -> tuple[int | None, bool]:
         rc = reply.get("rc") if isinstance(reply, dict) else None
         timed_out = reply.get("timed_out") if isinstance(reply, dict) else None
-        if not isinstance(reply, dict) or set(reply) != {"rc", "timed_out"} or not (
-            (rc is None or (isinstance(rc, int) and not isinstance(rc, bool))) and isinstance(timed_out, bool)
+        if (
+            not isinstance(reply, dict)
+            or set(reply) != {"rc", "timed_out"}
+            or not ((rc is None or (isinstance(rc, int) and not isinstance(rc, bool))) and isinstance(timed_out, bool))
         ):
             self.close()
             raise ForkServerUnavailable(f"the {self._label} sent a malformed reply")
