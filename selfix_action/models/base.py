@@ -289,6 +289,26 @@ def check_listed_model(
     )
 
 
+def preflight_result(
+    provider: str,
+    model: str,
+    models: Sequence[Any],
+    fixes: Mapping[str, str],
+    retrievable: Callable[[], bool],
+    ladder: ModeLadder,
+) -> PreflightResult:
+    """The preflight's verdict on a model listing, the same for both SDKs: the model-name check, and the structured
+    mode a server known by its listing starts at (``ladder`` is moved there)."""
+    listed = tuple(str(m.id) for m in models)
+    note = check_listed_model(provider, model, listed, fixes, retrievable)
+    server = served_by(models)
+    known = KNOWN_SERVER_MODES.get((provider, server))
+    if known is not None and ladder.start_at(known):
+        found = f"the server is {server}: structured answers use {known}"
+        note = f"{note}; {found}" if note else found
+    return PreflightResult(listed, note, server)
+
+
 def preflight_status_error(provider: str, status: int, detail: str, fixes: Mapping[str, str]) -> ModelSetupError:
     """The usage error for an HTTP error status of the preflight's ``GET /v1/models``."""
     if status in (401, 403):

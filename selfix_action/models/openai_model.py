@@ -15,7 +15,6 @@ from urllib.parse import urlsplit
 import openai
 
 from selfix_action.models.base import (
-    KNOWN_SERVER_MODES,
     ModeLadder,
     ModelError,
     ModelRequest,
@@ -25,12 +24,11 @@ from selfix_action.models.base import (
     RetryNote,
     RetryPolicy,
     TokenUsage,
-    check_listed_model,
     json_instruction,
     mode_refused,
     parse_json_object,
+    preflight_result,
     preflight_status_error,
-    served_by,
     status_error,
     with_retries,
 )
@@ -105,14 +103,7 @@ class OpenAIModel:
                 f"{PROVIDER}: GET /v1/models gave no model list ({_short(str(exc))}). Check {self.fixes['base_url']}.",
                 fix=self.fixes["base_url"],
             ) from exc
-        listed = tuple(str(m.id) for m in models)
-        note = check_listed_model(PROVIDER, self.model, listed, self.fixes, self._retrievable)
-        server = served_by(models)
-        known = KNOWN_SERVER_MODES.get((PROVIDER, server))
-        if known is not None and self._ladder.start_at(known):
-            found = f"the server is {server}: structured answers use {known}"
-            note = f"{note}; {found}" if note else found
-        return PreflightResult(listed, note, server)
+        return preflight_result(PROVIDER, self.model, models, self.fixes, self._retrievable, self._ladder)
 
     def _retrievable(self) -> bool:
         try:
