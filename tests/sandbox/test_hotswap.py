@@ -69,14 +69,21 @@ def test_adaptive_limit_cuts_a_runaway_candidate_near_it_not_at_the_global_limit
     assert ok.results[F2P].status is TestStatus.PASSED  # a normal candidate is unaffected
 
 
+class _NoRuns:
+    """A sandbox that is never asked to run anything: the limit is arithmetic on the baseline."""
+
+    def source_files(self) -> list[str]:
+        return []
+
+
 def test_adaptive_limit_is_a_multiple_of_the_baseline_with_a_floor() -> None:
-    verifier = Verifier(object(), LoopConfig())  # type: ignore[arg-type]
+    verifier = Verifier(_NoRuns(), LoopConfig())  # type: ignore[arg-type]
     assert verifier.candidate_wall(["a"]) is None  # no baseline measured: the sandbox's limits apply
     verifier.baseline_seconds = {"a": 0.01, "b": 0.5, "c": 0.3}
     assert verifier.candidate_wall(["a"]) == 1.0  # the floor
     assert verifier.candidate_wall(["b", "c"]) == 8.0  # 10 x (0.5 + 0.3)
     assert verifier.candidate_wall(["a", "selfix_qa/test_x.py"]) is None  # a test without a baseline time
-    off = Verifier(object(), LoopConfig(candidate_limit_factor=0), baseline_seconds=verifier.baseline_seconds)  # type: ignore[arg-type]
+    off = Verifier(_NoRuns(), LoopConfig(candidate_limit_factor=0), baseline_seconds=verifier.baseline_seconds)  # type: ignore[arg-type]
     assert off.candidate_wall(["b"]) is None
 
 
