@@ -13,7 +13,7 @@ import json
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, TypeVar
 
 from selfix_action.errors import ExitCode, SelfixError
@@ -388,6 +388,41 @@ def with_retries(
             if before_retry is not None:
                 before_retry(err)
             sleep(wait)
+
+
+def complete_stepping_down(
+    attempt: Callable[[str, float | None], ModelResponse],
+    request: ModelRequest,
+    ladder: ModeLadder,
+    policy: RetryPolicy,
+    sleep: Callable[[float], None],
+    clock: Callable[[], float],
+    before_retry: Callable[[ModelError], None],
+) -> ModelResponse:
+    """One structured completion for either SDK: ``attempt(mode, deadline)`` retried by ``with_retries``; a
+    structured mode the server refuses steps down the ``ladder`` and the request is sent again in the next mode,
+    every retry so far kept in the response's notes."""
+    deadline = clock() + request.timeout if request.timeout else None
+    notes: list[RetryNote] = []
+    while True:
+        mode = ladder.current
+        try:
+            response, retries = with_retries(
+                lambda mode=mode: attempt(mode, deadline),
+                policy,
+                sleep,
+                before_retry=before_retry,
+                deadline=deadline,
+                clock=clock,
+            )
+        except ModelError as err:
+            if mode_refused(err, mode) and (lower := ladder.step_down()) is not None:
+                reason = f"HTTP {err.status} for the {mode} mode (now {lower})"
+                notes += [*err.retries, RetryNote(len(notes) + len(err.retries) + 1, err.status, reason, None, 0.0)]
+                continue
+            err.retries = (*notes, *err.retries)
+            raise
+        return replace(response, retries=(*notes, *retries))
 
 
 def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -21,16 +20,14 @@ from selfix_action.models.base import (
     ModelResponse,
     ModelSetupError,
     PreflightResult,
-    RetryNote,
     RetryPolicy,
     TokenUsage,
+    complete_stepping_down,
     json_instruction,
-    mode_refused,
     parse_json_object,
     preflight_result,
     preflight_status_error,
     status_error,
-    with_retries,
 )
 
 DEFAULT_MODEL = "gpt-5-mini"
@@ -114,27 +111,15 @@ class OpenAIModel:
 
     # -- one structured completion ------------------------------------------------------------------------
     def complete(self, request: ModelRequest) -> ModelResponse:
-        deadline = self._clock() + request.timeout if request.timeout else None
-        notes: list[RetryNote] = []
-        while True:
-            mode = self.structured
-            try:
-                response, retries = with_retries(
-                    lambda mode=mode: self._response(self._call(request, mode, deadline), request.tool, mode),
-                    self.retry,
-                    self._sleep,
-                    before_retry=self._drop_connections,
-                    deadline=deadline,
-                    clock=self._clock,
-                )
-            except ModelError as err:
-                if mode_refused(err, mode) and (lower := self.step_down()) is not None:
-                    reason = f"HTTP {err.status} for the {mode} mode (now {lower})"
-                    notes += [*err.retries, RetryNote(len(notes) + len(err.retries) + 1, err.status, reason, None, 0.0)]
-                    continue
-                err.retries = (*notes, *err.retries)
-                raise
-            return replace(response, retries=(*notes, *retries))
+        return complete_stepping_down(
+            lambda mode, deadline: self._response(self._call(request, mode, deadline), request.tool, mode),
+            request,
+            self._ladder,
+            self.retry,
+            self._sleep,
+            self._clock,
+            self._drop_connections,
+        )
 
     def _call(self, request: ModelRequest, mode: str, deadline: float | None) -> Any:
         # System prompt and repository context first and byte-identical across calls: providers that cache
