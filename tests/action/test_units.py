@@ -97,18 +97,22 @@ def test_suggestions_cover_replaced_lines() -> None:
     assert (s.path, s.start_line, s.line) == ("calc.py", 2, 2) and "    return 10" in s.body
 
 
-def test_pr_body_says_what_was_checked_and_warns_without_isolation() -> None:
-    patch = PatchRecord(
-        candidate_id="H1-C1",
+def one_line_patch(candidate_id: str, description: str) -> PatchRecord:
+    return PatchRecord(
+        candidate_id=candidate_id,
         hypothesis_id="H1",
         template="constant",
-        description="line 2: replace `9` with `10`",
+        description=description,
         files=("calc.py",),
         diff="--- a/calc.py\n+++ b/calc.py\n@@ -1 +1 @@\n-X = 9\n+X = 10\n",
         changed_lines=1,
         minimized_from_hunks=1,
         hunks=1,
     )
+
+
+def test_pr_body_says_what_was_checked_and_warns_without_isolation() -> None:
+    patch = one_line_patch("H1-C1", "line 2: replace `9` with `10`")
     report = HealReport(
         repo="o/r",
         engine="offline",
@@ -132,17 +136,7 @@ def test_pr_body_and_summary_count_the_rejected_candidates() -> None:
     tried = HypothesisRecord(
         hypothesis=hypothesis, exposed=True, exposure="F2P", rejections_by_stage={"f2p": 3, "p2p": 2}
     )
-    patch = PatchRecord(
-        candidate_id="H1-C6",
-        hypothesis_id="H1",
-        template="constant",
-        description="line 2",
-        files=("calc.py",),
-        diff="--- a/calc.py\n+++ b/calc.py\n@@ -1 +1 @@\n-X = 9\n+X = 10\n",
-        changed_lines=1,
-        minimized_from_hunks=1,
-        hunks=1,
-    )
+    patch = one_line_patch("H1-C6", "line 2")
     report = HealReport(
         repo="o/r",
         engine="offline",
