@@ -110,6 +110,8 @@ def plan_fix(
     if not can_publish:
         notes.append("no github_token: patch written, nothing published")
         return PublishPlan(Action.NOTHING, fp, notes=tuple(notes))
+    if low and mode is Mode.PR:
+        notes.append("low confidence: opened as a draft PR")
     title = render.pr_title(report)
     verified_body = render.pr_body(report, run_url=settings.run_url, fp=fp)
     common = {
@@ -120,9 +122,6 @@ def plan_fix(
         "notes": tuple(notes),
     }
     if mode is Mode.PR:
-        if low:
-            notes.append("low confidence: opened as a draft PR")
-            common["notes"] = tuple(notes)
         return PublishPlan(
             Action.OPEN_PR,
             body=verified_body,

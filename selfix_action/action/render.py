@@ -46,6 +46,11 @@ def fixed_tests(report: HealReport) -> list[str]:
     return [t for t in report.f2p_tests if report.tests_after.get(t) == "passed"] or list(report.f2p_tests)
 
 
+def confidence_output(report: HealReport) -> str:
+    """The step's ``confidence`` output: the verified patch's level, "" without a patch or an assessment."""
+    return report.confidence.level if report.confidence is not None and report.patch is not None else ""
+
+
 def confidence_level(report: HealReport) -> str:
     """high, medium or low; "not assessed" for a report without a confidence (an older bundle)."""
     return report.confidence.level if report.confidence is not None else "not assessed"

@@ -77,7 +77,7 @@ class ActionOutcome:
             patch_path=str(paths.patch or "") if paths else "",
             cost_usd=render.cost_usd(healed.report),
             tokens=render.tokens(healed.report),
-            confidence=healed.report.confidence.level if healed.report.confidence and healed.report.patch else "",
+            confidence=render.confidence_output(healed.report),
         )
 
 

@@ -275,7 +275,7 @@ def _publish_bundle(steps: ActionSteps, root: Path) -> ActionOutcome:
         pr_url=published.pr_url,
         cost_usd=render.cost_usd(report),
         tokens=render.tokens(report),
-        confidence=report.confidence.level if report.confidence and report.patch else "",
+        confidence=render.confidence_output(report),
         notes=published.notes,
     )
     facts = [f"Pull request: {outcome.pr_url}"] if outcome.pr_url else []
