@@ -15,7 +15,10 @@ overrepresented among plausible-but-wrong patches; each lowers plausibility by a
 - ``read_dropped`` (medium): a parameter or variable the function read is no longer read (a swapped variable
   that drops a check: ``if a is None or b is None`` -> ``if a is None or a is None``);
 - ``clone_unchanged`` (medium): the code the patch replaced still appears, unchanged, elsewhere in the same
-  function (the fix of one of two branches that share the bug).
+  function (the fix of one of two branches that share the bug);
+- ``coercion_added`` (medium): a builtin conversion (``str(...)``, ``int(...)``, ``float(...)``...) wrapped
+  around a value: it changes the value's type for every caller, not only the tests' (``str(int_str)`` made a
+  string assertion pass and broke floats), though it is a real fix often enough not to be ``low``.
 
 Patterns are ``low`` confidence unless named ``medium`` above (``PATTERN_LEVELS``).
 
@@ -43,9 +46,14 @@ PATTERN_FACTORS: dict[str, float] = {
     "early_exit": 0.35,
     "read_dropped": 0.6,
     "clone_unchanged": 0.8,
+    "coercion_added": 0.7,
 }
 # The highest confidence a patch showing the pattern can get (see assess_confidence); "low" if not listed.
-PATTERN_LEVELS: dict[str, ConfidenceLevel] = {"read_dropped": "medium", "clone_unchanged": "medium"}
+PATTERN_LEVELS: dict[str, ConfidenceLevel] = {
+    "read_dropped": "medium",
+    "clone_unchanged": "medium",
+    "coercion_added": "medium",
+}
 
 
 @dataclass(frozen=True)
@@ -196,10 +204,34 @@ def scope_patterns(name: str, before: ast.AST, after: ast.AST) -> list[Pattern]:
     dropped = sorted((_reads(old) - _reads(new)) & _locals(before))  # not a builtin or global swapped for another
     if dropped and not found:  # a deleted statement or loop drops its reads too: that pattern says it
         found.append(Pattern("read_dropped", f"no longer reads `{dropped[0]}` {where}"))
+    coerced = _added_coercions(old, new)
+    if coerced:
+        # `str(int_str)` makes an assertion on a string pass and breaks every other type that flows there:
+        # a conversion is a real fix often enough to stay medium, never high.
+        found.append(Pattern("coercion_added", f"converts a value with `{coerced[0]}` {where}"))
     clone = _clone_left(before, after)
     if clone:
         found.append(Pattern("clone_unchanged", f"replaces `{clone}` but leaves the same code elsewhere {where}"))
     return found
+
+
+# Builtin conversions: wrapping a value in one of them changes its type for every caller, not only the tests'.
+_COERCIONS = frozenset({"str", "int", "float", "bool", "repr", "bytes", "list", "tuple"})
+
+
+def _added_coercions(old: Sequence[ast.AST], new: Sequence[ast.AST]) -> list[str]:
+    """The conversion calls (``str(x)``...) the patch adds, as text."""
+
+    def calls(nodes: Sequence[ast.AST]) -> list[ast.Call]:
+        return [
+            n
+            for n in nodes
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in _COERCIONS and n.args
+        ]
+
+    before = {ast.dump(c) for c in calls(old)}
+    added = [c for c in calls(new) if ast.dump(c) not in before]
+    return [ast.unparse(c) for c in added] if len(calls(new)) > len(calls(old)) else []
 
 
 def _locals(scope: ast.AST) -> set[str]:

@@ -68,7 +68,7 @@ def test_each_overfitting_pattern_is_named(old: str, new: str, expected: list[st
 @pytest.mark.parametrize(
     ("old", "new"),
     [
-        ("base + ", "str(base) + "),  # a real edit of an expression
+        ("base + ", "base.rstrip('/') + "),  # a real edit of an expression
         ("if not url:", "if url is None:"),  # a guard's condition changed, not forced
         ("    parts = []\n", "    if url is None:\n        return base\n    parts = []\n"),  # a new None guard
         ("    return joined\n", "    return joined.rstrip('/')\n"),
@@ -187,6 +187,22 @@ def test_medium_patterns(old: str, new: str, expected: list[str]) -> None:
     found = overfitting_patterns({"s.py": SHOW}, {"s.py": patched})
     assert [p.name for p in found] == expected
     assert confidence(patterns=found).level == "medium"
+
+
+def test_an_added_conversion_is_medium() -> None:
+    # `str(int_str)` made a string assertion pass and broke floats; `str(base) + "/"` may be a real fix: medium both
+    original = "def parse(text):\n    value = text.strip()\n    return value\n"
+    patched = original.replace("return value", "return str(int(value))")
+    found = overfitting_patterns({"p.py": original}, {"p.py": patched})
+    assert [p.name for p in found] == ["coercion_added"]
+    assert "`str(int(value))`" in found[0].text and "in `parse`" in found[0].text
+    assert confidence(patterns=found).level == "medium"
+
+
+def test_a_conversion_already_there_is_no_added_coercion() -> None:
+    original = "def label(n):\n    return str(n) + ' items'\n"
+    patched = original.replace("' items'", "' item(s)'")
+    assert overfitting_patterns({"l.py": original}, {"l.py": patched}) == []
 
 
 def test_both_branches_fixed_is_no_clone() -> None:
