@@ -117,6 +117,9 @@ def gather_evidence(
             continue
     found = localize(failures, p2p, baseline.coverage, sources, test_sources)
     note = found.note
+    if found.coverage_used and baseline.coverage_collector:
+        # which collector measured it: coverage.py from the project's environment, or selfix's own line collector
+        note = f"{note}, measured by {baseline.coverage_collector}"
     if not found.coverage_used and baseline.coverage_note:
         note = f"{note} ({baseline.coverage_note})"
     covering: dict[str, dict[int, set[str]]] = {}

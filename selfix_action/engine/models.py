@@ -51,6 +51,7 @@ class TestRun(Frozen):
     # nodeid -> repo-relative file -> executed line numbers; None when no coverage was collected
     coverage: dict[str, dict[str, list[int]]] | None = None
     coverage_note: str = ""
+    coverage_collector: str = ""  # what measured the coverage: "coverage.py", "sys.settrace", "sys.monitoring"
     timed_out: bool = False
     returncode: int | None = None
     duration: float = 0.0

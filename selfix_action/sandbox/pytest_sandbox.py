@@ -255,6 +255,7 @@ class PytestSandbox:
         started = time.monotonic()
         proc: ProcessResult | None = None
         timed_out = False
+        collector = ""
         limit = self.limits.wall_seconds
         for _attempt in range(_MAX_HANG_RETRIES + 1):
             pending = None if nodeids is None else [n for n in nodeids if n not in results]
@@ -269,7 +270,7 @@ class PytestSandbox:
                         coverage_data = self._relative_coverage(record["data"], coverage_data)
                     except (TypeError, ValueError, AttributeError):
                         continue  # malformed coverage data: skipped
-                    self.coverage_collector = str(record.get("collector", ""))[:40]
+                    collector = self.coverage_collector = str(record.get("collector", ""))[:40]
                 elif record["event"] == "coverage_unavailable" and isinstance(record.get("reason"), str):
                     note = record["reason"]
             if not proc.timed_out:
@@ -291,6 +292,7 @@ class PytestSandbox:
             results=results,
             coverage=coverage_data,
             coverage_note=note,
+            coverage_collector=collector if coverage_data is not None else "",
             timed_out=timed_out,
             returncode=proc.returncode,
             duration=time.monotonic() - started,

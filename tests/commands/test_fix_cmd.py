@@ -91,6 +91,7 @@ def test_heals_every_example(name: str, tmp_path: Path, capsys: pytest.CaptureFi
     report = json.loads((out / "report.json").read_text(encoding="utf-8"))
     assert report["stop_reason"] == "healed" and report["exit_code"] == 0
     assert report["coverage_used"] is True
+    assert report["localization_note"].endswith("measured by coverage.py")  # the dev environment has coverage.py
     # The right fix is never called low (engine.plausibility.assess_confidence); `selfix fix` prints the level.
     assert report["confidence"]["level"] in ("high", "medium"), report["confidence"]
     assert f"selfix: confidence {report['confidence']['level']}" in captured.out
@@ -229,4 +230,7 @@ def test_heals_without_coverage_py_in_the_project_environment(tmp_path: Path) ->
     # selfix's own line collector stands in for the missing coverage.py: localization is still per test.
     assert report["coverage_used"] is True
     assert report["localization_note"].startswith("per-test coverage of 2 failing and 6 passing tests")
+    # and the report names what measured it
+    assert report["localization_note"].endswith(("measured by sys.settrace", "measured by sys.monitoring"))
+    assert "Localization: per-test coverage" in (repo / ".selfix" / "report.md").read_text()
     assert "return sum(values) / len(values)" in (repo / ".selfix" / "patch.diff").read_text()

@@ -108,7 +108,8 @@ def _coverage(tmp_path: Path, name: str, command: list[str], collector: str) -> 
         run = sandbox.run_tests(coverage=True)
         assert run.results["tests/test_shapes.py::test_risky_fails"].status is TestStatus.FAILED
         assert run.coverage is not None, run.output_tail
-        return run.coverage, sandbox.coverage_collector
+        assert run.coverage_collector == sandbox.coverage_collector  # the run says what measured it, for the report
+        return run.coverage, run.coverage_collector
 
 
 def test_the_collector_sees_the_lines_coverage_py_sees(tmp_path: Path) -> None:
