@@ -12,6 +12,8 @@ overrepresented among plausible-but-wrong patches; each lowers plausibility by a
 - ``loop_removed``: a ``for``/``while`` loop removed;
 - ``broad_except``: a bare ``except:`` or ``except Exception`` added;
 - ``early_exit``: a ``return``/``continue``/``break`` added that skips statements after it in its block;
+- ``condition_dropped`` (medium): an operand of an ``and``/``or`` removed (``a is not None or b is not None`` ->
+  ``a is not None``: the check that made the failing test fail may be exactly what was right);
 - ``read_dropped`` (medium): a parameter or variable the function read is no longer read (a swapped variable
   that drops a check: ``if a is None or b is None`` -> ``if a is None or a is None``);
 - ``clone_unchanged`` (medium): the code the patch replaced still appears, unchanged, elsewhere in the same
@@ -44,12 +46,14 @@ PATTERN_FACTORS: dict[str, float] = {
     "loop_removed": 0.35,
     "broad_except": 0.35,
     "early_exit": 0.35,
+    "condition_dropped": 0.6,
     "read_dropped": 0.6,
     "clone_unchanged": 0.8,
     "coercion_added": 0.7,
 }
 # The highest confidence a patch showing the pattern can get (see assess_confidence); "low" if not listed.
 PATTERN_LEVELS: dict[str, ConfidenceLevel] = {
+    "condition_dropped": "medium",
     "read_dropped": "medium",
     "clone_unchanged": "medium",
     "coercion_added": "medium",
@@ -201,6 +205,9 @@ def scope_patterns(name: str, before: ast.AST, after: ast.AST) -> list[Pattern]:
         found.append(Pattern("broad_except", f"adds a bare or catch-all `except` {where}"))
     if _early_exits([after, *new]) > _early_exits([before, *old]):
         found.append(Pattern("early_exit", f"adds a return/continue/break that skips the statements after it {where}"))
+    condition = _dropped_operand(old, new)
+    if condition and not found:  # a deleted guard or loop drops its conditions too: that pattern says it
+        found.append(Pattern("condition_dropped", f"drops the condition `{condition}` {where}"))
     dropped = sorted((_reads(old) - _reads(new)) & _locals(before))  # not a builtin or global swapped for another
     if dropped and not found:  # a deleted statement or loop drops its reads too: that pattern says it
         found.append(Pattern("read_dropped", f"no longer reads `{dropped[0]}` {where}"))
@@ -232,6 +239,21 @@ def _added_coercions(old: Sequence[ast.AST], new: Sequence[ast.AST]) -> list[str
     before = {ast.dump(c) for c in calls(old)}
     added = [c for c in calls(new) if ast.dump(c) not in before]
     return [ast.unparse(c) for c in added] if len(calls(new)) > len(calls(old)) else []
+
+
+def _dropped_operand(old: Sequence[ast.AST], new: Sequence[ast.AST]) -> str:
+    """An operand of an ``and``/``or`` the patch removes (fewer operands in all, and one of them is gone from the
+    patched function altogether), as text; "" when none is."""
+
+    def operands(nodes: Sequence[ast.AST]) -> list[ast.expr]:
+        return [value for node in nodes if isinstance(node, ast.BoolOp) for value in node.values]
+
+    before, after = operands(old), operands(new)
+    if len(after) >= len(before):
+        return ""
+    remaining = {ast.dump(node) for node in new}
+    gone = [value for value in before if ast.dump(value) not in remaining]
+    return ast.unparse(gone[0]) if gone else ""
 
 
 def _locals(scope: ast.AST) -> set[str]:

@@ -189,6 +189,24 @@ def test_medium_patterns(old: str, new: str, expected: list[str]) -> None:
     assert confidence(patterns=found).level == "medium"
 
 
+def test_a_dropped_condition_is_medium() -> None:
+    # luigi 14: `can_disable` lost its second disjunct; every test passed and selfix had called it high
+    original = (
+        "class Task:\n"
+        "    def can_disable(self):\n"
+        "        return (self.disable_failures is not None or\n"
+        "                self.disable_hard_timeout is not None)\n"
+    )
+    patched = original.replace(" or\n                self.disable_hard_timeout is not None", "")
+    found = overfitting_patterns({"s.py": original}, {"s.py": patched})
+    assert [p.name for p in found] == ["condition_dropped"]
+    assert "`self.disable_hard_timeout is not None`" in found[0].text and "`Task.can_disable`" in found[0].text
+    assert confidence(patterns=found).level == "medium"
+    # an operand replaced, not dropped, is no such pattern
+    swapped = original.replace("self.disable_hard_timeout", "self.disable_window")
+    assert "condition_dropped" not in [p.name for p in overfitting_patterns({"s.py": original}, {"s.py": swapped})]
+
+
 def test_an_added_conversion_is_medium() -> None:
     # `str(int_str)` made a string assertion pass and broke floats; `str(base) + "/"` may be a real fix: medium both
     original = "def parse(text):\n    value = text.strip()\n    return value\n"
