@@ -334,6 +334,9 @@ class BehaviourChange:
     compared: int = 0  # passing tests with coverage in both runs
     changed: tuple[str, ...] = ()  # of those, the ones whose executed lines (outside the edit) differ
     running_edit: int = 0  # of those, the ones that execute an edited line
+    # tests whose lines differ although they never run the edit (a function-level patch cannot have moved them:
+    # run-to-run variation, e.g. socket tests that take another branch on a retry); left out of ``changed``
+    unrelated: int = 0
     note: str = ""
 
 
@@ -373,9 +376,12 @@ def behaviour_change(
             False, note="no per-test coverage " + ("before" if not before else "after") + " the patch"
         )
     maps = _line_maps(originals, files)
+    # An edit at module level (a constant, an import) runs at import time, run by no test: every test may feel it.
+    module_level = any(_module_level_edit(originals.get(path, ""), maps[path][1]) for path in maps)
     compared = 0
     changed: list[str] = []
     running_edit = 0
+    unrelated = 0
     for test in passing:
         if test not in before or test not in after:
             continue
@@ -396,8 +402,24 @@ def behaviour_change(
                 new_lines.update((path, line) for line in lines)
         running_edit += touches
         if old_lines != new_lines:
-            changed.append(test)
-    return BehaviourChange(True, compared, tuple(changed), running_edit)
+            if touches or module_level:
+                changed.append(test)
+            else:
+                unrelated += 1
+    return BehaviourChange(True, compared, tuple(changed), running_edit, unrelated)
+
+
+def _module_level_edit(original: str, edited: set[int]) -> bool:
+    """Whether an edited line of ``original`` lies outside every function (a file that does not parse: assume so)."""
+    try:
+        tree = ast.parse(original)
+    except SyntaxError:
+        return True
+    inside: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            inside.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+    return any(line not in inside for line in edited)
 
 
 # -- confidence ------------------------------------------------------------------------------------------
@@ -466,25 +488,30 @@ def assess_confidence(
         )
     else:
         changed = len(behaviour.changed)
+        variation = (
+            f"; {behaviour.unrelated} that never run the edit ran other lines too (run-to-run variation, left out)"
+            if behaviour.unrelated
+            else ""
+        )
         if changed and (changed >= LOW_CHANGED_TESTS or (changed >= 2 and 2 * changed > behaviour.running_edit)):
             reason(
                 "p2p_behaviour_changed",
                 "low",
                 f"{changed} of {behaviour.compared} passing test(s) execute other "
-                f"lines after the patch (first: {behaviour.changed[0]})",
+                f"lines after the patch (first: {behaviour.changed[0]}){variation}",
             )
         elif changed:
             reason(
                 "p2p_behaviour_changed",
                 "medium",
                 f"{changed} of {behaviour.compared} passing test(s) execute "
-                f"other lines after the patch ({behaviour.changed[0]})",
+                f"other lines after the patch ({behaviour.changed[0]}){variation}",
             )
         else:
             reason(
                 "p2p_behaviour_unchanged",
                 "high",
-                f"none of {behaviour.compared} passing test(s) executes other lines after the patch",
+                f"none of {behaviour.compared} passing test(s) executes other lines after the patch{variation}",
             )
         if behaviour.running_edit == 0:
             reason(

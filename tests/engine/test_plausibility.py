@@ -111,6 +111,26 @@ def test_an_inserted_line_every_test_runs_is_not_a_change_of_path() -> None:
     assert change.changed == () and change.running_edit == 1
 
 
+def test_a_test_that_never_runs_the_edit_is_run_to_run_variation() -> None:
+    # boltons' socket tests take another branch now and then; a patch in another function cannot have moved them
+    before = {"t::small": {"f.py": [1, 2, 4, 5]}, "t::socket": {"g.py": [1, 2]}}
+    after = {"t::small": {"f.py": [1, 2, 3]}, "t::socket": {"g.py": [1, 3]}}
+    change = behaviour_change(before, after, {"f.py": ORIGINAL}, {"f.py": PATCHED}, ["t::small", "t::socket"])
+    assert change.changed == ("t::small",) and change.unrelated == 1
+    unchanged = confidence(behaviour=BehaviourChange(True, 415, (), 3, unrelated=2))
+    assert unchanged.level == "high"
+    assert any("2 that never run the edit ran other lines too" in r.text for r in unchanged.reasons)
+
+
+def test_after_a_module_level_edit_every_test_may_change() -> None:
+    original = "LIMIT = 2\n\ndef f(x):\n    if x > LIMIT:\n        return 1\n    return 0\n"
+    patched = original.replace("LIMIT = 2", "LIMIT = 0")
+    before = {"t::a": {"m.py": [4, 6]}}
+    after = {"t::a": {"m.py": [4, 5]}}
+    change = behaviour_change(before, after, {"m.py": original}, {"m.py": patched}, ["t::a"])
+    assert change.changed == ("t::a",) and change.running_edit == 0 and change.unrelated == 0
+
+
 def test_behaviour_change_without_coverage_is_not_measured() -> None:
     change = behaviour_change(None, {"t": {}}, {}, {}, ["t"])
     assert not change.measured and "before" in change.note
