@@ -236,9 +236,11 @@ def _added_coercions(old: Sequence[ast.AST], new: Sequence[ast.AST]) -> list[str
             if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in _COERCIONS and n.args
         ]
 
-    before = {ast.dump(c) for c in calls(old)}
-    added = [c for c in calls(new) if ast.dump(c) not in before]
-    return [ast.unparse(c) for c in added] if len(calls(new)) > len(calls(old)) else []
+    old_calls, new_calls = calls(old), calls(new)
+    if len(new_calls) <= len(old_calls):
+        return []
+    before = {ast.dump(c) for c in old_calls}
+    return [ast.unparse(c) for c in new_calls if ast.dump(c) not in before]
 
 
 def _dropped_operand(old: Sequence[ast.AST], new: Sequence[ast.AST]) -> str:

@@ -119,29 +119,19 @@ def _chat_model(
     # The SDKs are imported only when their engine is chosen: they are optional and slow to import.
     try:
         if kind == "anthropic":
-            from selfix_action.models.anthropic_model import AnthropicModel
-
-            return AnthropicModel(
-                api_key=key,
-                model=model,
-                base_url=base_url,
-                timeout=timeout,
-                retry=retry,
-                structured=structured,
-                fixes=fixes,
-            )
-        from selfix_action.models.openai_model import OpenAIModel
-
-        return OpenAIModel(
-            api_key=key,
-            model=model,
-            base_url=base_url,
-            timeout=timeout,
-            retry=retry,
-            structured=structured,
-            fixes=fixes,
-        )
+            from selfix_action.models.anthropic_model import AnthropicModel as model_class
+        else:
+            from selfix_action.models.openai_model import OpenAIModel as model_class  # type: ignore[assignment]
     except ImportError as exc:
         raise InputError(
             f"the {kind} engine needs the {kind!r} package: pip install 'selfix-action[llm]' ({exc})"
         ) from exc
+    return model_class(
+        api_key=key,
+        model=model,
+        base_url=base_url,
+        timeout=timeout,
+        retry=retry,
+        structured=structured,
+        fixes=fixes,
+    )

@@ -127,6 +127,21 @@ class FakeProvider:
 
 
 @contextmanager
+def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """A threaded HTTP server on 127.0.0.1 with ``handler``, for the duration: its base URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+@contextmanager
 def serve(provider: FakeProvider) -> Iterator[str]:
     """Run ``provider`` on 127.0.0.1 (a free port) in a background thread; yields its base URL."""
 
@@ -159,16 +174,8 @@ def serve(provider: FakeProvider) -> Iterator[str]:
         def log_message(self, format: str, *args: Any) -> None:
             return None
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    with serving(Handler) as url:
+        yield url
 
 
 # -- Anthropic wire format -------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
@@ -17,7 +17,7 @@ import pytest
 from selfix_action.models.anthropic_model import AnthropicModel, output_format_schema
 from selfix_action.models.base import Message, ModelError, ModelRequest, RetryPolicy, ToolSpec
 from selfix_action.models.openai_model import OpenAIModel
-from tests.models.fake_servers import FakeProvider, anthropic_text, openai_error, openai_text, serve
+from tests.models.fake_servers import FakeProvider, anthropic_text, openai_error, openai_text, serve, serving
 
 SCHEMA = {
     "type": "object",
@@ -126,15 +126,8 @@ def stalling(server_state: StallingServer, hold: float = 20.0) -> Iterator[str]:
         def log_message(self, format: str, *args: Any) -> None:
             return None
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(Handler) as url:
+        yield url
 
 
 @pytest.mark.parametrize("make", ["openai", "anthropic"])
