@@ -10,6 +10,7 @@ from pathlib import Path
 
 from selfix_action import __version__
 from selfix_action.commands.bench_cmd import add_bench_parser
+from selfix_action.commands.engine_args import ENGINE_KINDS, add_llm_arguments, engine_choice
 from selfix_action.errors import ExitCode, SelfixError
 
 
@@ -44,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     fix.add_argument(
         "--engine",
         default="offline",
-        choices=["offline", "anthropic", "openai", "auto"],
+        choices=ENGINE_KINDS,
         help="offline (default, no key), anthropic, openai (any OpenAI-compatible server), or auto (offline "
         "first within a small budget, then the LLM engine whose key is set)",
     )
@@ -56,34 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     fix.add_argument("--hypotheses", type=int, default=3, help="hypotheses to try (3)")
     fix.add_argument("--time-limit", type=float, default=900.0, help="wall seconds for the whole run (900)")
     fix.add_argument("--hint", default="", help="free text for the Detective")
-    llm = fix.add_argument_group("LLM engines")
-    llm.add_argument("--model", help="model name (default per provider)")
-    llm.add_argument("--base-url", help="API base URL (default: ANTHROPIC_BASE_URL / OPENAI_BASE_URL)")
-    llm.add_argument("--api-key", help="API key (default: ANTHROPIC_API_KEY / OPENAI_API_KEY)")
-    llm.add_argument("--max-calls", type=int, default=40, help="model calls at most (40; 0: no cap)")
-    llm.add_argument("--max-tokens", type=int, default=400_000, help="input+output tokens at most (400000)")
-    llm.add_argument("--max-cost", type=float, default=2.0, help="US dollars at most (2.0)")
-    llm.add_argument("--prices", type=Path, help="YAML/JSON price table overriding the built-in one")
-    llm.add_argument("--max-retry-wait", type=float, default=30.0, help="longest single wait before a retry (30s)")
-    llm.add_argument("--request-timeout", type=float, default=120.0, help="wall seconds per model request (120)")
-    llm.add_argument(
-        "--structured",
-        default="auto",
-        choices=["auto", "tools", "json-schema", "json"],
-        help="how answers are structured: tool calls, a JSON Schema the server enforces, or JSON asked for in the "
-        "prompt (auto: tools, stepping down when the server ignores them)",
-    )
-    llm.add_argument(
-        "--max-output-tokens", type=int, default=0, help="output tokens per answer at most (0: the roles' defaults)"
-    )
-    llm.add_argument("--samples", type=int, default=1, help="Patcher answers per hypothesis if the budget allows (1)")
-    llm.add_argument("--provider", choices=["anthropic", "openai"], help="the LLM engine --engine auto falls back to")
-    llm.add_argument(
-        "--offline-candidates",
-        type=int,
-        default=100,
-        help="--engine auto: candidates the offline engine may try before the LLM engine is asked (100)",
-    )
+    add_llm_arguments(fix)
     box = fix.add_argument_group("sandbox")
     box.add_argument(
         "--isolation",
@@ -162,7 +136,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 repo=repo,
                 junit=tuple(Path(p) for p in args.junit),
                 test_cmd=resolve_test_cmd(args.test_cmd, repo.resolve()),
-                engine=args.engine,
+                engine=engine_choice(args, args.engine, os.environ),
                 out=args.out,
                 apply=args.apply,
                 quiet=args.quiet,
@@ -171,20 +145,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                 max_hypotheses=args.hypotheses,
                 time_limit=args.time_limit,
                 hint=args.hint,
-                model=args.model,
-                base_url=args.base_url,
-                api_key=args.api_key,
-                max_calls=args.max_calls,
-                max_tokens=args.max_tokens,
-                max_cost=args.max_cost,
-                prices=args.prices,
-                max_retry_wait=args.max_retry_wait,
-                request_timeout=args.request_timeout,
-                structured=args.structured,
-                samples=args.samples,
-                max_output_tokens=args.max_output_tokens,
-                provider=args.provider or "",
-                offline_candidates=args.offline_candidates,
                 isolation=args.isolation,
                 require_isolation=args.require_isolation,
                 jobs=args.jobs,

@@ -23,6 +23,7 @@ from typing import Any
 from selfix_action.bench.realbugs import RealBugTask
 from selfix_action.bench.report import write_report
 from selfix_action.bench.tasks import Task, load_bench_tasks
+from selfix_action.bench.worker import API_KEY_VARIABLE
 
 SETUP_GRACE_SECONDS = 180.0
 
@@ -39,6 +40,9 @@ class BenchOptions:
     compare: Path | None = None  # another run's directory, for the paired comparison
     limit: int = 0  # run only the first N tasks (0: all)
     mirror_dir: Path | None = None  # local git mirrors for real-bug tasks (else their public URLs)
+    engine_json: str = ""  # a named engine's flags (EngineChoice fields, no key) as JSON; see worker.engine_choice
+    isolation: str = "none"  # the sandbox's isolation level for the heals
+    api_key: str = ""  # --api-key: reaches the workers through their environment, never their argv
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:
@@ -56,7 +60,10 @@ def _task_file(task: Task | RealBugTask) -> Path:
     return Path(task.base_dir) / f"{task.id}.json"
 
 
-def run_one(task: Task | RealBugTask, task_file: Path, options: BenchOptions) -> dict[str, Any]:
+def run_one(
+    task: Task | RealBugTask, task_file: Path, options: BenchOptions, transcript: Path | None = None
+) -> dict[str, Any]:
+    """One task in its own worker process; ``transcript`` keeps the heal's trace (every prompt and answer)."""
     argv = [
         sys.executable,
         "-m",
@@ -68,13 +75,23 @@ def run_one(task: Task | RealBugTask, task_file: Path, options: BenchOptions) ->
         str(options.time_limit),
         "--max-candidates",
         str(options.max_candidates),
+        "--isolation",
+        options.isolation,
+        *(["--engine-json", options.engine_json] if options.engine_json else []),
+        *(["--transcript", str(transcript)] if transcript is not None else []),
         *(["--mirror-dir", str(options.mirror_dir)] if options.mirror_dir else []),
     ]
+    env = {**os.environ, **({API_KEY_VARIABLE: options.api_key} if options.api_key else {})}
     started = time.monotonic()
     base = {"id": task.id, "library": task.source.get("name", task.source.get("kind")), "mode": options.mode}
     try:
         proc = subprocess.run(
-            argv, capture_output=True, text=True, timeout=options.time_limit + SETUP_GRACE_SECONDS, check=False
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=options.time_limit + SETUP_GRACE_SECONDS,
+            check=False,
+            env=env,
         )
     except subprocess.TimeoutExpired:
         return {
@@ -153,6 +170,8 @@ def run_bench(options: BenchOptions, log: Callable[[str], None] = print) -> Path
                 "mode": options.mode,
                 "workers": options.workers,
                 "time_limit": options.time_limit,
+                "isolation": options.isolation,
+                "engine": json.loads(options.engine_json) if options.engine_json else None,
                 "task_count": len(tasks),
             },
             indent=1,
@@ -168,7 +187,7 @@ def run_bench(options: BenchOptions, log: Callable[[str], None] = print) -> Path
     counter = {"done": 0, "resolved": 0}
 
     def work(task: Task | RealBugTask) -> None:
-        record = run_one(task, _task_file(task), options)
+        record = run_one(task, _task_file(task), options, run_dir / "transcripts" / f"{task.id}.jsonl")
         with lock:
             with open(results, "a", encoding="utf-8") as handle:
                 handle.write(json.dumps(record) + "\n")

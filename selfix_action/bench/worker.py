@@ -10,44 +10,53 @@ original tests are restored from the pristine source, and the F2P + P2P tests ru
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import json
+import os
+import shutil
 import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from selfix_action.bench import realbugs
 from selfix_action.bench.realbugs import RealBugTask
 from selfix_action.bench.tasks import Task, load_bench_task, materialize, reference_fix, restore_tests, test_python
-from selfix_action.engine.loop import LoopConfig
+from selfix_action.engine.loop import HealResult, LoopConfig
 from selfix_action.engine.models import TestStatus
 from selfix_action.engine.patches import unified_diff
 from selfix_action.engine.protocols import Engine
-from selfix_action.heal import HealContext, HealRequest, heal_in_sandbox
-from selfix_action.sandbox.isolation import no_isolation
+from selfix_action.heal import EngineChoice, HealContext, HealRequest, heal_in_sandbox
+from selfix_action.heal import heal as heal_pipeline
+from selfix_action.heal.request import ENGINES
+from selfix_action.sandbox.isolation import IsolationConfig
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
 
 JUDGE_WALL_SECONDS = 120.0
-
-
-def _no_trace(step: str, message: str = "", **data: Any) -> None:
-    return None
+API_KEY_VARIABLE = "SELFIX_BENCH_API_KEY"  # the --api-key of selfix bench, passed to the worker out of argv
 
 
 def make_engine(spec: str) -> Engine:
-    """``offline`` or ``package.module:factory`` (any callable returning an Engine)."""
-    if spec == "offline":
-        from selfix_action.offline.engine import OfflineEngine
-
-        return OfflineEngine()
+    """A ``package.module:factory`` engine (any callable returning an Engine), for engines outside the product."""
     module, _, attr = spec.partition(":")
     if not attr:
-        raise ValueError(f"unknown engine {spec!r} (use offline or module:factory)")
+        raise ValueError(f"unknown engine {spec!r} (use {', '.join(ENGINES)} or module:factory)")
     return getattr(importlib.import_module(module), attr)()
+
+
+def engine_choice(mode: str, engine_json: str) -> EngineChoice:
+    """The product's ``EngineChoice`` for a named engine: the bench command's flags (``engine_json``), the key
+    from this process's environment (``SELFIX_BENCH_API_KEY`` when the key was given as a flag)."""
+    fields = json.loads(engine_json) if engine_json else {}
+    fields.update(kind=mode, env=dict(os.environ))
+    if os.environ.get(API_KEY_VARIABLE):
+        fields["api_key"] = os.environ[API_KEY_VARIABLE]
+    return EngineChoice(**fields)
 
 
 def _is_test_path(task: Task, path: str) -> bool:
@@ -80,34 +89,59 @@ def judge(task: Task, files: Mapping[str, str], python: str, workdir: Path) -> d
     }
 
 
+@dataclass(frozen=True)
+class HealSettings:
+    """How the benchmark heals each task: the engine (a name of the product's, or module:factory), its flags,
+    the isolation level, and where the task's trace (every prompt and answer: the transcript) is kept."""
+
+    mode: str = "offline"
+    time_limit: float = 300.0
+    max_candidates: int = 500
+    engine_json: str = ""
+    isolation: str = "none"
+    transcript: Path | None = None
+
+
 def heal(
     repo: Path,
     test_cmd: tuple[str, ...],
-    mode: str,
-    time_limit: float,
-    max_candidates: int,
+    settings: HealSettings,
     hint: str,
     label: str,
     out_dir: Path,
 ) -> tuple[dict[str, str], dict[str, str], dict[str, Any]]:
-    """The heal pipeline's own sandbox-and-loop step on ``repo``: (edited files, their originals, record fields)."""
-    engine = make_engine(mode)
-    config = LoopConfig(time_limit_seconds=time_limit, max_candidates=max_candidates, user_hint=hint)
-    # The tasks are our pinned libraries, run unisolated so figures compare across machines, one check at a
-    # time (the runner runs tasks side by side).
+    """The product's heal pipeline on ``repo``: (edited files, their originals, record fields).
+
+    The tasks are our pinned libraries, run unisolated by default so figures compare across machines, one
+    check at a time (the runner runs tasks side by side)."""
+    custom = settings.mode not in ENGINES
+    choice = EngineChoice() if custom else engine_choice(settings.mode, settings.engine_json)
     request = HealRequest(
         repo=repo,
         test_cmd=test_cmd,
         out_dir=out_dir,
-        loop=config,
+        engine=choice,
+        loop=LoopConfig(time_limit_seconds=settings.time_limit, max_candidates=settings.max_candidates, user_hint=hint),
         limits=Limits(wall_seconds=60),
+        isolation=IsolationConfig(mode=settings.isolation),
         jobs=1,
         repo_label=label,
     )
-    isolation = no_isolation("benchmark tasks run unisolated")
-    result = heal_in_sandbox(HealContext(request, engine, isolation, _no_trace, None, (), ()))
-    report = result.report
-    usage = report.usage or {}
+    healer = heal_in_sandbox
+    if custom:
+        engine = make_engine(settings.mode)
+
+        def healer(context: HealContext) -> HealResult:
+            return heal_in_sandbox(dataclasses.replace(context, engine=engine))
+
+    try:
+        outcome = heal_pipeline(request, healer=healer)
+    finally:
+        trace = out_dir / "trace.jsonl"
+        if settings.transcript is not None and trace.is_file():
+            settings.transcript.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(trace, settings.transcript)
+    report = outcome.report
     fields: dict[str, Any] = {
         "warm_runs": report.process_runs.get("warm", 0) + report.process_runs.get("hot", 0),
         "cold_runs": report.process_runs.get("cold", 0),
@@ -116,11 +150,27 @@ def heal(
         "test_runs": report.test_runs,
         "candidates": report.candidates_tried,
         "timings": report.timings,
-        "tokens": int(usage.get("total_tokens", usage.get("tokens", 0)) or 0),
-        "cost": float(usage.get("cost", usage.get("cost_usd", 0.0)) or 0.0),
         "confidence": _confidence(report),
+        **usage_fields(report.usage),
     }
-    return dict(result.files or {}), dict(result.originals or {}), fields
+    if report.patch is not None:
+        fields["patch_engine"] = report.patch.template
+    return dict(outcome.result.files or {}), dict(outcome.result.originals or {}), fields
+
+
+def usage_fields(usage: Mapping[str, Any]) -> dict[str, Any]:
+    """What a heal spent on the model, for the record: calls, tokens in/out/cached, cost, model seconds."""
+    return {
+        "calls": int(usage.get("calls", 0) or 0),
+        "tokens": int(usage.get("tokens", 0) or 0),
+        "input_tokens": int(usage.get("input_tokens", 0) or 0),
+        "output_tokens": int(usage.get("output_tokens", 0) or 0),
+        "cache_read_tokens": int(usage.get("cache_read_tokens", 0) or 0),
+        "cost": float(usage.get("cost_usd", 0.0) or 0.0),
+        "model_seconds": float(usage.get("model_seconds", 0.0) or 0.0),
+        "price_known": bool(usage.get("price_known", False)),
+        "offline_handed_over": (usage.get("offline") or {}).get("handed_over"),
+    }
 
 
 def _confidence(report: Any) -> Any:
@@ -135,13 +185,14 @@ def _confidence(report: Any) -> Any:
     return str(getattr(value, "value", value))
 
 
-def run_task(task: Task, mode: str, time_limit: float, max_candidates: int = 500) -> dict[str, Any]:
+def run_task(task: Task, settings: HealSettings) -> dict[str, Any]:
     record: dict[str, Any] = {
         "id": task.id,
         "library": task.source.get("name", task.source.get("kind")),
-        "mode": mode,
+        "mode": settings.mode,
         "template": task.bug.template,
     }
+    mode = settings.mode
     python = test_python(task)
     with tempfile.TemporaryDirectory(prefix="selfix-task-") as tmp:
         repo = materialize(task, Path(tmp) / "repo", buggy=True)
@@ -156,9 +207,7 @@ def run_task(task: Task, mode: str, time_limit: float, max_candidates: int = 500
             files, originals, fields = heal(
                 repo,
                 (python, "-m", "pytest"),
-                mode,
-                time_limit,
-                max_candidates,
+                settings,
                 task.bug_report,
                 task.id,
                 Path(tmp) / "out",
@@ -172,16 +221,17 @@ def run_task(task: Task, mode: str, time_limit: float, max_candidates: int = 500
     return record
 
 
-def run_realbug_task(task: RealBugTask, mode: str, time_limit: float, max_candidates: int = 500) -> dict[str, Any]:
+def run_realbug_task(task: RealBugTask, settings: HealSettings) -> dict[str, Any]:
     """A real-bug task: the tool gets the buggy commit + the developers' test change, its test command runs the
     changed test modules; judged resolved / correct / plausible-but-wrong on fresh trees (``realbugs.judge``)."""
     record: dict[str, Any] = {
         "id": task.id,
         "library": task.project,
-        "mode": mode,
+        "mode": settings.mode,
         "kind": realbugs.KIND,
         "template": task.fix_kind,
     }
+    mode = settings.mode
     python = realbugs.task_python(task)
     with tempfile.TemporaryDirectory(prefix="selfix-realbug-") as tmp:
         repo = realbugs.materialize(task, Path(tmp) / "repo")
@@ -194,9 +244,7 @@ def run_realbug_task(task: RealBugTask, mode: str, time_limit: float, max_candid
             files, originals, fields = heal(
                 repo,
                 (python, "-m", "pytest", *task.test_modules),
-                mode,
-                time_limit,
-                max_candidates,
+                settings,
                 task.bug_report,
                 task.id,
                 Path(tmp) / "out",
@@ -226,17 +274,28 @@ def run_realbug_task(task: RealBugTask, mode: str, time_limit: float, max_candid
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("task", type=Path)
-    parser.add_argument("--mode", default="offline", help="offline, oracle, noop, or module:factory")
+    parser.add_argument("--mode", default="offline", help="oracle, noop, an engine name, or module:factory")
     parser.add_argument("--time-limit", type=float, default=300.0)
     parser.add_argument("--max-candidates", type=int, default=500)
+    parser.add_argument("--engine-json", default="", help="the engine's flags (EngineChoice fields) as JSON")
+    parser.add_argument("--isolation", default="none", help="the sandbox's isolation level (none)")
+    parser.add_argument("--transcript", type=Path, help="keep the heal's trace.jsonl here")
     parser.add_argument("--mirror-dir", type=Path, help="local git mirrors for real-bug tasks (else their URLs)")
     args = parser.parse_args(argv)
     realbugs.set_mirror_dir(args.mirror_dir)
     task = load_bench_task(args.task)
+    settings = HealSettings(
+        mode=args.mode,
+        time_limit=args.time_limit,
+        max_candidates=args.max_candidates,
+        engine_json=args.engine_json,
+        isolation=args.isolation,
+        transcript=args.transcript,
+    )
     if isinstance(task, RealBugTask):
-        record = run_realbug_task(task, args.mode, args.time_limit, args.max_candidates)
+        record = run_realbug_task(task, settings)
     else:
-        record = run_task(task, args.mode, args.time_limit, args.max_candidates)
+        record = run_task(task, settings)
     print(json.dumps(record), flush=True)
     return 0
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import sys
 from pathlib import Path
 
+from selfix_action.commands.engine_args import ENGINE_KINDS, add_llm_arguments, engine_choice
 from selfix_action.errors import InputError
 
 
@@ -14,7 +17,11 @@ def add_bench_parser(sub: argparse._SubParsersAction, parser_class: type[argpars
     bench.add_argument("tasks", nargs="?", default="bench/tasks", type=Path, help="task directory or file")
     bench.add_argument("--out", type=Path, default=Path("results"), help="results root (default: results)")
     bench.add_argument("--run", default="", help="run name: results go to OUT/RUN (default: the mode)")
-    bench.add_argument("--engine", default="offline", help="offline (default) or module:factory")
+    bench.add_argument(
+        "--engine",
+        default="offline",
+        help=f"{', '.join(ENGINE_KINDS)} (the flags below, as for selfix fix), or module:factory (default: offline)",
+    )
     mode = bench.add_mutually_exclusive_group()
     mode.add_argument("--oracle", action="store_true", help="apply the reference fix (must resolve all)")
     mode.add_argument("--noop", action="store_true", help="change nothing (must resolve none)")
@@ -26,6 +33,13 @@ def add_bench_parser(sub: argparse._SubParsersAction, parser_class: type[argpars
     bench.add_argument(
         "--mirror-dir", type=Path, help="local git mirrors for real-bug tasks (owner+name/repo); else their URLs"
     )
+    bench.add_argument(
+        "--isolation",
+        default="none",
+        choices=["auto", "bwrap", "landlock", "unshare", "none"],
+        help="the heals' sandbox isolation (none: our pinned tasks, figures comparable across machines)",
+    )
+    add_llm_arguments(bench)
 
 
 def run_bench_command(args: argparse.Namespace) -> int:
@@ -38,6 +52,13 @@ def run_bench_command(args: argparse.Namespace) -> int:
     if not args.tasks.exists():
         raise InputError(f"no such task directory: {args.tasks}")
     mode = "oracle" if args.oracle else "noop" if args.noop else args.engine
+    if mode not in (*ENGINE_KINDS, "oracle", "noop") and ":" not in mode:
+        raise InputError(f"unknown engine {mode!r} (use {', '.join(ENGINE_KINDS)} or module:factory)")
+    engine_json = ""
+    if mode in ENGINE_KINDS and mode != "offline":
+        choice = engine_choice(args, mode, {})  # checked here; keys and base URLs are the workers' to look up
+        fields = {f.name: getattr(choice, f.name) for f in dataclasses.fields(choice)}
+        engine_json = json.dumps({k: v for k, v in fields.items() if k not in ("kind", "env", "api_key")})
     options = BenchOptions(
         tasks=args.tasks,
         out=args.out,
@@ -49,6 +70,9 @@ def run_bench_command(args: argparse.Namespace) -> int:
         compare=args.compare,
         limit=args.limit,
         mirror_dir=args.mirror_dir,
+        engine_json=engine_json,
+        isolation=args.isolation,
+        api_key=args.api_key or "",
     )
     run_dir = run_bench(options, log=lambda m: print(m, flush=True))
     print((run_dir / "report.md").read_text(encoding="utf-8").split("\n## Tasks")[0])

@@ -4,12 +4,10 @@ A front end only: options in, one ``HealRequest``, the ``HealOutcome`` out as li
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import TextIO
 
-import yaml
 from pydantic import BaseModel, ConfigDict
 
 from selfix_action.engine.loop import LoopConfig
@@ -25,12 +23,12 @@ __all__ = ["FixOptions", "fix_request", "resolve_test_cmd", "run_fix"]
 class FixOptions(BaseModel):
     """Everything ``selfix fix`` was asked to do, validated once."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
     repo: Path
     junit: tuple[Path, ...] = ()
     test_cmd: tuple[str, ...] = ()
-    engine: str = "offline"
+    engine: EngineChoice = EngineChoice()
     out: Path | None = None
     apply: bool = False
     quiet: bool = False
@@ -39,21 +37,6 @@ class FixOptions(BaseModel):
     max_hypotheses: int = 3
     time_limit: float = 900.0
     hint: str = ""
-    # LLM engines (ignored by the offline engine)
-    model: str | None = None
-    base_url: str | None = None
-    api_key: str | None = None
-    max_calls: int = 40
-    max_tokens: int = 400_000
-    max_cost: float = 2.0
-    prices: Path | None = None
-    max_retry_wait: float = 30.0
-    request_timeout: float = 120.0
-    structured: str = "auto"
-    samples: int = 1
-    max_output_tokens: int = 0
-    provider: str = ""  # the LLM engine --engine auto falls back to ("": the one whose key is set)
-    offline_candidates: int = 100  # --engine auto: the offline engine's share
     # sandbox isolation
     isolation: str = "auto"
     require_isolation: bool = False
@@ -62,15 +45,6 @@ class FixOptions(BaseModel):
     # split it changed no heal (docs/LEARNING.md, "Does learning help?"), so it is not on by default.
     memory: Path | None = None
     use_memory: bool = True
-
-
-def _prices(path: Path | None) -> dict | None:
-    if path is None:
-        return None
-    try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise InputError(f"cannot read the price table {path}: {exc}") from exc
 
 
 def fix_request(options: FixOptions) -> HealRequest:
@@ -87,24 +61,7 @@ def fix_request(options: FixOptions) -> HealRequest:
         out_dir=out_dir,
         junit=options.junit,
         junit_strict=True,
-        engine=EngineChoice(
-            kind=options.engine,
-            model=options.model,
-            base_url=options.base_url,
-            api_key=options.api_key,
-            max_calls=options.max_calls,
-            max_tokens=options.max_tokens,
-            max_cost_usd=options.max_cost,
-            prices=_prices(options.prices) if options.engine != "offline" else None,
-            max_retry_wait=options.max_retry_wait,
-            request_timeout=options.request_timeout,
-            structured=options.structured,
-            samples=options.samples,
-            max_output_tokens=options.max_output_tokens,
-            provider=options.provider,
-            offline_candidates=options.offline_candidates,
-            env=dict(os.environ),
-        ),
+        engine=options.engine,
         loop=LoopConfig(
             max_hypotheses=options.max_hypotheses,
             max_candidates=options.max_candidates,

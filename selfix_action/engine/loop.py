@@ -120,6 +120,30 @@ class _Winner:
     alternatives_checked: int = 0  # candidates verified after the first passing one
     cut_short: str = ""  # why the window closed early ("time limit", ...); "" if it did not
     behaviour: BehaviourChange | None = None  # what it changed of the passing tests' paths
+    confidence: Confidence | None = None  # the confidence rule's verdict (HealingLoop._confidence)
+
+
+_LEVELS = {"low": 0, "medium": 1, "high": 2}
+
+
+def _standing(winner: _Winner) -> str:
+    if winner.after is None:
+        return "not confirmed on the whole suite"
+    return f"{winner.confidence.level if winner.confidence else 'unknown'} confidence"
+
+
+def _better(kept: _Winner | None, new: _Winner | None) -> _Winner | None:
+    """The patch to keep of two: a confirmed one over an unconfirmed one, then the higher confidence; at equal
+    confidence the later one, which the engine after the cheap one proposed (on real bugs the offline
+    templates' patches below high were mostly wrong where the LLM engine's were right: docs/BENCHMARK.md)."""
+    if kept is None or new is None:
+        return new or kept
+
+    def rank(winner: _Winner) -> tuple[int, int]:
+        level = winner.confidence.level if winner.confidence is not None else "low"
+        return (winner.after is not None, _LEVELS.get(level, 0))
+
+    return kept if rank(kept) > rank(new) else new
 
 
 def _paths_changed(winner: _Winner) -> int:
@@ -191,6 +215,7 @@ class HealingLoop:
         records: list[HypothesisRecord] = []
         stop = Stop(StopReason.HYPOTHESES_EXHAUSTED)
         winner: _Winner | None = None
+        incumbent: _Winner | None = None  # a confirmed patch the engine did not accept as the end (engine.accepts)
         seen_patches: set[str] = set()  # normalized programs already verified (see program_key)
         for index, hypothesis in enumerate(hypotheses):
             # 4. QA: the hypothesis must be exposed by a test that fails on the unpatched code.
@@ -262,7 +287,26 @@ class HealingLoop:
                 winner, settled = self._settle(passing, window, qa, evidence, history, cut_short=cut_short)
                 if winner is not None:
                     stop = settled  # HEALED or VERIFIED_UNCONFIRMED
+            if winner is not None:
+                winner = dataclasses.replace(winner, confidence=self._confidence(winner, evidence))
             records.append(self._record(hypothesis, exposure, tried, history, winner))
+            if (
+                winner is not None
+                and stop.reason is StopReason.HEALED
+                and not self.engine.accepts(
+                    winner.candidate.model_copy(update={"files": winner.files}), winner.confidence
+                )
+            ):
+                # 7. Not good enough to end the heal (the cheap engine's patch below high): it is kept, and the
+                # walk goes on; the better of the two ends it (_better).
+                self.trace(
+                    "incumbent",
+                    f"{winner.candidate.description}: healed at {winner.confidence.level} confidence; looking on",
+                    candidate=winner.candidate.id,
+                    confidence=winner.confidence.level,
+                )
+                incumbent, winner, stop = _better(incumbent, winner), None, Stop(StopReason.HYPOTHESES_EXHAUSTED)
+                continue
             if winner is not None:
                 records += [
                     HypothesisRecord(hypothesis=h, exposed=False, exposure="not needed", outcome="not reached")
@@ -271,6 +315,18 @@ class HealingLoop:
                 break
             if stop.reason is not StopReason.HYPOTHESES_EXHAUSTED:
                 break
+        if incumbent is not None:
+            chosen = _better(incumbent, winner)
+            if chosen is incumbent:
+                if winner is not None:
+                    self.notes.append(
+                        f"kept {incumbent.candidate.description} ({incumbent.confidence.level} confidence) over "
+                        f"{winner.candidate.description} ({_standing(winner)})"
+                    )
+                stop = Stop(
+                    StopReason.HEALED, stop.detail if stop.reason is not StopReason.HYPOTHESES_EXHAUSTED else ""
+                )
+            winner = chosen
         return self._finish(stop, repro, evidence, records, winner)
 
     # -- compatibility: the verifier owns these now ----------------------------------------------------
@@ -286,17 +342,34 @@ class HealingLoop:
     def _expose(self, hypothesis: Hypothesis, evidence: Evidence) -> Exposure | Stop:
         """QA: the engine's reproduction test for ``hypothesis``, run on the unpatched code (no QA test: the F2P
         tests serve). Asked for only while a candidate (and then the QA run too) fits in the budget with what a
-        confirmation needs kept back."""
+        confirmation needs kept back.
+
+        A broken QA test (not collected, or failing in its own code) says nothing about the hypothesis: the
+        engine is asked once more with the reason, and if that one is broken too, the failing tests serve as
+        the reproduction. Only a QA test that runs and passes on the unpatched code drops a hypothesis."""
         cost = self.verifier.candidate_runs
         keep = {"keep_runs": CONFIRM_RUNS, "keep_seconds": self.budget.confirm_seconds}
         if (stop := self.budget.allows(cost, **keep)) is not None:
             return Stop(stop.reason, f"{stop.why} reached before hypothesis {hypothesis.rank} was tried")
-        qa = self.engine.qa_test(hypothesis, evidence, self.sandbox)
-        if qa is None:
-            return Exposure(None, True, f"the {len(evidence.f2p_tests)} failing test(s) reach this code and fail")
-        if (stop := self.budget.allows(1 + cost, **keep)) is not None:
-            return Stop(stop.reason, f"{stop.why} reached before the QA test of hypothesis {hypothesis.rank} ran")
-        return self.verifier.expose(qa)
+        feedback = ""
+        exposure: Exposure | None = None
+        for _attempt in (1, 2):
+            qa = self.engine.qa_test(hypothesis, evidence, self.sandbox, feedback=feedback)
+            if qa is None:
+                break
+            if (stop := self.budget.allows(1 + cost, **keep)) is not None:
+                if exposure is not None:
+                    break  # no room for a second QA run: the failing tests serve
+                return Stop(stop.reason, f"{stop.why} reached before the QA test of hypothesis {hypothesis.rank} ran")
+            exposure = self.verifier.expose(qa)
+            if not exposure.broken:
+                return exposure
+            self._trace_exposure(hypothesis, exposure)
+            feedback = f"The previous reproduction test was broken: {exposure.how}.\n{exposure.output}".strip()
+        failing = f"the {len(evidence.f2p_tests)} failing test(s) reach this code and fail"
+        if exposure is None:
+            return Exposure(None, True, failing)
+        return Exposure(None, True, f"{failing} (its QA test stayed broken: {exposure.how})")
 
     def _passing(self, candidate: CandidatePatch) -> _Passing:
         patterns = overfitting_patterns(self.verifier.originals(candidate.files), candidate.files)
@@ -407,9 +480,10 @@ class HealingLoop:
         originals = self.verifier.originals(files)
         return behaviour_change(baseline.coverage, after.coverage, originals, files, evidence.p2p_tests)
 
-    def _confidence(self, winner: _Winner, originals: dict[str, str], evidence: Evidence | None) -> Confidence:
+    def _confidence(self, winner: _Winner, evidence: Evidence | None) -> Confidence:
         """The confidence rule (plausibility.assess_confidence) over what the heal saw of the winner."""
         files = winner.files
+        originals = self.verifier.originals(files)
         behaviour = winner.behaviour or BehaviourChange(False, note="not measured")
         edited_lines = {
             (h.path, line)
@@ -552,7 +626,7 @@ class HealingLoop:
                 hunks=len(hunks(originals, files)),
                 confirmed=winner.after is not None,
             )
-            confidence = self._confidence(winner, originals, evidence)
+            confidence = winner.confidence or self._confidence(winner, evidence)
             if winner.after is not None:
                 tests_after = {n: r.status.value for n, r in winner.after.results.items()}
         report = HealReport(

@@ -15,7 +15,7 @@ from selfix_action.engine.models import (
     TestRun,
     Verification,
 )
-from selfix_action.engine.report import StopReason
+from selfix_action.engine.report import Confidence, StopReason
 
 
 class Sandbox(Protocol):
@@ -78,8 +78,16 @@ class Engine(Protocol):
         """Detective: up to ``limit`` distinct root-cause hypotheses, most likely first."""
         ...
 
-    def qa_test(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> QATest | None:
-        """QA: a reproduction test that must fail on the unpatched code. None: the F2P tests serve."""
+    def qa_test(
+        self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, feedback: str = ""
+    ) -> QATest | None:
+        """QA: a reproduction test that must fail on the unpatched code. None: the F2P tests serve.
+        ``feedback``: why the previous QA test of this hypothesis was broken (the loop asks once more)."""
+        ...
+
+    def accepts(self, patch: CandidatePatch, confidence: Confidence | None) -> bool:
+        """Does a confirmed patch at this confidence end the heal? False: the loop keeps it and walks on, and
+        the better of it and what comes later wins (``--engine auto`` accepts an offline patch only at high)."""
         ...
 
     def candidates(

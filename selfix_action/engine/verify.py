@@ -44,7 +44,13 @@ from selfix_action.engine.models import (
     VerifyStage,
 )
 from selfix_action.engine.patches import hunks, program_key, without_hunk
-from selfix_action.engine.paths import QA_TEST_DIR, patch_violations, protected_reason
+from selfix_action.engine.paths import (
+    QA_TEST_DIR,
+    is_source_path,
+    is_test_path,
+    patch_violations,
+    protected_reason,
+)
 from selfix_action.engine.protocols import Sandbox
 from selfix_action.engine.report import StopReason
 from selfix_action.engine.sanity import SanityChecker
@@ -139,6 +145,8 @@ class Exposure:
     qa: QATest | None  # None: the F2P tests serve
     exposed: bool
     how: str
+    broken: bool = False  # the QA test itself is broken (not collected, or failing in its own code)
+    output: str = ""  # a broken QA test's error and where it was raised: what a re-ask is told
 
 
 @dataclass(frozen=True)
@@ -213,7 +221,8 @@ class Verifier:
         a green suite."""
         self.budget.test_runs += 1
         started = self.budget.clock()
-        run = self.sandbox.run_tests(None, coverage=True)
+        with self.budget.timed("tests"):
+            run = self.sandbox.run_tests(None, coverage=True)
         if not run.results and (run.timed_out or run.error):
             tail = "\n".join(run.output_tail.strip().splitlines()[-10:])[-1500:]
             if run.timed_out:
@@ -242,31 +251,47 @@ class Verifier:
         at all comes back without results, ``error`` saying why: for a candidate, that is a failed candidate."""
         self.budget.test_runs += 1
         try:
-            return self.sandbox.run_tests(
-                nodeids,
-                stop_first=stop_first,
-                extra_test_files=extra_test_files,
-                warm=warm,
-                **({"coverage": True} if coverage else {}),
-                **({"wall_seconds": wall_seconds} if wall_seconds is not None else {}),
-            )
+            with self.budget.timed("tests"):  # test time, apart from model time (report timings)
+                return self.sandbox.run_tests(
+                    nodeids,
+                    stop_first=stop_first,
+                    extra_test_files=extra_test_files,
+                    warm=warm,
+                    **({"coverage": True} if coverage else {}),
+                    **({"wall_seconds": wall_seconds} if wall_seconds is not None else {}),
+                )
         except SandboxError as exc:
             return TestRun(output_tail=str(exc), error=str(exc))
 
     # -- QA ------------------------------------------------------------------------------------------
     def expose(self, qa: QATest) -> Exposure:
-        """Run the QA test on the unpatched code: it exposes the hypothesis if it fails for a real reason."""
+        """Run the QA test on the unpatched code: it exposes the hypothesis if it fails for a real reason.
+
+        Where the exception was raised decides, not only its type: a ``NameError`` raised in the project's own
+        code is the bug showing itself; the same error raised in the QA module's own lines (a name it never
+        imported), a collection error or a fixture error is a broken test (``Exposure.broken``)."""
         qa_path = f"{QA_TEST_DIR}/{qa.path}"
         run = self.run([qa_path], extra_test_files={qa_path: qa.source})
         results = [r for n, r in run.results.items() if n.startswith(qa_path)]
         if not results:
-            return Exposure(qa, False, "the QA test could not be collected")
-        failed = [r for r in results if r.status is TestStatus.FAILED and r.exc_type not in BROKEN_TEST_EXCEPTIONS]
+            tail = "\n".join(run.output_tail.strip().splitlines()[-12:])[-1500:]
+            return Exposure(qa, False, "the QA test could not be collected", broken=True, output=tail)
+        failed = [r for r in results if r.status is not TestStatus.PASSED]  # a skipped QA test exposes nothing
+        real = [r for r in failed if _real_failure(r)]
+        if real:
+            where = f" raised in {real[0].frames[-1].file}" if _raised_in_project(real[0]) else ""
+            return Exposure(qa, True, f"QA test fails on the unpatched code with {real[0].exc_type}{where}")
         if failed:
-            return Exposure(qa, True, f"QA test fails on the unpatched code with {failed[0].exc_type}")
-        if any(r.status is not TestStatus.PASSED for r in results):
-            kinds = ", ".join(sorted({f"{r.status.value} {r.exc_type}".strip() for r in results}))
-            return Exposure(qa, False, f"QA test fails for the wrong reason ({kinds})")
+            kinds = ", ".join(sorted({f"{r.status.value} {r.exc_type}".strip() for r in failed}))
+            first = failed[0]
+            where = f" at {first.frames[-1].file}:{first.frames[-1].line}" if first.frames else ""
+            return Exposure(
+                qa,
+                False,
+                f"QA test fails for the wrong reason ({kinds}, raised in the test itself)",
+                broken=True,
+                output=f"{first.exc_type}{where}: {first.message[:800]}",
+            )
         return Exposure(qa, False, "QA test passes on the unpatched code, so it does not expose the bug")
 
     # -- candidates ----------------------------------------------------------------------------------
@@ -414,7 +439,8 @@ class Verifier:
             CandidateCheck(files=dict(files), nodeids=tuple(tests), wall_seconds=self.candidate_wall(tests))
             for files, tests in jobs.values()
         ]
-        return dict(zip(jobs, self.sandbox.check_candidates(checks), strict=True))
+        with self.budget.timed("tests"):
+            return dict(zip(jobs, self.sandbox.check_candidates(checks), strict=True))
 
     def candidate_wall(self, tests: Sequence[str]) -> float | None:
         """The adaptive wall limit for a candidate check of ``tests``, or None (the sandbox's limits).
@@ -560,6 +586,22 @@ def _verdict(
         detail=detail,
         test_runs=runs,
     )
+
+
+def _raised_in_project(result: TestResult) -> bool:
+    """The exception was raised in the project's own code: the innermost frame is a source file, not a test."""
+    if not result.frames:
+        return False
+    innermost = result.frames[-1].file
+    return not innermost.startswith(QA_TEST_DIR + "/") and is_source_path(innermost) and not is_test_path(innermost)
+
+
+def _real_failure(result: TestResult) -> bool:
+    """A QA test failing for a real reason: an exception the project's code raised (any type), or a failed
+    assertion or error of the test's own outcome check that is not a broken-test error (import, syntax, name)."""
+    if _raised_in_project(result):
+        return True
+    return result.status is TestStatus.FAILED and result.exc_type not in BROKEN_TEST_EXCEPTIONS
 
 
 def not_passing(run: TestRun, nodeids: Sequence[str]) -> list[str]:

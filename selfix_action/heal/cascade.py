@@ -1,7 +1,8 @@
 """``--engine auto``: the cheap path first. The offline engine tries its repair templates within a small budget;
-only if none heals does the LLM engine run, shown what the offline engine tried (the evidence is the same
+only if none heals at high confidence does the LLM engine run, shown what the offline engine tried (the evidence is the same
 object, and the candidates that failed, with how they failed, go into its context as negative examples). When
-the offline engine heals, no model is called.
+the offline engine heals at high confidence, no model is called; a patch below high is kept, shown to the LLM
+engine as a candidate to confirm or beat, and the loop keeps the better of the two (``accepts``).
 
 The loop asks an engine for its hypotheses once and walks the list it gets back. The cascade hands it the
 offline hypotheses followed by one hand-over entry, in a list it keeps. The loop reaches the hand-over only
@@ -20,7 +21,9 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from selfix_action.engine.models import CandidatePatch, Evidence, Hypothesis, QATest, Verification
+from selfix_action.engine.patches import unified_diff
 from selfix_action.engine.protocols import Engine, Sandbox
+from selfix_action.engine.report import Confidence
 from selfix_action.llm.engine import LLMEngine
 from selfix_action.untrusted import block
 
@@ -55,6 +58,7 @@ class CascadeEngine:
         self._tried: list[tuple[Hypothesis, CandidatePatch]] = []
         self._histories: list[Sequence[Verification]] = []
         self._handed_over = False
+        self._incumbent: tuple[CandidatePatch, Confidence | None] | None = None  # an offline patch below high
         self._phase = "offline"
         self._handover = Hypothesis(
             id="handover",
@@ -90,12 +94,28 @@ class CascadeEngine:
         self._plan.append(self._handover)
         return self._plan
 
-    def qa_test(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> QATest | None:
+    def accepts(self, patch: CandidatePatch, confidence: Confidence | None) -> bool:
+        """An offline patch ends the heal only at high confidence: below that the cheap path is often the wrong
+        path (on real bugs, patches that pass the tests without being the fix). It is kept, the offline
+        hypotheses not reached are dropped, and the LLM engine is shown it as a candidate to confirm or beat;
+        the loop keeps the better of the two. The LLM engine's patches end the heal as they would alone."""
+        if patch.hypothesis_id not in self._offline_ids:
+            return self.llm.accepts(patch, confidence)
+        if confidence is not None and confidence.level == "high":
+            return True
+        self._incumbent = (patch, confidence)
+        position = next((i for i, h in enumerate(self._plan) if h.id == patch.hypothesis_id), len(self._plan))
+        self._plan[position + 1 :] = [h for h in self._plan[position + 1 :] if h.id not in self._offline_ids]
+        return False
+
+    def qa_test(
+        self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, feedback: str = ""
+    ) -> QATest | None:
         if hypothesis is self._handover:
             return None  # nothing to expose: it only hands over
         if hypothesis.id in self._offline_ids:
-            return self.offline.qa_test(hypothesis, evidence, sandbox)
-        return self.llm.qa_test(hypothesis, evidence, sandbox)
+            return self.offline.qa_test(hypothesis, evidence, sandbox, feedback)
+        return self.llm.qa_test(hypothesis, evidence, sandbox, feedback)
 
     def candidates(
         self,
@@ -148,15 +168,22 @@ class CascadeEngine:
             return
         self._handed_over = True
         dropped = self._dropped
-        self.llm.prior_attempts = self.negative_examples()
+        self.llm.prior_attempts = self.negative_examples() + self.incumbent_section(sandbox)
+        why = (
+            f"the offline engine's patch is only {self._incumbent[1].level if self._incumbent[1] else 'of unknown'} "
+            "confidence"
+            if self._incumbent is not None
+            else f"the offline engine did not heal within its share ({self._spent} candidate(s)"
+            + (f", {dropped} hypothesis(es) not reached" if dropped else "")
+            + ")"
+        )
         self.trace(
             "engine_handover",
-            f"the offline engine did not heal within its share ({self._spent} candidate(s)"
-            + (f", {dropped} hypothesis(es) not reached" if dropped else "")
-            + f"); asking {self.llm.name}",
+            f"{why}; asking {self.llm.name}",
             offline_candidates=self._spent,
             offline_hypotheses_dropped=dropped,
             negative_examples=min(len(self._tried), MAX_NEGATIVE_EXAMPLES),
+            incumbent=self._incumbent[0].id if self._incumbent is not None else None,
         )
         position = self._plan.index(self._handover)
         # Ids of their own: the offline hypotheses already hold H1, H2, ... in the report.
@@ -171,17 +198,37 @@ class CascadeEngine:
             hypotheses=[h.model_dump() for h in found],
         )
 
+    def incumbent_section(self, sandbox: Sandbox) -> str:
+        """The offline patch that passed below high confidence, as a context section: a candidate to confirm
+        (propose it again only if it is the real fix) or to beat."""
+        if self._incumbent is None:
+            return ""
+        patch, confidence = self._incumbent
+        originals = {path: sandbox.read_file(path) for path in patch.files}
+        reasons = [r.text for r in confidence.reasons if r.level != "high"] if confidence is not None else []
+        level = confidence.level if confidence is not None else "unknown"
+        return (
+            f"## A patch selfix's offline templates found (it passes the tests, but at {level} confidence)\n"
+            "It may only make the tests pass without being the real fix. If it is the real fix, the same edit is "
+            "the answer; if not, find the real root cause.\n"
+            + ("".join(f"- doubt: {text}\n" for text in reasons))
+            + block("offline patch", unified_diff(originals, patch.files), code=True, limit=4000)
+            + "\n"
+        )
+
     def negative_examples(self) -> str:
         """The offline candidates that failed, as a context section for the LLM roles."""
-        if not self._tried:
+        kept = self._incumbent[0].id if self._incumbent is not None else None
+        tried = [(h, c) for h, c in self._tried if c.id != kept]  # the passing one is shown apart
+        if not tried:
             return ""
         verdicts = {verdict.candidate_id: verdict for history in self._histories for verdict in history}
         header = (
-            f"## Already tried by selfix's offline repair templates ({len(self._tried)} candidate edit(s), none "
+            f"## Already tried by selfix's offline repair templates ({len(tried)} candidate edit(s), none "
             "healed; do not propose these again)"
         )
         lines = []
-        for hypothesis, candidate in self._tried[:MAX_NEGATIVE_EXAMPLES]:
+        for hypothesis, candidate in tried[:MAX_NEGATIVE_EXAMPLES]:
             verdict = verdicts.get(candidate.id)
             how = "not verified (skipped)"
             if verdict is not None:
@@ -189,6 +236,6 @@ class CascadeEngine:
                 how = f"failed at {verdict.stage.value}" + (f" ({failing})" if failing else "")
             where = f"{hypothesis.file}:{candidate.line}" if candidate.line else hypothesis.file
             lines.append(f"- {where} [{candidate.template}] {candidate.description} -> {how}")
-        if len(self._tried) > MAX_NEGATIVE_EXAMPLES:
-            lines.append(f"- ... and {len(self._tried) - MAX_NEGATIVE_EXAMPLES} more")
+        if len(tried) > MAX_NEGATIVE_EXAMPLES:
+            lines.append(f"- ... and {len(tried) - MAX_NEGATIVE_EXAMPLES} more")
         return header + "\n" + block("offline attempts", "\n".join(lines), limit=6000) + "\n"

@@ -113,9 +113,11 @@ class _Tally:
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
     cost_usd: float = 0.0
+    seconds: float = 0.0  # wall time waiting for the model's answers
 
-    def add(self, usage: TokenUsage, cost: float) -> None:
+    def add(self, usage: TokenUsage, cost: float, seconds: float = 0.0) -> None:
         self.calls += 1
+        self.seconds += seconds
         self.input_tokens += usage.input_tokens
         self.output_tokens += usage.output_tokens
         self.cache_read_tokens += usage.cache_read_tokens
@@ -135,6 +137,7 @@ class _Tally:
             "cache_write_tokens": self.cache_write_tokens,
             "tokens": self.tokens,
             "cost_usd": round(self.cost_usd, 6),
+            "model_seconds": round(self.seconds, 3),
         }
 
 
@@ -211,10 +214,10 @@ class Budget:
             return wanted
         return min(wanted, max(256, self.max_tokens - self.total.tokens))
 
-    def record(self, role: str, usage: TokenUsage) -> float:
+    def record(self, role: str, usage: TokenUsage, seconds: float = 0.0) -> float:
         cost = self.price.cost(usage) if self.price else 0.0
-        self.total.add(usage, cost)
-        self.by_role.setdefault(role, _Tally()).add(usage, cost)
+        self.total.add(usage, cost, seconds)
+        self.by_role.setdefault(role, _Tally()).add(usage, cost, seconds)
         return cost
 
     def usage(self) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ValidationError
 from selfix_action.engine.models import CandidatePatch, Evidence, Hypothesis, QATest, Verification
 from selfix_action.engine.patches import changed_line_count, program_key
 from selfix_action.engine.protocols import EngineStopped, Sandbox
-from selfix_action.engine.report import StopReason
+from selfix_action.engine.report import Confidence, StopReason
 from selfix_action.llm.budget import Budget
 from selfix_action.llm.edits import Edit, EditError, apply_edits, edit_key, normalize_path
 from selfix_action.llm.prompts import (
@@ -177,7 +177,12 @@ class LLMEngine:
             for rank, item in enumerate(merged[:count], 1)
         ]
 
-    def qa_test(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> QATest | None:
+    def accepts(self, patch: CandidatePatch, confidence: Confidence | None) -> bool:
+        return True  # the last engine asked: its best patch is the answer
+
+    def qa_test(
+        self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, feedback: str = ""
+    ) -> QATest | None:
         path = f"test_qa_{hypothesis.id.lower()}.py"
 
         def validate(response: ModelResponse) -> QAAnswer:
@@ -187,7 +192,7 @@ class LLMEngine:
                 raise InvalidAnswer(problem)
             return answer
 
-        answer = self._ask("qa", QA_TOOL, qa_request(hypothesis, path), evidence, sandbox, validate)
+        answer = self._ask("qa", QA_TOOL, qa_request(hypothesis, path, feedback), evidence, sandbox, validate)
         if answer is None:
             self.trace(
                 "qa_fallback",
@@ -403,7 +408,8 @@ class LLMEngine:
                 ) from err
             raise EngineStopped(StopReason.MODEL_ERROR, str(err)) from err
         self._note_retries(role, response.retries)
-        cost = self.budget.record(role, response.usage)
+        seconds = time.monotonic() - started
+        cost = self.budget.record(role, response.usage, seconds)
         usage = response.usage
         self.trace(
             "model_call",
@@ -418,7 +424,7 @@ class LLMEngine:
             stop_reason=response.stop_reason,
             usage=usage.as_dict(),
             cost_usd=round(cost, 6),
-            seconds=round(time.monotonic() - started, 3),
+            seconds=round(seconds, 3),
         )
         return response
 

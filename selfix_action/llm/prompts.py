@@ -290,7 +290,15 @@ def describe_hypothesis(hypothesis: Hypothesis) -> str:
     )
 
 
-def qa_request(hypothesis: Hypothesis, path: str) -> str:
+def qa_request(hypothesis: Hypothesis, path: str, feedback: str = "") -> str:
+    """The QA request; ``feedback`` says why the previous reproduction test was broken (it failed in its own
+    code, or could not be collected), as untrusted test output."""
+    retry = ""
+    if feedback:
+        retry = (
+            "\n\nYour previous reproduction test for this hypothesis did not run as a test: it failed in its own "
+            "code, not in the project's. Write a corrected one.\n" + block("QA test output", feedback, limit=2500)
+        )
     return f"""\
 Role: QA.
 Hypothesis under test:
@@ -302,7 +310,7 @@ FAIL on the current code with an AssertionError (or the exception the hypothesis
 the hypothesized fix is applied. It must not fail because of an import error, a typo or a missing
 fixture. Use one or two test functions, plain asserts, no network, no files outside a tmp_path,
 nothing from conftest.py. If the hypothesis is wrong, an honest test passes on the current code: that is
-how we rule it out.
+how we rule it out.{retry}
 Call the write_reproduction_test tool."""
 
 

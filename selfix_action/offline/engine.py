@@ -10,6 +10,7 @@ from typing import Any
 
 from selfix_action.engine.models import CandidatePatch, Evidence, Hypothesis, QATest, Verification
 from selfix_action.engine.protocols import Sandbox
+from selfix_action.engine.report import Confidence
 from selfix_action.offline.ordering import (
     FailureContext,
     FileIndex,
@@ -77,7 +78,12 @@ class OfflineEngine:
             )
         return hypotheses
 
-    def qa_test(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> QATest | None:
+    def accepts(self, patch: CandidatePatch, confidence: Confidence | None) -> bool:
+        return True  # alone, its best patch is the answer
+
+    def qa_test(
+        self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, feedback: str = ""
+    ) -> QATest | None:
         # The failing tests themselves expose the bug: localization only proposes code they execute.
         return None
 

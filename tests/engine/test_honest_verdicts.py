@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator, Sequence
 from selfix_action.engine.loop import HealingLoop, LoopConfig
 from selfix_action.engine.models import CandidatePatch, Evidence, Hypothesis, QATest, Verification, VerifyStage
 from selfix_action.engine.protocols import Sandbox
-from selfix_action.engine.report import HealReport, StopReason, render_markdown
+from selfix_action.engine.report import Confidence, HealReport, StopReason, render_markdown
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
 
 
@@ -30,7 +30,12 @@ class Playback:
     def hypotheses(self, evidence: Evidence, sandbox: Sandbox, limit: int) -> list[Hypothesis]:
         return [Hypothesis(id="H1", rank=1, title="t", confidence=1.0, file=self.file, symbol=self.symbol, lines=(2,))]
 
-    def qa_test(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> QATest | None:
+    def accepts(self, patch: CandidatePatch, confidence: Confidence | None) -> bool:
+        return True  # a scripted engine takes any patch
+
+    def qa_test(
+        self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, feedback: str = ""
+    ) -> QATest | None:
         return None
 
     def candidates(

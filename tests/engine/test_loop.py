@@ -16,7 +16,7 @@ from selfix_action.engine.models import (
     VerifyStage,
 )
 from selfix_action.engine.protocols import EngineStopped, Sandbox
-from selfix_action.engine.report import StopReason, render_markdown
+from selfix_action.engine.report import Confidence, StopReason, render_markdown
 from selfix_action.offline.engine import OfflineEngine
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
@@ -66,6 +66,7 @@ class ScriptedEngine:
         self._qa = qa
         self._candidates = candidates
         self.feedback: list[Verification] = []
+        self.qa_feedback: list[tuple[str, str]] = []  # (hypothesis id, why its last QA test was broken)
 
     def usage(self) -> dict[str, int]:
         return {"calls": len(self.feedback)}
@@ -73,7 +74,14 @@ class ScriptedEngine:
     def hypotheses(self, evidence: Evidence, sandbox: Sandbox, limit: int) -> list[Hypothesis]:
         return self._hypotheses[:limit]
 
-    def qa_test(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> QATest | None:
+    def accepts(self, patch: CandidatePatch, confidence: Confidence | None) -> bool:
+        return True  # a scripted engine takes any patch
+
+    def qa_test(
+        self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, feedback: str = ""
+    ) -> QATest | None:
+        if feedback:
+            self.qa_feedback.append((hypothesis.id, feedback))
         return self._qa.get(hypothesis.id)
 
     def candidates(
@@ -141,25 +149,52 @@ def test_heals_with_feedback_after_rejected_candidates(make_sandbox: Callable[..
     assert "healed" in render_markdown(report)
 
 
-def test_qa_test_that_passes_drops_the_hypothesis(make_sandbox: Callable[..., PytestSandbox]) -> None:
+def test_qa_test_that_passes_drops_the_hypothesis_a_broken_one_is_reasked_then_the_failing_tests_serve(
+    make_sandbox: Callable[..., PytestSandbox],
+) -> None:
     sandbox = make_sandbox(CALC)
     passing_qa = QATest(
         path="test_qa_h1.py", source="from calc import double\n\ndef test_it():\n    assert double(2) == 4\n"
     )
     broken_qa = QATest(path="test_qa_h2.py", source="import no_such_module\n\ndef test_it():\n    pass\n")
-    good_qa = QATest(path="test_qa_h3.py", source="from calc import add\n\ndef test_it():\n    assert add(1, 1) == 2\n")
     engine = ScriptedEngine(
-        [hyp("H1", 1), hyp("H2", 2), hyp("H3", 3)],
-        {"H1": passing_qa, "H2": broken_qa, "H3": good_qa},
-        {"H1": [{"calc.py": FIXED}], "H2": [{"calc.py": FIXED}], "H3": [{"calc.py": FIXED}]},
+        [hyp("H1", 1), hyp("H2", 2)],
+        {"H1": passing_qa, "H2": broken_qa},
+        {"H1": [{"calc.py": FIXED}], "H2": [{"calc.py": FIXED}]},
     )
     report = HealingLoop(sandbox, engine).run().report
     assert report.stop_reason is StopReason.HEALED
-    h1, h2, h3 = report.hypotheses
-    assert not h1.exposed and "passes on the unpatched code" in h1.exposure
-    assert not h2.exposed and "wrong reason" in h2.exposure
-    assert h3.exposed and h3.outcome.startswith("healed")
-    assert report.patch is not None and report.patch.hypothesis_id == "H3"
+    h1, h2 = report.hypotheses
+    assert not h1.exposed and "passes on the unpatched code" in h1.exposure and h1.candidates_tried == 0
+    # A broken QA test is no evidence against its hypothesis: asked again once with the reason, still broken,
+    # the failing tests serve as the reproduction and the Patcher gets its try.
+    assert [h for h, _ in engine.qa_feedback] == ["H2"]
+    assert "wrong reason (error CollectionError" in engine.qa_feedback[0][1]
+    assert "No module named 'no_such_module'" in engine.qa_feedback[0][1]
+    assert h2.exposed and "stayed broken" in h2.exposure and h2.outcome.startswith("healed")
+    assert report.patch is not None and report.patch.hypothesis_id == "H2"
+
+
+def test_a_name_error_raised_in_project_code_exposes_the_hypothesis(
+    make_sandbox: Callable[..., PytestSandbox],
+) -> None:
+    """The exception's place decides, not its type: NameError in the project's own frames is the bug."""
+    buggy = "def add(a, b):\n    return a + bb\n\n\ndef double(x):\n    return x * 2\n"
+    sandbox = make_sandbox({**CALC, "calc.py": buggy})
+    qa = QATest(path="test_qa_h1.py", source="from calc import add\n\ndef test_it():\n    assert add(1, 2) == 3\n")
+    engine = ScriptedEngine([hyp("H1", 1)], {"H1": qa}, {"H1": [{"calc.py": FIXED}]})
+    report = HealingLoop(sandbox, engine).run().report
+    assert report.stop_reason is StopReason.HEALED
+    (h1,) = report.hypotheses
+    assert h1.exposed and "NameError raised in calc.py" in h1.exposure
+    assert engine.qa_feedback == []
+    # The same NameError raised in the QA module's own line is a broken test, re-asked with where it was raised.
+    sandbox = make_sandbox({**CALC, "calc.py": buggy})
+    broken = QATest(path="test_qa_h1.py", source="def test_it():\n    assert add(1, 2) == 3\n")
+    engine = ScriptedEngine([hyp("H1", 1)], {"H1": broken}, {"H1": [{"calc.py": FIXED}]})
+    report = HealingLoop(sandbox, engine).run().report
+    assert report.stop_reason is StopReason.HEALED
+    assert "_selfix_qa/test_qa_h1.py:2" in engine.qa_feedback[0][1] and "stayed broken" in report.hypotheses[0].exposure
 
 
 def test_minimizes_away_hunks_that_are_not_needed(make_sandbox: Callable[..., PytestSandbox]) -> None:

@@ -213,7 +213,9 @@ class SlowDetective(ScriptedEngine):
         self.clock.now += LIMIT
         return super().hypotheses(evidence, sandbox, limit)
 
-    def qa_test(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> QATest | None:
+    def qa_test(
+        self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, feedback: str = ""
+    ) -> QATest | None:
         self.qa_asked += 1
         return super().qa_test(hypothesis, evidence, sandbox)
 

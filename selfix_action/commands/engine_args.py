@@ -1,0 +1,80 @@
+"""The engine flags, declared once for every command that heals (``selfix fix``, ``selfix bench``), and the
+``EngineChoice`` they make."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from selfix_action.errors import InputError
+from selfix_action.heal.request import EngineChoice
+
+ENGINE_KINDS = ("offline", "anthropic", "openai", "auto")
+
+
+def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
+    """The LLM engines' flags (model, server, budgets, structured answers), as one argument group."""
+    llm = parser.add_argument_group("LLM engines")
+    llm.add_argument("--model", help="model name (default per provider)")
+    llm.add_argument("--base-url", help="API base URL (default: ANTHROPIC_BASE_URL / OPENAI_BASE_URL)")
+    llm.add_argument("--api-key", help="API key (default: ANTHROPIC_API_KEY / OPENAI_API_KEY)")
+    llm.add_argument("--max-calls", type=int, default=40, help="model calls at most (40; 0: no cap)")
+    llm.add_argument("--max-tokens", type=int, default=400_000, help="input+output tokens at most (400000)")
+    llm.add_argument("--max-cost", type=float, default=2.0, help="US dollars at most (2.0)")
+    llm.add_argument("--prices", type=Path, help="YAML/JSON price table overriding the built-in one")
+    llm.add_argument("--max-retry-wait", type=float, default=30.0, help="longest single wait before a retry (30s)")
+    llm.add_argument("--request-timeout", type=float, default=120.0, help="wall seconds per model request (120)")
+    llm.add_argument(
+        "--structured",
+        default="auto",
+        choices=["auto", "tools", "json-schema", "json"],
+        help="how answers are structured: tool calls, a JSON Schema the server enforces, or JSON asked for in the "
+        "prompt (auto: tools, stepping down when the server ignores them)",
+    )
+    llm.add_argument(
+        "--max-output-tokens", type=int, default=0, help="output tokens per answer at most (0: the roles' defaults)"
+    )
+    llm.add_argument("--samples", type=int, default=1, help="Patcher answers per hypothesis if the budget allows (1)")
+    llm.add_argument("--provider", choices=["anthropic", "openai"], help="the LLM engine --engine auto falls back to")
+    llm.add_argument(
+        "--offline-candidates",
+        type=int,
+        default=100,
+        help="--engine auto: candidates the offline engine may try before the LLM engine is asked (100)",
+    )
+
+
+def read_prices(path: Path | None) -> dict[str, Any] | None:
+    if path is None:
+        return None
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise InputError(f"cannot read the price table {path}: {exc}") from exc
+
+
+def engine_choice(args: argparse.Namespace, kind: str, env: Mapping[str, str]) -> EngineChoice:
+    """The ``EngineChoice`` for ``kind`` from the flags of ``add_llm_arguments`` (keys and base URLs not given
+    as flags are looked up in ``env``)."""
+    return EngineChoice(
+        kind=kind,
+        model=args.model,
+        base_url=args.base_url,
+        api_key=args.api_key,
+        max_calls=args.max_calls,
+        max_tokens=args.max_tokens,
+        max_cost_usd=args.max_cost,
+        prices=read_prices(args.prices) if kind != "offline" else None,
+        max_retry_wait=args.max_retry_wait,
+        request_timeout=args.request_timeout,
+        structured=args.structured,
+        samples=args.samples,
+        max_output_tokens=args.max_output_tokens,
+        provider=args.provider or "",
+        offline_candidates=args.offline_candidates,
+        env=dict(env),
+    )
