@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from unidiff import PatchSet
 
-from selfix_action.engine.report import HealReport, render_confidence
+from selfix_action.engine.report import HealReport, render_confidence, time_split
 from selfix_action.github.client import ReviewSuggestion
 
 MARKER_PREFIX = "<!-- selfix:"
@@ -196,6 +196,15 @@ def escalation_body(
 ) -> str:
     title = "selfix: diagnosis" if explain_only else "selfix could not heal this failure"
     lines = [f"## {title}", "", f"**{clean(report.explanation, 500)}.**", ""]
+    if report.environment_problem:
+        lines += [
+            "### The environment, not the code",
+            "",
+            f"{clean(report.environment_problem, 1500)}",
+            "",
+            "No code was patched for it: fix the environment the tests run in (the workflow, a service, a setting).",
+            "",
+        ]
     lines += ["### What failed", "", *_failure_section(report), ""]
     if report.suspicious_functions:
         lines += ["### Where the bug probably is", ""]
@@ -301,10 +310,19 @@ _HEADLINES = {
 
 def _mechanics_line(report: HealReport) -> str:
     total = report.timings.get("total")
-    time = f"; time {total:.1f} s" if isinstance(total, int | float) and total else ""
+    time = f"; time {total:.1f} s ({time_split(report)})" if isinstance(total, int | float) and total else ""
     confidence = f"**Patch confidence:** {confidence_level(report)}. " if report.patch is not None else ""
+    usage = report.usage
+    calls = ""
+    if usage.get("calls"):
+        calls = (
+            f"{usage['calls']} model call(s), {usage.get('input_tokens', 0)} tokens in, "
+            f"{usage.get('output_tokens', 0)} out, {usage.get('cache_read_tokens', 0)} cached; "
+        )
     return confidence + (
-        f"**Cost:** ${cost_usd(report):.4f}, {tokens(report)} tokens (engine `{report.engine}`). "
+        f"**Cost:** {calls}${cost_usd(report):.4f}, {tokens(report)} tokens (engine `{report.engine}`"
+        + ("" if usage.get("price_known", True) else "; its price is not in the table, so the cost counts 0")
+        + "). "
         f"**Candidates:** {report.candidates_tried} tried, {rejected_candidates(report)} rejected; "
         f"{report.test_runs} test runs{time}."
     )

@@ -655,6 +655,7 @@ class HealingLoop:
             candidates_rejected_static=budget.candidates_rejected_static,
             timings={k: round(v, 3) for k, v in budget.timings.items()},
             notes=tuple(self.notes),
+            environment_problem=stop.detail if reason is StopReason.ENVIRONMENT else "",
             usage=self.engine.usage(),
         )
         self.trace(

@@ -40,6 +40,7 @@ class StopReason(StrEnum):
     MODEL_ERROR = "model_error"
     REPEATED_EDIT = "repeated_identical_edit"
     SANDBOX_ERROR = "sandbox_error"
+    ENVIRONMENT = "environment_not_code"  # the engine diagnosed the environment, not the code: nothing to patch
 
     @property
     def exit_code(self) -> ExitCode:
@@ -73,6 +74,10 @@ STOP_EXPLANATIONS = {
     StopReason.MODEL_ERROR: "the model could not be used (see the notes)",
     StopReason.REPEATED_EDIT: "the engine kept proposing the same edit, so the loop stopped",
     StopReason.SANDBOX_ERROR: "the sandbox could not re-run the tests it was asked for (see the notes), so no verdict",
+    StopReason.ENVIRONMENT: (
+        "the failure comes from the environment the tests run in, not from the project's code (see the diagnosis "
+        "in the notes), so no code was patched"
+    ),
 }
 
 
@@ -160,6 +165,7 @@ class HealReport(Frozen):
     candidates_rejected_static: int = 0
     timings: dict[str, float] = Field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    environment_problem: str = ""  # stop ENVIRONMENT: the engine's diagnosis of the environment (no patch)
     usage: dict[str, Any] = Field(default_factory=dict)  # engine usage: calls, tokens, cost per role
     isolation: dict[str, Any] = Field(default_factory=dict)  # the sandbox boundary every test run had
     # How the sandbox ran them: "hot" checks (pre-imported worker, a fork per check), "warm" (fork-per-run pytest),
@@ -196,9 +202,8 @@ def render_markdown(report: HealReport) -> str:
             + (" (the patch's whole-suite confirmation was one of these)" if confirmed else "")
         )
     total = report.timings.get("total", 0.0)
-    out.append(
-        f"- Time: {total:.1f}s (" + ", ".join(f"{k} {v:.1f}s" for k, v in report.timings.items() if k != "total") + ")"
-    )
+    steps = ", ".join(f"{k} {v:.1f}s" for k, v in report.timings.items() if k not in ("total", "tests"))
+    out.append(f"- Time: {total:.1f}s ({steps}); {time_split(report)}")
     if report.isolation:
         out.append(f"- Isolation: {report.isolation.get('level', 'none')} ({report.isolation.get('mechanism', '')})")
         limits = report.isolation.get("limits")
@@ -305,16 +310,25 @@ def render_confidence(confidence: Confidence) -> list[str]:
     return lines
 
 
+def time_split(report: HealReport) -> str:
+    """Where the wall time went: waiting for the model, running tests, the rest (selfix's own work)."""
+    total = report.timings.get("total", 0.0)
+    tests = report.timings.get("tests", 0.0)
+    model = float(report.usage.get("model_seconds", 0.0) or 0.0)
+    return f"model {model:.1f}s, tests {tests:.1f}s, other {max(0.0, total - tests - model):.1f}s"
+
+
 def render_usage(usage: dict[str, Any]) -> list[str]:
     """Calls, tokens and cost per role and in total (the engine's ``usage()``)."""
-    rows = ["| role | calls | input | output | cached | cost (USD) |", "|---|---|---|---|---|---|"]
+    rows = ["| role | calls | input | output | cached | model s | cost (USD) |", "|---|---|---|---|---|---|---|"]
     roles = dict(usage.get("by_role", {}))
     roles["total"] = usage
     for role, item in roles.items():
         cached = int(item.get("cache_read_tokens", 0) or 0) + int(item.get("cache_write_tokens", 0) or 0)
         rows.append(
             f"| {role} | {item.get('calls', 0)} | {item.get('input_tokens', 0)} | {item.get('output_tokens', 0)} "
-            f"| {cached} | {float(item.get('cost_usd', 0.0) or 0.0):.4f} |"
+            f"| {cached} | {float(item.get('model_seconds', 0.0) or 0.0):.1f} "
+            f"| {float(item.get('cost_usd', 0.0) or 0.0):.4f} |"
         )
     model = f"{usage.get('provider', '')}:{usage.get('model', '')}".strip(":")
     rows.append("")

@@ -78,6 +78,15 @@ class InvalidAnswer(Exception):
         self.repeated = repeated  # an identical edit to one already tried
 
 
+class EnvironmentDiagnosis(Exception):
+    """A role's answer that no code is at fault: the environment is. It ends the heal (no patch for it)."""
+
+    def __init__(self, role: str, problem: str) -> None:
+        super().__init__(problem)
+        self.role = role
+        self.problem = problem.strip()
+
+
 def _noop_trace(step: str, message: str = "", **data: Any) -> None:
     return None
 
@@ -136,6 +145,8 @@ class LLMEngine:
 
         def validate(response: ModelResponse) -> list[HypothesisAnswer]:
             answer = _parse(response, DetectiveAnswer)
+            if not answer.hypotheses:
+                raise EnvironmentDiagnosis("detective", answer.environment_problem)
             usable, problems = [], []
             for number, item in enumerate(answer.hypotheses, 1):
                 path = normalize_path(item.file)
@@ -220,6 +231,8 @@ class LLMEngine:
 
         def validate(response: ModelResponse, *, refuse_repeats: bool = True) -> tuple[PatcherAnswer, dict[str, str]]:
             answer = _parse(response, PatcherAnswer)
+            if not answer.edits:
+                raise EnvironmentDiagnosis("patcher", answer.environment_problem)
             edits = [Edit(e.file, e.search, e.replace) for e in answer.edits]
             try:
                 files = apply_edits(edits, sandbox.read_file, editable, self.protected_paths)
@@ -342,6 +355,17 @@ class LLMEngine:
                 if response.parse_error:
                     raise InvalidAnswer(response.parse_error)
                 return validate(response)
+            except EnvironmentDiagnosis as diagnosis:
+                self.trace(
+                    "environment",
+                    f"{role}: the environment, not the code: {diagnosis.problem}",
+                    role=role,
+                    problem=diagnosis.problem,
+                )
+                raise EngineStopped(
+                    StopReason.ENVIRONMENT,
+                    f"the {role} diagnosed the environment, not the code: {diagnosis.problem}",
+                ) from None
             except InvalidAnswer as bad:
                 problem = bad
                 self._last_problem = str(bad)

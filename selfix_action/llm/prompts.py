@@ -43,6 +43,9 @@ Rules:
 - Ground every claim in the evidence below: failing tests, tracebacks, the localization ranking and the code.
 - Keep fixes minimal: change the fewest lines that make the failing tests pass without breaking others.
 - Always answer by calling the tool named in the request, with arguments matching its schema.
+- If the evidence shows the failure comes from the environment the tests run in (a missing service or network,
+  an unwritable home, cache or temp folder, the locale, the terminal, an installed package's version) and not
+  from the project's code, say so in environment_problem, with the evidence, and propose no code change.
 - Code below is shown with line numbers ("   12 | code"); line numbers are not part of the file.
 - """
     + UNTRUSTED_NOTICE

@@ -36,10 +36,24 @@ class HypothesisAnswer(_Answer):
         return self
 
 
+ENVIRONMENT_DESCRIPTION = (
+    "Leave empty unless the failure comes from the environment the tests run in, not the project's code (a "
+    "missing service, network, home/cache/temp folder, locale, terminal, an installed package's version): then "
+    "say what is wrong and the evidence, and propose no code change."
+)
+
+
 class DetectiveAnswer(_Answer):
     hypotheses: list[HypothesisAnswer] = Field(
-        min_length=1, description="Genuinely different root causes, most likely first."
+        default_factory=list, description="Genuinely different root causes, most likely first."
     )
+    environment_problem: str = Field(default="", description=ENVIRONMENT_DESCRIPTION)
+
+    @model_validator(mode="after")
+    def _something(self) -> DetectiveAnswer:
+        if not self.hypotheses and not self.environment_problem.strip():
+            raise ValueError("give at least one hypothesis, or environment_problem when no code is at fault")
+        return self
 
 
 class QAAnswer(_Answer):
@@ -65,7 +79,14 @@ class EditAnswer(_Answer):
 
 class PatcherAnswer(_Answer):
     explanation: str = Field(min_length=1, max_length=500, description="One sentence: what the patch does.")
-    edits: list[EditAnswer] = Field(min_length=1, max_length=10)
+    edits: list[EditAnswer] = Field(default_factory=list, max_length=10)
+    environment_problem: str = Field(default="", description=ENVIRONMENT_DESCRIPTION)
+
+    @model_validator(mode="after")
+    def _something(self) -> PatcherAnswer:
+        if not self.edits and not self.environment_problem.strip():
+            raise ValueError("give at least one edit, or environment_problem when no code is at fault")
+        return self
 
 
 DETECTIVE_TOOL = "report_hypotheses"
@@ -115,6 +136,7 @@ STRING_CAPS = {
     "explanation": 500,
     "search": 2000,
     "replace": 2000,
+    "environment_problem": 600,
 }
 
 

@@ -144,20 +144,28 @@ def test_the_offline_candidates_that_failed_are_the_negative_examples(
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", EXAMPLE_NAMES)
-def test_auto_heals_every_example_with_no_model_call(
+def test_auto_heals_every_example_and_calls_the_model_only_below_high_confidence(
     name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """An offline patch at high confidence ends the heal with no model call; below high the model is asked to
+    confirm or beat it, and when the model fails (every completion here gets a 500) the offline patch stays."""
     repo = tmp_path / name
     shutil.copytree(EXAMPLES / name, repo, ignore=shutil.ignore_patterns("__pycache__", ".selfix"))
-    provider = FakeProvider()  # any completion asked for would get a 500: none may be
+    provider = FakeProvider()  # any completion asked for gets a 500
     with serve(provider) as url:
         code = fix(repo, url)
     assert code == 0, capsys.readouterr().out
     report = report_of(repo)
-    assert report["stop_reason"] == "healed"
-    assert report["usage"]["calls"] == 0 and report["usage"]["offline"]["handed_over"] is False
-    assert provider.requests == [] and len(provider.gets) == 1  # the preflight only
-    assert "model_call" not in {event["step"] for event in trace_of(repo)}
+    assert report["stop_reason"] == "healed" and report["patch"]["template"] != "llm"
+    steps = [event["step"] for event in trace_of(repo)]
+    if report["confidence"]["level"] == "high":
+        assert report["usage"]["calls"] == 0 and report["usage"]["offline"]["handed_over"] is False
+        assert provider.requests == [] and len(provider.gets) == 1  # the preflight only
+        assert "incumbent" not in steps
+    else:
+        assert report["usage"]["offline"]["handed_over"] is True and provider.requests
+        assert "incumbent" in steps and "model_error" in steps
+        assert any("model" in note or "500" in note for note in report["notes"])
 
 
 def test_the_action_defaults_to_auto_when_a_key_is_given(tmp_path: Path) -> None:
