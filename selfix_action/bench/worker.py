@@ -49,11 +49,14 @@ def make_engine(spec: str) -> Engine:
     return getattr(importlib.import_module(module), attr)()
 
 
-def engine_choice(mode: str, engine_json: str) -> EngineChoice:
+def engine_choice(mode: str, engine_json: str, task_id: str) -> EngineChoice:
     """The product's ``EngineChoice`` for a named engine: the bench command's flags (``engine_json``), the key
-    from this process's environment (``SELFIX_BENCH_API_KEY`` when the key was given as a flag)."""
+    from this process's environment (``SELFIX_BENCH_API_KEY`` when the key was given as a flag); a replay
+    folder gives this task's transcript, ``TASK.jsonl``."""
     fields = json.loads(engine_json) if engine_json else {}
     fields.update(kind=mode, env=dict(os.environ))
+    if fields.get("replay"):
+        fields["replay"] = Path(fields["replay"]) / f"{task_id}.jsonl"
     if os.environ.get(API_KEY_VARIABLE):
         fields["api_key"] = os.environ[API_KEY_VARIABLE]
     return EngineChoice(**fields)
@@ -115,7 +118,7 @@ def heal(
     The tasks are our pinned libraries, run unisolated by default so figures compare across machines, one
     check at a time (the runner runs tasks side by side)."""
     custom = settings.mode not in ENGINES
-    choice = EngineChoice() if custom else engine_choice(settings.mode, settings.engine_json)
+    choice = EngineChoice() if custom else engine_choice(settings.mode, settings.engine_json, label)
     request = HealRequest(
         repo=repo,
         test_cmd=test_cmd,

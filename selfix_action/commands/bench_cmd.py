@@ -58,6 +58,10 @@ def run_bench_command(args: argparse.Namespace) -> int:
     if mode in ENGINE_KINDS and mode != "offline":
         choice = engine_choice(args, mode, {})  # checked here; keys and base URLs are the workers' to look up
         fields = {f.name: getattr(choice, f.name) for f in dataclasses.fields(choice)}
+        if choice.replay is not None:
+            if not choice.replay.is_dir():
+                raise InputError(f"--replay for selfix bench is a folder of TASK.jsonl transcripts: {choice.replay}")
+            fields["replay"] = str(choice.replay.resolve())
         engine_json = json.dumps({k: v for k, v in fields.items() if k not in ("kind", "env", "api_key")})
     options = BenchOptions(
         tasks=args.tasks,

@@ -41,6 +41,13 @@ def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
     llm.add_argument("--samples", type=int, default=1, help="Patcher answers per hypothesis if the budget allows (1)")
     llm.add_argument("--provider", choices=["anthropic", "openai"], help="the LLM engine --engine auto falls back to")
     llm.add_argument(
+        "--replay",
+        type=Path,
+        metavar="TRACE",
+        help="replay the model answers recorded in a trace.jsonl instead of calling a model (selfix bench: a "
+        "folder of transcripts named TASK.jsonl)",
+    )
+    llm.add_argument(
         "--offline-candidates",
         type=int,
         default=100,
@@ -76,5 +83,6 @@ def engine_choice(args: argparse.Namespace, kind: str, env: Mapping[str, str]) -
         max_output_tokens=args.max_output_tokens,
         provider=args.provider or "",
         offline_candidates=args.offline_candidates,
+        replay=args.replay,
         env=dict(env),
     )

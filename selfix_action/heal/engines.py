@@ -37,7 +37,7 @@ def build_engine(
         return OfflineEngine(template_scores=template_scores)
     kind = choice.kind
     if kind == "auto":
-        kind = auto_provider(choice)
+        kind = auto_provider(choice) or ("openai" if choice.replay is not None else None)
         if kind is None:  # no key: the cheap path is the only one
             return OfflineEngine(template_scores=template_scores)
     try:
@@ -65,6 +65,7 @@ def build_engine(
         "fixes": dict(choice.fixes),
         "trace": trace,
         "similar_fixes": similar_fixes,
+        "replay": choice.replay,
     }
     llm = build_llm_engine(kind, **kwargs)
     # Fail fast: a wrong key, base URL or model name is a usage error (exit 2) before the suite runs.

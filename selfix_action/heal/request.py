@@ -41,6 +41,9 @@ class EngineChoice:
     provider: str = ""
     offline_candidates: int = 100
     offline_time_share: float = 0.35
+    # A trace whose recorded model answers replay in order instead of a model (models.replay): the loop's
+    # decisions re-checked on recorded heals with no server and no key.
+    replay: Path | None = None
     # How the preflight's messages name what to fix (the action names its inputs): {"api_key": ..., ...}
     fixes: Mapping[str, str] = field(default_factory=dict)
     # Where keys and base URLs are looked up when not given: the CLI's environment, never the runner's for the

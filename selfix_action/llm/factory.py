@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from selfix_action.engine.models import Evidence
@@ -10,6 +11,7 @@ from selfix_action.errors import InputError
 from selfix_action.llm.budget import Budget, parse_prices
 from selfix_action.llm.engine import DEFAULT_OUTPUT_TOKENS, LLMEngine
 from selfix_action.models.base import STRUCTURED_CHOICES, ChatModel, RetryPolicy
+from selfix_action.models.replay import ReplayModel
 
 KINDS = ("anthropic", "openai")
 DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-5-mini"}
@@ -41,6 +43,7 @@ def build_engine(
     samples: int = 1,
     fixes: Mapping[str, str] | None = None,
     max_output_tokens: int = 0,
+    replay: Path | None = None,
 ) -> LLMEngine:
     """The LLM engine for ``kind`` ("anthropic" or "openai"). Flags win over ``env``; a cap <= 0 is no cap.
 
@@ -50,11 +53,14 @@ def build_engine(
     answers per hypothesis when the budget allows; ``max_output_tokens`` (> 0) caps every answer below the roles'
     defaults (a slow local server: one rambling answer cannot spend the run); ``fixes`` names, for the
     preflight's messages, the variable, flag or input that sets the key, the base URL and the model
-    (``{"api_key": ..., "base_url": ..., "model": ...}``).
+    (``{"api_key": ..., "base_url": ..., "model": ...}``). ``replay``: a trace whose recorded answers stand in
+    for the model (``models.replay``; no key, no server).
     """
     if kind not in KINDS:
         raise InputError(f"unknown engine {kind!r}: choose one of {', '.join(KINDS)}")
     key = (api_key or env.get(ENV_KEYS[kind], "")).strip()
+    if replay is not None:
+        key = key or "replay"  # no server is called
     if not key:
         local = " (any non-empty value works for local servers such as Ollama)" if kind == "openai" else ""
         raise InputError(f"the {kind} engine needs an API key: set {ENV_KEYS[kind]} or pass --api-key{local}")
@@ -80,7 +86,12 @@ def build_engine(
         "model": "--model",
         **(fixes or {}),
     }
-    chat = _chat_model(kind, name, url, key, retry, request_timeout, structured, where)
+    chat: ChatModel
+    if replay is not None:
+        chat = ReplayModel(replay)
+        name = chat.model
+    else:
+        chat = _chat_model(kind, name, url, key, retry, request_timeout, structured, where)
     budget = Budget(
         model=name,
         max_calls=max_calls,
