@@ -146,6 +146,32 @@ def _better(kept: _Winner | None, new: _Winner | None) -> _Winner | None:
     return kept if rank(kept) > rank(new) else new
 
 
+AGREEMENT_MARGIN = 5  # lines around the hypothesis' range that still count as the place it named
+
+
+def _agreement(hypothesis: Hypothesis, exposure: Exposure, originals: dict[str, str], files: dict[str, str]) -> str:
+    """Why the hypothesis, its QA test and the verification agree on the winner, or "" when they do not: a QA
+    test of its own exposed it (failed on the unpatched code for a real reason; the winner passed it with the
+    failing tests), and the patch edits the file and lines, or the function, the hypothesis named."""
+    if exposure.qa is None or not exposure.exposed or not hypothesis.file:
+        return ""
+    low = min(hypothesis.lines, default=0) - AGREEMENT_MARGIN
+    high = max(hypothesis.lines, default=0) + AGREEMENT_MARGIN
+    symbol = hypothesis.symbol.strip().strip("`").removesuffix("()").rsplit(".", 1)[-1]
+    for hunk in hunks(originals, files):
+        if hunk.path != hypothesis.file:
+            continue
+        start, end = hunk.original_lines
+        span = enclosing_function(function_spans(hunk.path, originals.get(hunk.path, "")), start)
+        in_range = hypothesis.lines and start <= high and end >= low
+        if in_range or (span is not None and symbol and span.name.rsplit(".", 1)[-1] == symbol):
+            return (
+                f"the hypothesis named {hypothesis.file}:{hypothesis.symbol}, its own reproduction test failed "
+                "there on the unpatched code and passes with the patch"
+            )
+    return ""
+
+
 def _paths_changed(winner: _Winner) -> int:
     """How many passing tests execute other lines with the winner's patch (0 when not measured)."""
     return len(winner.behaviour.changed) if winner.behaviour is not None else 0
@@ -288,7 +314,8 @@ class HealingLoop:
                 if winner is not None:
                     stop = settled  # HEALED or VERIFIED_UNCONFIRMED
             if winner is not None:
-                winner = dataclasses.replace(winner, confidence=self._confidence(winner, evidence))
+                agreement = _agreement(hypothesis, exposure, self.verifier.originals(winner.files), winner.files)
+                winner = dataclasses.replace(winner, confidence=self._confidence(winner, evidence, agreement))
             records.append(self._record(hypothesis, exposure, tried, history, winner))
             if (
                 winner is not None
@@ -480,7 +507,7 @@ class HealingLoop:
         originals = self.verifier.originals(files)
         return behaviour_change(baseline.coverage, after.coverage, originals, files, evidence.p2p_tests)
 
-    def _confidence(self, winner: _Winner, evidence: Evidence | None) -> Confidence:
+    def _confidence(self, winner: _Winner, evidence: Evidence | None, agreement: str = "") -> Confidence:
         """The confidence rule (plausibility.assess_confidence) over what the heal saw of the winner."""
         files = winner.files
         originals = self.verifier.originals(files)
@@ -518,6 +545,7 @@ class HealingLoop:
             edited_functions=edited,
             ranked_functions=ranked,
             rejected_static=self.budget.candidates_rejected_static,
+            agreement=agreement,
         )
 
     # -- bookkeeping ---------------------------------------------------------------------------------

@@ -450,6 +450,7 @@ def assess_confidence(
     edited_functions: Sequence[tuple[str, str]],
     ranked_functions: Sequence[tuple[str, str]],
     rejected_static: int = 0,
+    agreement: str = "",
 ) -> Confidence:
     """The confidence rule. Every signal is a reason with the highest level it allows; the patch gets the lowest.
 
@@ -461,6 +462,12 @@ def assess_confidence(
     passed too (the tests do not pin the fix down); alternatives were wanted but none could be checked; the edit
     is not in the function localization ranked first.
     ``high``: none of these. Static sanity needs no reason of its own here: a candidate it refuses is never run.
+
+    ``agreement`` (the LLM engines): the hypothesis named the place the patch edits, its own reproduction test
+    failed there on the unpatched code and passes on the patch. Then two doubts are weak and cap nothing: the
+    edit not being in the function coverage ranked first (coverage also ranks the code that formats a failing
+    assertion, or a helper the bug calls), and no passing test running the edited lines (the reproduction test
+    is a check of the new code besides the failing tests). Every other doubt still counts.
     """
     reasons: list[ConfidenceReason] = []
 
@@ -515,7 +522,14 @@ def assess_confidence(
                 "high",
                 f"none of {behaviour.compared} passing test(s) executes other lines after the patch{variation}",
             )
-        if behaviour.running_edit == 0:
+        if behaviour.running_edit == 0 and agreement:
+            reason(
+                "p2p_not_covering_edit",
+                "high",
+                "no passing test runs the edited lines, but the hypothesis' own reproduction test checks the new "
+                "code besides the failing tests",
+            )
+        elif behaviour.running_edit == 0:
             reason(
                 "p2p_not_covering_edit",
                 "medium",
@@ -549,6 +563,8 @@ def assess_confidence(
         reason("alternatives_agree", "high", text)
     # (file, qualified name) pairs: the functions the patch edits, and localization's ranking.
     edited = ", ".join(f"`{name}`" for _, name in edited_functions) or "module-level code"
+    if agreement:
+        reason("hypothesis_agrees", "high", agreement)
     if not ranked_functions:
         reason("not_localized", "medium", f"edits {edited}; localization ranked no function")
     elif ranked_functions[0] in edited_functions:
@@ -557,7 +573,15 @@ def assess_confidence(
         rank = next((ranked_functions.index(f) + 1 for f in edited_functions if f in ranked_functions), None)
         where = f"ranked {rank}" if rank else "not ranked"
         top = ranked_functions[0][1]
-        reason("not_localized", "medium", f"edits {edited} ({where}), not `{top}`, the function ranked first")
+        if agreement:
+            reason(
+                "not_localized_agreed",
+                "high",
+                f"edits {edited} ({where}), not `{top}`, the function ranked first; weak evidence against it: "
+                f"{agreement}",
+            )
+        else:
+            reason("not_localized", "medium", f"edits {edited} ({where}), not `{top}`, the function ranked first")
     level = min((r.level for r in reasons), key=lambda lv: CONFIDENCE_ORDER[lv])
     ordered = sorted(reasons, key=lambda r: CONFIDENCE_ORDER[r.level])
     return Confidence(

@@ -6,6 +6,8 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+import pytest
+
 from selfix_action.engine.loop import HealingLoop, LoopConfig
 from selfix_action.engine.models import (
     CandidatePatch,
@@ -320,3 +322,38 @@ def test_feedback_driven_candidates_are_never_verified_ahead(make_sandbox: Calla
     assert result.report.stop_reason is StopReason.HEALED
     # The second candidate was asked for after the first one's verdict, and carried it.
     assert [v.candidate_id for v in engine.feedback] == ["H1-1"]
+
+
+TOTALS = {
+    "totals.py": "def label(x):\n    return 'value ' + str(x)\n\n\n"
+    "def total(items):\n    return sum(items) - (1 if len(items) > 1 else 0)\n",
+    "tests/test_totals.py": "from totals import label, total\n\n\n"
+    "def test_total():\n    t = total([1, 2])\n    assert t == 3, label(t)\n\n\n"
+    "def test_total_single():\n    assert total([5]) == 5\n",
+}
+TOTALS_FIXED = "def label(x):\n    return 'value ' + str(x)\n\n\ndef total(items):\n    return sum(items)\n"
+
+
+@pytest.mark.parametrize("with_qa", [True, False])
+def test_a_patch_its_hypothesis_and_qa_test_agree_on_is_high_though_localization_ranked_another_function(
+    make_sandbox: Callable[..., PytestSandbox], with_qa: bool
+) -> None:
+    """Coverage ranks ``label`` first (only the failing assertion's message runs it); the patch edits ``total``,
+    where the hypothesis pointed and its own reproduction test failed: that agreement outweighs the ranking."""
+    sandbox = make_sandbox(TOTALS)
+    hypothesis = Hypothesis(
+        id="H1", rank=1, title="total subtracts one", confidence=0.9, file="totals.py", symbol="total", lines=(6,)
+    )
+    qa = QATest(
+        path="test_qa_h1.py", source="from totals import total\n\ndef test_it():\n    assert total([2, 2]) == 4\n"
+    )
+    engine = ScriptedEngine([hypothesis], {"H1": qa if with_qa else None}, {"H1": [{"totals.py": TOTALS_FIXED}]})
+    report = HealingLoop(sandbox, engine).run().report
+    assert report.stop_reason is StopReason.HEALED and report.confidence is not None
+    assert report.suspicious_functions[0].name == "label"
+    codes = {r.code: r.level for r in report.confidence.reasons}
+    if with_qa:
+        assert report.confidence.level == "high", report.confidence.reasons
+        assert codes["not_localized_agreed"] == "high" and "hypothesis_agrees" in codes
+    else:
+        assert report.confidence.level == "medium" and codes["not_localized"] == "medium"

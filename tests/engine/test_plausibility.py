@@ -178,6 +178,40 @@ def test_each_signal_lowers_the_level_with_a_named_reason(overrides: dict, level
     assert result.reasons[0].code == code and result.reasons[0].level == level  # lowering reasons come first
 
 
+AGREES = "the hypothesis named f.py:g, its own reproduction test failed there on the unpatched code and passes"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "code"),
+    [
+        ({"edited_functions": [("f.py", "g")]}, "not_localized_agreed"),
+        ({"behaviour": BehaviourChange(True, 4, (), 0)}, "p2p_not_covering_edit"),
+    ],
+)
+def test_the_hypothesis_and_its_reproduction_agreeing_make_two_doubts_weak(overrides: dict, code: str) -> None:
+    """A patch whose hypothesis, QA test and verification agree: localization ranking another function first,
+    or no passing test running the edit, is weak evidence and caps nothing (issue: correct LLM patches, equal to
+    the developers' fixes, were medium for these alone)."""
+    assert confidence(**overrides).level == "medium"
+    agreed = confidence(**overrides, agreement=AGREES)
+    assert agreed.level == "high"
+    assert {r.code for r in agreed.reasons} >= {code, "hypothesis_agrees"}
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"behaviour": BehaviourChange(True, 9, ("a",), 5)},
+        {"behaviour": BehaviourChange(False, note="no coverage.py")},
+        {"alternatives": Alternatives(6, elsewhere=("swap x and y",), wanted=6)},
+        {"patterns": [Pattern("guard_deleted", "deletes a guard")]},
+        {"confirmed": False},
+    ],
+)
+def test_agreement_leaves_every_other_doubt_standing(overrides: dict) -> None:
+    assert confidence(**overrides, agreement=AGREES).level != "high"
+
+
 def test_same_place_alternatives_do_not_lower_it() -> None:
     result = confidence(alternatives=Alternatives(6, same_place=("range(n + 1)",), wanted=6))
     assert result.level == "high" and result.alternatives_passed == 1
