@@ -176,3 +176,63 @@ def test_the_action_defaults_to_auto_when_a_key_is_given(tmp_path: Path) -> None
     assert (choice.kind, choice.provider, choice.request_timeout) == ("auto", "anthropic", 45.0)
     assert choice.api_key == "sk-ant-x" and "anthropic_api_key input" in choice.fixes["api_key"]
     assert load_settings({"GITHUB_WORKSPACE": str(tmp_path)}).engine == "offline"
+
+
+INVENTORY_DETECTIVE = {
+    "hypotheses": [
+        {
+            "title": "the restock threshold is one too low",
+            "confidence": 0.9,
+            "file": "inventory.py",
+            "symbol": "RESTOCK_THRESHOLD",
+            "line_start": 4,
+            "line_end": 4,
+            "reasoning": "items with 5 units must be restocked; the docstring says 5 or fewer",
+            "proposed_fix": "RESTOCK_THRESHOLD = 5",
+        }
+    ]
+}
+INVENTORY_QA = {
+    "test_source": "from inventory import Inventory\n\n\ndef test_qa():\n    inv = Inventory()\n"
+    '    inv.add("x", 5)\n    assert inv.needs_restock("x") is True\n',
+    "expected_failure": "AssertionError",
+}
+
+
+def _inventory_fix(replace: str) -> dict[str, Any]:
+    edit = {"file": "inventory.py", "search": "RESTOCK_THRESHOLD = 4", "replace": replace}
+    return {"explanation": "restock at five units", "edits": [edit]}
+
+
+@pytest.mark.parametrize(
+    ("replace", "winner"),
+    [("RESTOCK_THRESHOLD = 5", "offline"), ("RESTOCK_THRESHOLD = 6 - 1", "llm")],
+)
+def test_an_offline_patch_below_high_is_shown_to_the_llm_engine_to_confirm_or_beat(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], replace: str, winner: str
+) -> None:
+    """inventory heals offline at medium: the heal does not end there. The Detective sees the offline patch;
+    the same edit again is the offline patch confirmed (kept), a different one verified at a higher confidence
+    wins."""
+    repo = tmp_path / "inventory"
+    shutil.copytree(EXAMPLES / "inventory", repo, ignore=shutil.ignore_patterns("__pycache__", ".selfix"))
+    provider = FakeProvider(
+        by_tool={
+            "report_hypotheses": [anthropic_tool_use("report_hypotheses", INVENTORY_DETECTIVE)],
+            "write_reproduction_test": [anthropic_tool_use("write_reproduction_test", INVENTORY_QA)],
+            "propose_edits": [anthropic_tool_use("propose_edits", _inventory_fix(replace))] * 3,
+        }
+    )
+    with serve(provider) as url:
+        code = fix(repo, url)
+    assert code == 0, capsys.readouterr().out
+    report = report_of(repo)
+    steps = [event["step"] for event in trace_of(repo)]
+    assert "incumbent" in steps and report["usage"]["offline"]["handed_over"] is True
+    detective = provider.requests[0].prompt_text()
+    assert "A patch selfix's offline templates found" in detective and "+RESTOCK_THRESHOLD = 5" in detective
+    if winner == "offline":
+        assert report["patch"]["template"] != "llm" and report["confidence"]["level"] == "medium"
+    else:
+        assert report["patch"]["template"] == "llm" and report["confidence"]["level"] == "high"
+        assert "6 - 1" in report["patch"]["diff"]
