@@ -156,9 +156,24 @@ def realbug_section(
             verdict = "correct" if r.get("correct") else "plausible but wrong"
             differs = ", ".join(r.get("ast_differs", [])[:3]) or "-"
             lines.append(f"| {r['id']} | {verdict} | {html.escape(_confidence_label(r))} | {html.escape(differs)} |")
+    lines += confidence_calibration(realbug)
+    lines += spending(realbug)
     if other is not None:
         mine = {r["id"]: r for r in realbug}
         theirs = {r["id"]: r for r in other if r.get("kind") == "realbug"}
+        shared = sorted(set(mine) & set(theirs))
+        worse = [k for k in shared if theirs[k].get("correct") and not mine[k].get("correct")]
+        better = [k for k in shared if mine[k].get("correct") and not theirs[k].get("correct")]
+        calls_mine = sum(int(mine[k].get("calls", 0) or 0) for k in shared)
+        calls_theirs = sum(int(theirs[k].get("calls", 0) or 0) for k in shared)
+        lines += [
+            "",
+            f"Against `{other_name}`: correct there and not here on {len(worse)} task(s)"
+            + (f" ({', '.join(worse)})" if worse else "")
+            + f"; correct here and not there on {len(better)}"
+            + (f" ({', '.join(better)})" if better else "")
+            + f". Model calls: {calls_mine} here, {calls_theirs} there ({calls_theirs - calls_mine:+d} saved here).",
+        ]
         lines += ["", f"Paired with `{other_name}` (exact McNemar, tasks both runs have):", ""]
         for field in ("resolved", "correct", "plausible_wrong"):
             p = paired_comparison(
@@ -168,6 +183,66 @@ def realbug_section(
                 f"- {field.replace('_', '-')}: both {p.both}, only `{name}` {p.only_a}, only `{other_name}` "
                 f"{p.only_b}, neither {p.neither} of {p.shared}; p = {p.p_value:.4g}"
             )
+    return lines
+
+
+def confidence_calibration(realbug: Sequence[dict[str, Any]]) -> list[str]:
+    """P(correct | level) for the patches that resolved their task, with 95% Wilson intervals, and the share of
+    the correct patches given each level (``high`` must mean correct, and most correct patches must be high)."""
+    patched = [r for r in realbug if r.get("resolved")]
+    if not patched:
+        return []
+    correct_total = sum(1 for r in patched if r.get("correct"))
+    lines = [
+        "",
+        "| confidence | patches | correct | P(correct given the level) | share of the correct patches |",
+        "|---|---:|---:|---|---:|",
+    ]
+    for level in ("high", "medium", "low", "not reported"):
+        group = [r for r in patched if _confidence_label(r) == level]
+        if not group:
+            continue
+        correct = sum(1 for r in group if r.get("correct"))
+        share = f"{correct / correct_total:.0%}" if correct_total else "-"
+        lines.append(f"| {level} | {len(group)} | {correct} | {_rate(correct, len(group))} | {share} |")
+    return lines
+
+
+def spending(realbug: Sequence[dict[str, Any]]) -> list[str]:
+    """Median model calls, tokens, cost and wall time per heal (every task the engine ran on, and the resolved)."""
+    ran = [r for r in realbug if not r.get("error")]
+    if not any(r.get("calls") for r in ran):
+        return []
+
+    def medians(group: Sequence[dict[str, Any]]) -> str:
+        timings = [r.get("timings") or {} for r in group]
+        return (
+            f"{median(r.get('calls', 0) for r in group):g} | {median(r.get('input_tokens', 0) for r in group):g} | "
+            f"{median(r.get('output_tokens', 0) for r in group):g} | "
+            f"{median(r.get('cache_read_tokens', 0) for r in group):g} | "
+            f"${median(float(r.get('cost', 0.0)) for r in group):.4f} | "
+            f"{median(r.get('seconds', 0.0) for r in group):.0f} | "
+            f"{median(r.get('model_seconds', 0.0) for r in group):.0f} | "
+            f"{median(float(t.get('tests', 0.0)) for t in timings):.0f} |"
+        )
+
+    resolved = [r for r in ran if r.get("resolved")]
+    lines = [
+        "",
+        "| medians per heal | calls | tokens in | tokens out | cached | cost | wall s | model s | test s |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        f"| all {len(ran)} tasks | {medians(ran)}",
+    ]
+    if resolved:
+        lines.append(f"| {len(resolved)} resolved | {medians(resolved)}")
+    total = sum(float(r.get("cost", 0.0)) for r in ran)
+    priced = all(r.get("price_known", True) for r in ran if r.get("calls"))
+    lines.append("")
+    lines.append(
+        f"Total cost ${total:.2f} over {sum(int(r.get('calls', 0) or 0) for r in ran)} model calls"
+        + ("" if priced else " (some calls' model has no price: counted as 0)")
+        + "."
+    )
     return lines
 
 
