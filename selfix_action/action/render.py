@@ -145,6 +145,7 @@ def pr_body(report: HealReport, *, run_url: str, fp: str) -> str:
         if root.hypothesis.reasoning:
             lines += [clean(root.hypothesis.reasoning, 1500), ""]
     lines += [f"**Patch:** {clean(report.patch.description, 500)}", "", *_diff_summary(report.patch.diff), ""]
+    lines += _environment_section(report)
     lines += [
         "### Hypotheses",
         "",
@@ -180,6 +181,22 @@ def pr_body(report: HealReport, *, run_url: str, fp: str) -> str:
     return "\n".join(lines)[:COMMENT_LIMIT]
 
 
+def _environment_section(report: HealReport) -> list[str]:
+    """The engine's diagnosis that (some) failing tests fail because of the environment: named, never patched."""
+    if not report.environment_problem:
+        return []
+    lines = ["### The environment, not the code", "", clean(report.environment_problem, 1500), ""]
+    if report.environment_tests:
+        shown = ", ".join(f"`{clean(t, 200)}`" for t in report.environment_tests[:5])
+        more = f" and {len(report.environment_tests) - 5} more" if len(report.environment_tests) > 5 else ""
+        lines += [f"These failing tests still fail and were left out: {shown}{more}.", ""]
+    lines += [
+        "No code was changed for it: fix the environment the tests run in (the workflow, a service, a setting).",
+        "",
+    ]
+    return lines
+
+
 def _failure_section(report: HealReport) -> list[str]:
     out = []
     for failure in report.failures[:5]:
@@ -196,15 +213,7 @@ def escalation_body(
 ) -> str:
     title = "selfix: diagnosis" if explain_only else "selfix could not heal this failure"
     lines = [f"## {title}", "", f"**{clean(report.explanation, 500)}.**", ""]
-    if report.environment_problem:
-        lines += [
-            "### The environment, not the code",
-            "",
-            f"{clean(report.environment_problem, 1500)}",
-            "",
-            "No code was patched for it: fix the environment the tests run in (the workflow, a service, a setting).",
-            "",
-        ]
+    lines += _environment_section(report)
     lines += ["### What failed", "", *_failure_section(report), ""]
     if report.suspicious_functions:
         lines += ["### Where the bug probably is", ""]

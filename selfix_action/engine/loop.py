@@ -197,6 +197,9 @@ class HealingLoop:
         self.verifier = Verifier(sandbox, self.config, budget=self.budget, trace=trace)
         self.notes: list[str] = []
         self._baseline: TestRun | None = None  # the unpatched suite with per-test coverage, once reproduced
+        # Failing tests the engine named as the environment's, left out of the tests to heal, and why.
+        self._environment_tests: tuple[str, ...] = ()
+        self._environment_problem = ""
 
     # -- the loop ------------------------------------------------------------------------------------
     def run(self, junit_failing: Sequence[str] = (), junit_passing: Sequence[str] = ()) -> HealResult:
@@ -234,8 +237,16 @@ class HealingLoop:
         try:
             with budget.timed("hypothesize"):
                 hypotheses = self.engine.hypotheses(evidence, self.sandbox, self.config.max_hypotheses)
-        except EngineStopped as stopped:  # the engine's budget, its time limit, or the model is unusable
-            return self._finish(Stop(stopped.reason, stopped.detail), repro, evidence)
+        except EngineStopped as stopped:  # the engine's budget, its time limit, the model, or the environment
+            narrowed = self._without_environment_tests(evidence, stopped)
+            if narrowed is None:
+                return self._finish(Stop(stopped.reason, stopped.detail), repro, evidence)
+            evidence = narrowed  # some failing tests are the environment's: the rest, asked once more
+            try:
+                with budget.timed("hypothesize"):
+                    hypotheses = self.engine.hypotheses(evidence, self.sandbox, self.config.max_hypotheses)
+            except EngineStopped as again:
+                return self._finish(Stop(again.reason, again.detail), repro, evidence)
         self.trace("hypotheses", f"{len(hypotheses)} hypotheses", hypotheses=[h.model_dump() for h in hypotheses])
 
         records: list[HypothesisRecord] = []
@@ -243,11 +254,12 @@ class HealingLoop:
         winner: _Winner | None = None
         incumbent: _Winner | None = None  # a confirmed patch the engine did not accept as the end (engine.accepts)
         seen_patches: set[str] = set()  # normalized programs already verified (see program_key)
+        exposed: dict[str, Exposure] = {}  # a hypothesis walked again (environment tests left out) keeps its QA
         for index, hypothesis in enumerate(hypotheses):
             # 4. QA: the hypothesis must be exposed by a test that fails on the unpatched code.
             try:
                 with budget.timed("expose"):
-                    exposure = self._expose(hypothesis, evidence)
+                    exposure = exposed.pop(hypothesis.id, None) or self._expose(hypothesis, evidence)
             except EngineStopped as stopped:
                 stop = Stop(stopped.reason, stopped.detail)
                 break
@@ -305,6 +317,15 @@ class HealingLoop:
                         break
                     passing, window = [], None
             except EngineStopped as stopped:
+                narrowed = None if passing else self._without_environment_tests(evidence, stopped)
+                if narrowed is not None:
+                    # Some failing tests are the environment's: this hypothesis is walked again on the others.
+                    evidence = narrowed
+                    seen_patches.clear()  # verdicts against the old tests do not hold for the new ones
+                    exposed[hypothesis.id] = exposure
+                    hypotheses.insert(index + 1, hypothesis)
+                    records.append(self._record(hypothesis, exposure, tried, history, None))
+                    continue
                 stop = Stop(stopped.reason, stopped.detail)
             if winner is None and passing and window is not None:
                 # The candidates, the budget or the engine ended inside the window: the passing ones are settled
@@ -355,6 +376,26 @@ class HealingLoop:
                 )
             winner = chosen
         return self._finish(stop, repro, evidence, records, winner)
+
+    def _without_environment_tests(self, evidence: Evidence, stopped: EngineStopped) -> Evidence | None:
+        """The evidence without the failing tests the engine named as the environment's, when it named some but
+        not all of them (once per heal); None when the stop stands."""
+        if stopped.reason is not StopReason.ENVIRONMENT or self._environment_tests:
+            return None
+        named = set(stopped.tests) & set(evidence.f2p_tests)
+        remaining = tuple(t for t in evidence.f2p_tests if t not in named)
+        if not named or not remaining:
+            return None
+        self._environment_tests = tuple(t for t in evidence.f2p_tests if t in named)
+        self._environment_problem = stopped.detail
+        message = (
+            f"{len(named)} failing test(s) left out as the environment's, not the code's "
+            f"(first: {self._environment_tests[0]}); healing the other {len(remaining)}: {stopped.detail}"
+        )
+        self.notes.append(message)
+        self.trace("environment_tests", message, tests=list(self._environment_tests), remaining=list(remaining))
+        failures = tuple(f for f in evidence.failures if f.nodeid in remaining)
+        return evidence.model_copy(update={"f2p_tests": remaining, "failures": failures})
 
     # -- compatibility: the verifier owns these now ----------------------------------------------------
     @property
@@ -546,6 +587,7 @@ class HealingLoop:
             ranked_functions=ranked,
             rejected_static=self.budget.candidates_rejected_static,
             agreement=agreement,
+            environment_tests=len(self._environment_tests),
         )
 
     # -- bookkeeping ---------------------------------------------------------------------------------
@@ -683,7 +725,8 @@ class HealingLoop:
             candidates_rejected_static=budget.candidates_rejected_static,
             timings={k: round(v, 3) for k, v in budget.timings.items()},
             notes=tuple(self.notes),
-            environment_problem=stop.detail if reason is StopReason.ENVIRONMENT else "",
+            environment_problem=stop.detail if reason is StopReason.ENVIRONMENT else self._environment_problem,
+            environment_tests=self._environment_tests,
             usage=self.engine.usage(),
         )
         self.trace(

@@ -451,6 +451,7 @@ def assess_confidence(
     ranked_functions: Sequence[tuple[str, str]],
     rejected_static: int = 0,
     agreement: str = "",
+    environment_tests: int = 0,
 ) -> Confidence:
     """The confidence rule. Every signal is a reason with the highest level it allows; the patch gets the lowest.
 
@@ -565,6 +566,13 @@ def assess_confidence(
     edited = ", ".join(f"`{name}`" for _, name in edited_functions) or "module-level code"
     if agreement:
         reason("hypothesis_agrees", "high", agreement)
+    if environment_tests:
+        reason(
+            "environment_tests_left_out",
+            "medium",
+            f"{environment_tests} failing test(s) were left out as the environment's on the engine's word, and "
+            "still fail",
+        )
     if not ranked_functions:
         reason("not_localized", "medium", f"edits {edited}; localization ranked no function")
     elif ranked_functions[0] in edited_functions:

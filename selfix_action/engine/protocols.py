@@ -54,12 +54,16 @@ class Sandbox(Protocol):
 
 
 class EngineStopped(Exception):
-    """Raised by an engine that cannot go on (budget spent, model unusable); the loop stops with ``reason``."""
+    """Raised by an engine that cannot go on (budget spent, model unusable); the loop stops with ``reason``.
 
-    def __init__(self, reason: StopReason, detail: str) -> None:
+    ``ENVIRONMENT`` with ``tests``: only those failing tests come from the environment; the loop leaves them
+    out once and goes on with the rest (when none would be left, it stops)."""
+
+    def __init__(self, reason: StopReason, detail: str, tests: Sequence[str] = ()) -> None:
         super().__init__(detail)
         self.reason = reason
         self.detail = detail
+        self.tests = tuple(tests)
 
 
 class Engine(Protocol):

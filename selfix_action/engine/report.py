@@ -165,7 +165,10 @@ class HealReport(Frozen):
     candidates_rejected_static: int = 0
     timings: dict[str, float] = Field(default_factory=dict)
     notes: tuple[str, ...] = ()
-    environment_problem: str = ""  # stop ENVIRONMENT: the engine's diagnosis of the environment (no patch)
+    # The engine's diagnosis of the environment: the stop ENVIRONMENT (no patch), or why ``environment_tests``,
+    # failing tests it named as the environment's, were left out of the tests to heal.
+    environment_problem: str = ""
+    environment_tests: tuple[str, ...] = ()
     usage: dict[str, Any] = Field(default_factory=dict)  # engine usage: calls, tokens, cost per role
     isolation: dict[str, Any] = Field(default_factory=dict)  # the sandbox boundary every test run had
     # How the sandbox ran them: "hot" checks (pre-imported worker, a fork per check), "warm" (fork-per-run pytest),
@@ -242,6 +245,12 @@ def render_markdown(report: HealReport) -> str:
             if failure.message:
                 first = failure.message.strip().splitlines()[:3]
                 out += ["", "  ```", *[f"  {line}" for line in first], "  ```", ""]
+
+    if report.environment_problem:
+        out += ["", "## The environment, not the code", "", report.environment_problem]
+        if report.environment_tests:
+            out += ["", "Failing tests left out as the environment's (they still fail; no code was changed for them):"]
+            out += [f"- `{t}`" for t in report.environment_tests]
 
     out += ["", "## Where the bug probably is", "", f"Localization: {report.localization_note}.", ""]
     if report.suspicious_functions:

@@ -81,10 +81,11 @@ class InvalidAnswer(Exception):
 class EnvironmentDiagnosis(Exception):
     """A role's answer that no code is at fault: the environment is. It ends the heal (no patch for it)."""
 
-    def __init__(self, role: str, problem: str) -> None:
+    def __init__(self, role: str, problem: str, tests: Sequence[str] = ()) -> None:
         super().__init__(problem)
         self.role = role
         self.problem = problem.strip()
+        self.tests = tuple(tests)
 
 
 def _noop_trace(step: str, message: str = "", **data: Any) -> None:
@@ -130,6 +131,10 @@ class LLMEngine:
         self._context = ""
         self._tried: dict[frozenset[tuple[str, str]], str] = {}  # patch -> how it fared, across hypotheses
         self._last_problem = ""
+        # An answer that named some failing tests as the environment's also carried what it proposes for the
+        # others: handed out once the loop has left those tests out (EngineStopped with tests).
+        self._stashed_hypotheses: list[HypothesisAnswer] | None = None
+        self._stashed_patch: tuple[PatcherAnswer, dict[str, str]] | None = None
 
     # -- Engine protocol ---------------------------------------------------------------------------------
     def usage(self) -> dict[str, Any]:
@@ -146,7 +151,7 @@ class LLMEngine:
         def validate(response: ModelResponse) -> list[HypothesisAnswer]:
             answer = _parse(response, DetectiveAnswer)
             if not answer.hypotheses:
-                raise EnvironmentDiagnosis("detective", answer.environment_problem)
+                raise EnvironmentDiagnosis("detective", answer.environment_problem, answer.environment_tests)
             usable, problems = [], []
             for number, item in enumerate(answer.hypotheses, 1):
                 path = normalize_path(item.file)
@@ -168,9 +173,17 @@ class LLMEngine:
                 )
             if problems:
                 raise InvalidAnswer("; ".join(problems), partial=usable)
+            if answer.environment_problem.strip() and answer.environment_tests:
+                # Some failing tests are the environment's: the loop leaves them out, then asks again; these
+                # hypotheses (about the others) are the answer then.
+                self._stashed_hypotheses = usable
+                raise EnvironmentDiagnosis("detective", answer.environment_problem, answer.environment_tests)
             return usable
 
-        answers = self._ask("detective", DETECTIVE_TOOL, detective_request(count), evidence, sandbox, validate)
+        if self._stashed_hypotheses is not None:
+            answers, self._stashed_hypotheses = self._stashed_hypotheses, None
+        else:
+            answers = self._ask("detective", DETECTIVE_TOOL, detective_request(count), evidence, sandbox, validate)
         merged = merge_near_duplicates(answers or [])
         merged.sort(key=lambda h: -h.confidence)  # stable: the model's order breaks ties
         return [
@@ -232,12 +245,16 @@ class LLMEngine:
         def validate(response: ModelResponse, *, refuse_repeats: bool = True) -> tuple[PatcherAnswer, dict[str, str]]:
             answer = _parse(response, PatcherAnswer)
             if not answer.edits:
-                raise EnvironmentDiagnosis("patcher", answer.environment_problem)
+                raise EnvironmentDiagnosis("patcher", answer.environment_problem, answer.environment_tests)
             edits = [Edit(e.file, e.search, e.replace) for e in answer.edits]
             try:
                 files = apply_edits(edits, sandbox.read_file, editable, self.protected_paths)
             except EditError as exc:
                 raise InvalidAnswer(str(exc)) from exc
+            if answer.environment_problem.strip() and answer.environment_tests:
+                # The edit is for the other failing tests: it is tried first once the loop left these out.
+                self._stashed_patch = (answer, files)
+                raise EnvironmentDiagnosis("patcher", answer.environment_problem, answer.environment_tests)
             earlier = self._tried.get(edit_key(files))
             if earlier is not None and refuse_repeats:
                 raise InvalidAnswer(
@@ -252,7 +269,9 @@ class LLMEngine:
             if passed:
                 return
             request = patcher_request(hypothesis, code, attempts)
-            if round_number == 1 and self._sample_count() > 1:
+            if round_number == 1 and self._stashed_patch is not None:
+                proposals, self._stashed_patch = [self._stashed_patch], None
+            elif round_number == 1 and self._sample_count() > 1:
                 proposals = self._sampled_patches(request, evidence, sandbox, validate)
             else:
                 result = self._ask("patcher", PATCHER_TOOL, request, evidence, sandbox, validate)
@@ -356,15 +375,18 @@ class LLMEngine:
                     raise InvalidAnswer(response.parse_error)
                 return validate(response)
             except EnvironmentDiagnosis as diagnosis:
+                some = f" ({len(diagnosis.tests)} failing test(s))" if diagnosis.tests else ""
                 self.trace(
                     "environment",
-                    f"{role}: the environment, not the code: {diagnosis.problem}",
+                    f"{role}: the environment, not the code{some}: {diagnosis.problem}",
                     role=role,
                     problem=diagnosis.problem,
+                    tests=list(diagnosis.tests),
                 )
                 raise EngineStopped(
                     StopReason.ENVIRONMENT,
-                    f"the {role} diagnosed the environment, not the code: {diagnosis.problem}",
+                    f"the {role} diagnosed the environment, not the code{some}: {diagnosis.problem}",
+                    diagnosis.tests,
                 ) from None
             except InvalidAnswer as bad:
                 problem = bad
@@ -468,6 +490,10 @@ class LLMEngine:
         if self._tools is None:
             self._tools = self._tools_for(sandbox)
         if self._context_evidence is not evidence:
+            if self._context_evidence is not None:
+                # Other tests to make pass (the loop left the environment's out): earlier verdicts are stale.
+                self._tried.clear()
+                self._yielded_programs.clear()
             similar = self.similar_fixes(evidence) if self.similar_fixes else ""
             self._context = build_context(evidence, sandbox.read_file, similar)
             if self.prior_attempts:

@@ -37,9 +37,13 @@ class HypothesisAnswer(_Answer):
 
 
 ENVIRONMENT_DESCRIPTION = (
-    "Leave empty unless the failure comes from the environment the tests run in, not the project's code (a "
-    "missing service, network, home/cache/temp folder, locale, terminal, an installed package's version): then "
-    "say what is wrong and the evidence, and propose no code change."
+    "Leave empty unless failing tests fail because of the environment they run in, not the project's code (a "
+    "missing service, network, home/cache/temp folder, locale, terminal, an installed package's or library's "
+    "version): then say what is wrong and the evidence."
+)
+ENVIRONMENT_TESTS_DESCRIPTION = (
+    "With environment_problem: the node ids of the failing tests the environment makes fail, when only some do "
+    "(the others still need the code fix you give); empty when no code is at fault at all."
 )
 
 
@@ -48,6 +52,9 @@ class DetectiveAnswer(_Answer):
         default_factory=list, description="Genuinely different root causes, most likely first."
     )
     environment_problem: str = Field(default="", description=ENVIRONMENT_DESCRIPTION)
+    environment_tests: list[str] = Field(
+        default_factory=list, max_length=200, description=ENVIRONMENT_TESTS_DESCRIPTION
+    )
 
     @model_validator(mode="after")
     def _something(self) -> DetectiveAnswer:
@@ -81,6 +88,9 @@ class PatcherAnswer(_Answer):
     explanation: str = Field(min_length=1, max_length=500, description="One sentence: what the patch does.")
     edits: list[EditAnswer] = Field(default_factory=list, max_length=10)
     environment_problem: str = Field(default="", description=ENVIRONMENT_DESCRIPTION)
+    environment_tests: list[str] = Field(
+        default_factory=list, max_length=200, description=ENVIRONMENT_TESTS_DESCRIPTION
+    )
 
     @model_validator(mode="after")
     def _something(self) -> PatcherAnswer:
