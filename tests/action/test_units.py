@@ -164,6 +164,33 @@ def test_pr_body_and_summary_count_the_rejected_candidates() -> None:
     assert summary.index("<details>") < summary.index("- Engine: `offline`")
 
 
+def test_the_job_summary_shows_an_llm_heals_calls_tokens_and_where_the_time_went() -> None:
+    usage = {
+        "calls": 3,
+        "input_tokens": 9000,
+        "output_tokens": 700,
+        "cache_read_tokens": 4000,
+        "tokens": 13700,
+        "cost_usd": 0.0375,
+        "model_seconds": 21.5,
+        "price_known": True,
+    }
+    report = HealReport(
+        repo="o/r",
+        engine="openai:gpt-5-mini",
+        stop_reason=StopReason.HEALED,
+        explanation="verified",
+        exit_code=0,
+        timings={"total": 60.0, "tests": 30.25},
+        usage=usage,
+    )
+    summary = job_summary("healed", report, "# selfix\n\n**verified.**\n")
+    assert "3 model call(s), 9000 tokens in, 700 out, 4000 cached; $0.0375, 13700 tokens" in summary
+    assert "time 60.0 s (model 21.5s, tests 30.2s, other 8.2s)" in summary
+    unpriced = report.model_copy(update={"usage": {**usage, "price_known": False, "cost_usd": 0.0}})
+    assert "its price is not in the table, so the cost counts 0" in job_summary("healed", unpriced, "")
+
+
 def test_the_default_config_file_may_be_missing_but_a_chosen_one_may_not(tmp_path: Path) -> None:
     """The runner passes every declared input with its default: INPUT_CONFIG_FILE always arrives."""
     env = {"GITHUB_WORKSPACE": str(tmp_path), **runner_inputs()}
