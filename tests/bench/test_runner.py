@@ -84,3 +84,65 @@ def test_report_renders_intervals_and_table() -> None:
     assert "1/2 = 50.0%" in text and "9.5%-90.5%" in text
     svg = render_svg(records, "run")
     assert svg.count("<rect") == 3 and json.dumps(svg)
+
+
+def test_bench_heals_with_an_llm_engine_keeps_transcripts_and_replays_them(tmp_path: Path) -> None:
+    """``selfix bench --engine openai`` takes ``selfix fix``'s flags and goes through the heal pipeline; the
+    real OpenAI SDK talks to a scripted server on 127.0.0.1. Each task's trace is its transcript, and
+    ``--replay`` heals the same task again from it with no server."""
+    from tests.models.fake_servers import FakeProvider, openai_tool_call, serve
+
+    task = TASKS / "tiny-clamp-name.json"
+    detective = {
+        "hypotheses": [
+            {
+                "title": "clamp returns lo above the range",
+                "confidence": 0.9,
+                "file": "mathx.py",
+                "symbol": "clamp",
+                "line_start": 8,
+                "line_end": 8,
+                "reasoning": "test_clamp_high expects hi",
+                "proposed_fix": "return hi",
+            }
+        ]
+    }
+    qa = {
+        "test_source": "from mathx import clamp\n\n\ndef test_qa():\n    assert clamp(9, 0, 5) == 5\n",
+        "expected_failure": "AssertionError",
+    }
+    patch = {
+        "explanation": "return the upper bound",
+        "edits": [
+            {
+                "file": "mathx.py",
+                "search": "    if x > hi:\n        return lo",
+                "replace": "    if x > hi:\n        return hi",
+            }
+        ],
+    }
+    provider = FakeProvider(
+        by_tool={
+            "report_hypotheses": [openai_tool_call("report_hypotheses", detective)],
+            "write_reproduction_test": [openai_tool_call("write_reproduction_test", qa)],
+            "propose_edits": [openai_tool_call("propose_edits", patch)],
+        }
+    )
+    flags = ["--out", str(tmp_path), "--workers", "1", "--time-limit", "120"]
+    with serve(provider) as url:
+        code = main(
+            ["bench", str(task), *flags, "--engine", "openai", "--api-key", "k", "--base-url", url, "--run", "llm"]
+        )
+    assert code == 0
+    (record,) = _records(tmp_path / "llm").values()
+    assert record["resolved"] and record["patch_engine"] == "llm" and record["calls"] == 3
+    assert record["input_tokens"] == 300 and record["output_tokens"] == 60
+    transcript = tmp_path / "llm" / "transcripts" / "tiny-clamp-name.jsonl"
+    steps = [json.loads(line).get("step") for line in transcript.read_text().splitlines()]
+    assert steps.count("model_call") == 3
+    assert json.loads((tmp_path / "llm" / "meta.json").read_text())["engine"]["structured"] == "auto"
+
+    replay = ["--engine", "openai", "--replay", str(tmp_path / "llm" / "transcripts"), "--run", "replay"]
+    assert main(["bench", str(task), *flags, *replay]) == 0
+    (again,) = _records(tmp_path / "replay").values()
+    assert again["resolved"] and again["patch"] == record["patch"] and again["calls"] == 3
