@@ -125,7 +125,7 @@ def heal(
         out_dir=out_dir,
         engine=choice,
         loop=LoopConfig(time_limit_seconds=settings.time_limit, max_candidates=settings.max_candidates, user_hint=hint),
-        limits=Limits(wall_seconds=60),
+        limits=Limits(),  # the product's default per test run (120 s): the benchmark is no stricter than a user
         isolation=IsolationConfig(mode=settings.isolation),
         jobs=1,
         repo_label=label,

@@ -568,6 +568,18 @@ class Verifier:
             broken = not_passing(run, targets)
             if not broken:
                 return Confirmation(attempt, run, note=note)
+            failed = [n for n in broken if n in run.results]
+            if run.timed_out and not failed and 2 * self.budget.confirm_seconds >= run.duration:
+                # Killed by the wall-clock limit with nothing failed, on a suite that took over half the limit
+                # without the patch too: the tests it did not finish say nothing about the patch (a loaded
+                # machine, a timing test). Unconfirmed, never rejected. A suite the patch made over twice as
+                # slow is a failed candidate (a hang it introduced).
+                why = (
+                    f"the whole suite did not finish within the test-run time limit ({run.duration:.0f} s; "
+                    f"{self.budget.confirm_seconds:.0f} s without the patch)"
+                )
+                self.trace("confirm", f"not confirmed: {why}")
+                return Confirmation(attempt, not_run=why, note=note)
             if len(attempts) > 1 and attempt is attempts[0]:
                 note = f"the minimized patch broke {describe(run, broken[0])} on the whole suite; kept it whole"
         detail = f"broke a test outside the selected ones on the full suite: {describe(run, broken[0])}"

@@ -276,3 +276,35 @@ def test_a_run_the_sandbox_cannot_make_is_a_run_without_results() -> None:
     verifier = Verifier(Crashing(_statuses), LoopConfig())
     run = verifier.run([F2P])
     assert run.results == {} and "exit 4" in run.error and verifier.budget.test_runs == 1
+
+
+class TimingOutSandbox(ScriptedSandbox):
+    """The whole suite on a patch is killed by the wall-clock limit (120 s) before test_other reports."""
+
+    def run_tests(self, nodeids: Sequence[str] | None = None, **options: Any) -> TestRun:
+        run = super().run_tests(nodeids, **options)
+        if nodeids is not None or self.text == ORIGINAL:
+            return run
+        results = {n: r for n, r in run.results.items() if n != OTHER}
+        return TestRun(results=results, timed_out=True, duration=120.0)
+
+
+def test_a_suite_killed_by_the_time_limit_leaves_the_patch_unconfirmed_not_rejected() -> None:
+    """A timing test, a loaded machine: the suite took 70 s without the patch and was killed at 120 s with it,
+    nothing failed. That says nothing about the patch (issue: correct patches were rejected this way)."""
+    verifier = Verifier(
+        TimingOutSandbox(lambda text: dict.fromkeys((F2P, P2P, OTHER), TestStatus.PASSED)), LoopConfig()
+    )
+    verifier.budget.confirm_seconds = 70.0
+    confirmation = verifier.confirm({"m.py": WHOLE}, _candidate(WHOLE), EVIDENCE)
+    assert confirmation.rejected is None and not confirmation.confirmed
+    assert "did not finish within the test-run time limit (120 s; 70 s without the patch)" in confirmation.not_run
+
+
+def test_a_suite_the_patch_makes_over_twice_as_slow_is_a_failed_candidate() -> None:
+    verifier = Verifier(
+        TimingOutSandbox(lambda text: dict.fromkeys((F2P, P2P, OTHER), TestStatus.PASSED)), LoopConfig()
+    )
+    verifier.budget.confirm_seconds = 10.0  # a hang the patch introduced
+    confirmation = verifier.confirm({"m.py": WHOLE}, _candidate(WHOLE), EVIDENCE)
+    assert confirmation.rejected is not None and confirmation.rejected.stage is VerifyStage.FULL
