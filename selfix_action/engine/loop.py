@@ -588,6 +588,7 @@ class HealingLoop:
             rejected_static=self.budget.candidates_rejected_static,
             agreement=agreement,
             environment_tests=len(self._environment_tests),
+            f2p_tests=len(evidence.f2p_tests) if evidence else 0,
         )
 
     # -- bookkeeping ---------------------------------------------------------------------------------

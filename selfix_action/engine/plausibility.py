@@ -441,6 +441,11 @@ class Alternatives:
     wanted: int = 0  # how many the configuration asked for (LoopConfig.alternatives)
 
 
+# Tests of the project's own (failing ones, and passing ones that run the edit) a patch needs for high, unless
+# its hypothesis and reproduction test agree on it (``assess_confidence``).
+MIN_CONSTRAINING_TESTS = 3
+
+
 def assess_confidence(
     *,
     confirmed: bool,
@@ -452,6 +457,7 @@ def assess_confidence(
     rejected_static: int = 0,
     agreement: str = "",
     environment_tests: int = 0,
+    f2p_tests: int = 0,
 ) -> Confidence:
     """The confidence rule. Every signal is a reason with the highest level it allows; the patch gets the lowest.
 
@@ -469,6 +475,11 @@ def assess_confidence(
     edit not being in the function coverage ranked first (coverage also ranks the code that formats a failing
     assertion, or a helper the bug calls), and no passing test running the edited lines (the reproduction test
     is a check of the new code besides the failing tests). Every other doubt still counts.
+
+    ``thin_tests`` (medium): without that agreement, fewer than ``MIN_CONSTRAINING_TESTS`` of the project's
+    tests run the edited lines (the failing ones and the passing ones that run the edit): one failing and one
+    passing example do not tell the fix from an edit that only passes them (held-out small algorithm bugs:
+    `and` for `or` in a leap-year rule, `- 1` for `- k + 1`, each passing one failing and one passing test).
     """
     reasons: list[ConfidenceReason] = []
 
@@ -566,6 +577,14 @@ def assess_confidence(
     edited = ", ".join(f"`{name}`" for _, name in edited_functions) or "module-level code"
     if agreement:
         reason("hypothesis_agrees", "high", agreement)
+    if behaviour.running_edit and not agreement and f2p_tests + behaviour.running_edit < MIN_CONSTRAINING_TESTS:
+        reason(
+            "thin_tests",
+            "medium",
+            f"only {f2p_tests + behaviour.running_edit} of the project's tests run the edited lines "
+            f"({f2p_tests} failing, {behaviour.running_edit} passing): too few to tell the fix from an edit that "
+            "only passes them",
+        )
     if environment_tests:
         reason(
             "environment_tests_left_out",

@@ -357,3 +357,23 @@ def test_a_patch_its_hypothesis_and_qa_test_agree_on_is_high_though_localization
         assert codes["not_localized_agreed"] == "high" and "hypothesis_agrees" in codes
     else:
         assert report.confidence.level == "medium" and codes["not_localized"] == "medium"
+
+
+LEAP = {
+    "algo.py": 'def is_leap(year):\n    """Gregorian leap year rule."""\n'
+    "    return year % 4 == 0 and (year % 100 == 0 or year % 400 == 0)\n",
+    "tests/test_algo.py": "from algo import is_leap\n\n\ndef test_common_year():\n    assert is_leap(2023) is False\n\n\n"
+    "def test_leap_year():\n    assert is_leap(2024) is True\n",
+}
+
+
+def test_a_patch_only_two_of_the_projects_tests_run_is_never_high(make_sandbox: Callable[..., PytestSandbox]) -> None:
+    """A held-out small bug: one failing and one passing test cannot tell the fix (``!= 0``) from the edit the
+    offline engine makes (``and`` for ``or``: 1900 becomes a leap year), which it called high before."""
+    report = HealingLoop(make_sandbox(LEAP), OfflineEngine()).run().report
+    assert report.stop_reason is StopReason.HEALED and report.confidence is not None
+    codes = {r.code: r.level for r in report.confidence.reasons}
+    assert report.confidence.level == "medium" and codes["thin_tests"] == "medium"
+    assert "only 2 of the project's tests run the edited lines (1 failing, 1 passing)" in " ".join(
+        r.text for r in report.confidence.reasons
+    )
