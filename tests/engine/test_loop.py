@@ -362,7 +362,8 @@ def test_a_patch_its_hypothesis_and_qa_test_agree_on_is_high_though_localization
 LEAP = {
     "algo.py": 'def is_leap(year):\n    """Gregorian leap year rule."""\n'
     "    return year % 4 == 0 and (year % 100 == 0 or year % 400 == 0)\n",
-    "tests/test_algo.py": "from algo import is_leap\n\n\ndef test_common_year():\n    assert is_leap(2023) is False\n\n\n"
+    "tests/test_algo.py": "from algo import is_leap\n\n\n"
+    "def test_common_year():\n    assert is_leap(2023) is False\n\n\n"
     "def test_leap_year():\n    assert is_leap(2024) is True\n",
 }
 
