@@ -142,7 +142,13 @@ def test_bench_heals_with_an_llm_engine_keeps_transcripts_and_replays_them(tmp_p
     assert steps.count("model_call") == 3
     assert json.loads((tmp_path / "llm" / "meta.json").read_text())["engine"]["structured"] == "auto"
 
-    replay = ["--engine", "openai", "--replay", str(tmp_path / "llm" / "transcripts"), "--run", "replay"]
+    # The answers alone (no prompt, no project code) are all a replay needs.
+    from selfix_action.bench.transcripts import main as strip
+
+    assert strip([str(tmp_path / "llm" / "transcripts"), str(tmp_path / "answers")]) == 0
+    answers = (tmp_path / "answers" / "tiny-clamp-name.jsonl").read_text()
+    assert "def clamp" not in answers and "Role: Detective" not in answers and answers.count("model_call") == 3
+    replay = ["--engine", "openai", "--replay", str(tmp_path / "answers"), "--run", "replay"]
     assert main(["bench", str(task), *flags, *replay]) == 0
     (again,) = _records(tmp_path / "replay").values()
     assert again["resolved"] and again["patch"] == record["patch"] and again["calls"] == 3
