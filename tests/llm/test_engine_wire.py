@@ -217,7 +217,7 @@ def test_malformed_twice_is_a_failed_attempt(calc: CachedSandbox, trace_log: Tra
     assert_healed(report)
     assert report.usage["invalid_answers"] == 2 and report.usage["by_role"]["patcher"]["calls"] == 3
     second = provider.calls("propose_edits")[1].prompt_text()
-    assert "edits: Field required" in second
+    assert "give at least one edit, or environment_problem" in second
     third = provider.calls("propose_edits")[2].prompt_text()
     assert "attempt 1: unusable answer" in third  # the failed attempt is part of the feedback
     assert report.candidates_tried == 1

@@ -186,22 +186,28 @@ def test_every_hypothesis_fails_openai(project_sandbox: Callable[..., CachedSand
             "report_hypotheses": [openai_tool_call("report_hypotheses", AGE_DETECTIVE)],
             "write_reproduction_test": [
                 openai_tool_call("write_reproduction_test", QA_WRONG, cached_tokens=80),  # passes: rejected
-                openai_tool_call(  # fails for the wrong reason (the module has no such name): rejected
-                    "write_reproduction_test",
-                    qa("from age_check import is_grown_up\n\n\ndef test_qa():\n    assert is_grown_up(18)\n"),
-                    cached_tokens=80,
-                ),
+                # Broken (the module has no such name), twice: asked again once, then the failing tests serve.
+                *[
+                    openai_tool_call(
+                        "write_reproduction_test",
+                        qa("from age_check import is_grown_up\n\n\ndef test_qa():\n    assert is_grown_up(18)\n"),
+                        cached_tokens=80,
+                    )
+                ]
+                * 2,
                 openai_tool_call("write_reproduction_test", QA_RIGHT, cached_tokens=80),
             ],
             "propose_edits": [
-                openai_tool_call(
-                    "propose_edits", edit("age_check.py", "ADULT_AGE = 18", "ADULT_AGE = 19"), cached_tokens=80
-                ),
+                openai_tool_call("propose_edits", edit("age_check.py", "ADULT_AGE = 18", new), cached_tokens=80)
+                for new in ("ADULT_AGE = 19", "ADULT_AGE = 20")
+            ]
+            + [
                 openai_tool_call(
                     "propose_edits",
-                    edit("age_check.py", "return age > ADULT_AGE", "return age > ADULT_AGE + 1"),
+                    edit("age_check.py", "return age > ADULT_AGE", f"return age > ADULT_AGE + {n}"),
                     cached_tokens=80,
-                ),
+                )
+                for n in (1, 2)
             ],
         }
     )
@@ -213,14 +219,16 @@ def test_every_hypothesis_fails_openai(project_sandbox: Callable[..., CachedSand
     assert report.exit_code == 1 and report.patch is None
     h1, h2, h3 = report.hypotheses
     assert "passes on the unpatched code" in h1.exposure
-    assert "wrong reason" in h2.exposure and "CollectionError" in h2.exposure
+    # A broken QA test is no evidence against its hypothesis: it still gets its Patcher tries.
+    assert h2.exposed and "stayed broken" in h2.exposure and "CollectionError" in h2.exposure
+    assert h2.candidates_tried == 2
     assert h3.exposed and h3.candidates_tried == 2
     assert h3.outcome == "rejected: none of 2 candidate(s) passed verification"
     assert h3.rejections_by_stage == {"fail_to_pass": 2}
     usage = report.usage
-    assert usage["calls"] == 1 + 3 + 2
-    assert usage["by_role"]["patcher"]["cache_read_tokens"] == 160
-    assert usage["by_role"]["patcher"]["input_tokens"] == 2 * (100 - 80)
+    assert usage["calls"] == 1 + 4 + 4
+    assert usage["by_role"]["patcher"]["cache_read_tokens"] == 4 * 80
+    assert usage["by_role"]["patcher"]["input_tokens"] == 4 * (100 - 80)
     assert usage["model"] == "gpt-5-mini" and usage["cost_usd"] > 0
     markdown = render_markdown(report)
     assert "hypotheses exhausted" in markdown
