@@ -43,6 +43,7 @@ class BenchOptions:
     engine_json: str = ""  # a named engine's flags (EngineChoice fields, no key) as JSON; see worker.engine_choice
     isolation: str = "none"  # the sandbox's isolation level for the heals
     api_key: str = ""  # --api-key: reaches the workers through their environment, never their argv
+    junit: bool = False  # each heal gets the CI's JUnit report of its task (F2P failing, P2P passing)
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:
@@ -79,6 +80,7 @@ def run_one(
         options.isolation,
         *(["--engine-json", options.engine_json] if options.engine_json else []),
         *(["--transcript", str(transcript)] if transcript is not None else []),
+        *(["--junit"] if options.junit else []),
         *(["--mirror-dir", str(options.mirror_dir)] if options.mirror_dir else []),
     ]
     env = {**os.environ, **({API_KEY_VARIABLE: options.api_key} if options.api_key else {})}
@@ -171,6 +173,7 @@ def run_bench(options: BenchOptions, log: Callable[[str], None] = print) -> Path
                 "workers": options.workers,
                 "time_limit": options.time_limit,
                 "isolation": options.isolation,
+                "junit": options.junit,
                 "engine": json.loads(options.engine_json) if options.engine_json else None,
                 "task_count": len(tasks),
             },

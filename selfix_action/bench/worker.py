@@ -18,6 +18,7 @@ import shutil
 import sys
 import tempfile
 import time
+import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,6 +104,25 @@ class HealSettings:
     engine_json: str = ""
     isolation: str = "none"
     transcript: Path | None = None
+    junit: bool = False  # give the heal the CI's JUnit report (the task's F2P failing, its P2P passing)
+
+
+def junit_report(failing: Sequence[str], passing: Sequence[str]) -> str:
+    """A pytest-style JUnit report naming ``failing`` as failed and ``passing`` as passed: what the CI run of
+    the buggy commit reports, so the heal starts from the failing tests CI saw, as the action does."""
+    root = ET.Element("testsuites")
+    suite = ET.SubElement(
+        root, "testsuite", name="pytest", tests=str(len(failing) + len(passing)), failures=str(len(failing))
+    )
+    for nodeid, failed in [*((n, True) for n in failing), *((n, False) for n in passing)]:
+        head, bracket, params = nodeid.partition("[")  # a parameter id may hold "::" itself
+        path, *classes = head.split("::")
+        name = (classes.pop() if classes else head) + bracket + params
+        module = path.removesuffix(".py").replace("/", ".")
+        case = ET.SubElement(suite, "testcase", classname=".".join([module, *classes]), name=name, file=path)
+        if failed:
+            ET.SubElement(case, "failure", message="failed in CI").text = "failed in CI"
+    return ET.tostring(root, encoding="unicode")
 
 
 def heal(
@@ -112,17 +132,25 @@ def heal(
     hint: str,
     label: str,
     out_dir: Path,
+    ci: tuple[Sequence[str], Sequence[str]] = ((), ()),
 ) -> tuple[dict[str, str], dict[str, str], dict[str, Any]]:
     """The product's heal pipeline on ``repo``: (edited files, their originals, record fields).
 
     The tasks are our pinned libraries, run unisolated by default so figures compare across machines, one
     check at a time (the runner runs tasks side by side)."""
+    junit: tuple[Path, ...] = ()
+    if settings.junit:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        report = out_dir.parent / "ci-junit.xml"
+        report.write_text(junit_report(*ci), encoding="utf-8")
+        junit = (report,)
     custom = settings.mode not in ENGINES
     choice = EngineChoice() if custom else engine_choice(settings.mode, settings.engine_json, label)
     request = HealRequest(
         repo=repo,
         test_cmd=test_cmd,
         out_dir=out_dir,
+        junit=junit,
         engine=choice,
         loop=LoopConfig(time_limit_seconds=settings.time_limit, max_candidates=settings.max_candidates, user_hint=hint),
         limits=Limits(),  # the product's default per test run (120 s): the benchmark is no stricter than a user
@@ -214,6 +242,7 @@ def run_task(task: Task, settings: HealSettings) -> dict[str, Any]:
                 task.bug_report,
                 task.id,
                 Path(tmp) / "out",
+                (task.f2p, task.p2p),
             )
             record.update(fields)
         record["seconds"] = round(time.monotonic() - started, 3)
@@ -251,6 +280,7 @@ def run_realbug_task(task: RealBugTask, settings: HealSettings) -> dict[str, Any
                 task.bug_report,
                 task.id,
                 Path(tmp) / "out",
+                (task.f2p, task.p2p),
             )
             record.update(fields)
         record["seconds"] = round(time.monotonic() - started, 3)
@@ -283,6 +313,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--engine-json", default="", help="the engine's flags (EngineChoice fields) as JSON")
     parser.add_argument("--isolation", default="none", help="the sandbox's isolation level (none)")
     parser.add_argument("--transcript", type=Path, help="keep the heal's trace.jsonl here")
+    parser.add_argument("--junit", action="store_true", help="give the heal the CI's JUnit report of the task")
     parser.add_argument("--mirror-dir", type=Path, help="local git mirrors for real-bug tasks (else their URLs)")
     args = parser.parse_args(argv)
     realbugs.set_mirror_dir(args.mirror_dir)
@@ -294,6 +325,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         engine_json=args.engine_json,
         isolation=args.isolation,
         transcript=args.transcript,
+        junit=args.junit,
     )
     if isinstance(task, RealBugTask):
         record = run_realbug_task(task, settings)

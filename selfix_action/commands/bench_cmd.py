@@ -39,6 +39,12 @@ def add_bench_parser(sub: argparse._SubParsersAction, parser_class: type[argpars
         choices=["auto", "bwrap", "landlock", "unshare", "none"],
         help="the heals' sandbox isolation (none: our pinned tasks, figures comparable across machines)",
     )
+    bench.add_argument(
+        "--junit",
+        action="store_true",
+        help="give each heal the CI's JUnit report of its task (its F2P failing, its P2P passing), as the action "
+        "gets it; without it selfix runs the tests and takes every failing one as a target",
+    )
     add_llm_arguments(bench)
 
 
@@ -77,6 +83,7 @@ def run_bench_command(args: argparse.Namespace) -> int:
         engine_json=engine_json,
         isolation=args.isolation,
         api_key=args.api_key or "",
+        junit=args.junit,
     )
     run_dir = run_bench(options, log=lambda m: print(m, flush=True))
     print((run_dir / "report.md").read_text(encoding="utf-8").split("\n## Tasks")[0])

@@ -146,6 +146,7 @@ def _better(kept: _Winner | None, new: _Winner | None) -> _Winner | None:
     return kept if rank(kept) > rank(new) else new
 
 
+ENVIRONMENT_NARROWINGS = 3  # times a heal may leave failing tests out as the environment's
 AGREEMENT_MARGIN = 5  # lines around the hypothesis' range that still count as the place it named
 
 
@@ -200,6 +201,7 @@ class HealingLoop:
         # Failing tests the engine named as the environment's, left out of the tests to heal, and why.
         self._environment_tests: tuple[str, ...] = ()
         self._environment_problem = ""
+        self._narrowings = 0
 
     # -- the loop ------------------------------------------------------------------------------------
     def run(self, junit_failing: Sequence[str] = (), junit_passing: Sequence[str] = ()) -> HealResult:
@@ -379,18 +381,20 @@ class HealingLoop:
 
     def _without_environment_tests(self, evidence: Evidence, stopped: EngineStopped) -> Evidence | None:
         """The evidence without the failing tests the engine named as the environment's, when it named some but
-        not all of them (once per heal); None when the stop stands."""
-        if stopped.reason is not StopReason.ENVIRONMENT or self._environment_tests:
+        not all of them (at most ``ENVIRONMENT_NARROWINGS`` times a heal); None when the stop stands."""
+        if stopped.reason is not StopReason.ENVIRONMENT or self._narrowings >= ENVIRONMENT_NARROWINGS:
             return None
         named = set(stopped.tests) & set(evidence.f2p_tests)
         remaining = tuple(t for t in evidence.f2p_tests if t not in named)
         if not named or not remaining:
             return None
-        self._environment_tests = tuple(t for t in evidence.f2p_tests if t in named)
-        self._environment_problem = stopped.detail
+        self._narrowings += 1
+        left_out = tuple(t for t in evidence.f2p_tests if t in named)
+        self._environment_tests += left_out
+        self._environment_problem = "; ".join(filter(None, (self._environment_problem, stopped.detail)))
         message = (
             f"{len(named)} failing test(s) left out as the environment's, not the code's "
-            f"(first: {self._environment_tests[0]}); healing the other {len(remaining)}: {stopped.detail}"
+            f"(first: {left_out[0]}); healing the other {len(remaining)}: {stopped.detail}"
         )
         self.notes.append(message)
         self.trace("environment_tests", message, tests=list(self._environment_tests), remaining=list(remaining))

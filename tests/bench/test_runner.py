@@ -152,3 +152,18 @@ def test_bench_heals_with_an_llm_engine_keeps_transcripts_and_replays_them(tmp_p
     assert main(["bench", str(task), *flags, *replay]) == 0
     (again,) = _records(tmp_path / "replay").values()
     assert again["resolved"] and again["patch"] == record["patch"] and again["calls"] == 3
+
+
+def test_the_ci_report_a_task_gets_names_its_tests_as_pytest_does(tmp_path: Path) -> None:
+    """``selfix bench --junit``: the report the heal gets parses back to the task's F2P (failing) and P2P
+    (passing) node ids, parameter ids holding ``::`` and classes included."""
+    from selfix_action.bench.worker import junit_report
+    from selfix_action.junit import Outcome, parse_reports
+
+    failing = ["tests/test_u.py::test_roundtrip[https://[::1]:80/?a=b]", "test/server_test.py::A::B::test_get"]
+    passing = ["tests/test_u.py::test_plain", "tornado/test/web_test.py::Case::test_x[1-2]"]
+    report = tmp_path / "ci.xml"
+    report.write_text(junit_report(failing, passing))
+    cases = parse_reports([report]).cases
+    assert [c.nodeid for c in cases if c.outcome is Outcome.FAILED] == failing
+    assert [c.nodeid for c in cases if c.outcome is Outcome.PASSED] == passing
