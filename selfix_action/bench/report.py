@@ -192,19 +192,26 @@ def confidence_calibration(realbug: Sequence[dict[str, Any]]) -> list[str]:
     patched = [r for r in realbug if r.get("resolved")]
     if not patched:
         return []
-    correct_total = sum(1 for r in patched if r.get("correct"))
     lines = [
         "",
-        "| confidence | patches | correct | P(correct given the level) | share of the correct patches |",
-        "|---|---:|---:|---|---:|",
+        "| engine of the patch | confidence | patches | correct | P(correct given the level) | share of its correct |",
+        "|---|---|---:|---:|---|---:|",
     ]
-    for level in ("high", "medium", "low", "not reported"):
-        group = [r for r in patched if _confidence_label(r) == level]
-        if not group:
-            continue
-        correct = sum(1 for r in group if r.get("correct"))
-        share = f"{correct / correct_total:.0%}" if correct_total else "-"
-        lines.append(f"| {level} | {len(group)} | {correct} | {_rate(correct, len(group))} | {share} |")
+    engines: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for record in patched:
+        engine = record.get("patch_engine")
+        engines["llm" if engine == "llm" else "offline" if engine else "?"].append(record)
+    for engine, group in sorted(engines.items()):
+        correct_total = sum(1 for r in group if r.get("correct"))
+        for level in ("high", "medium", "low", "not reported"):
+            at_level = [r for r in group if _confidence_label(r) == level]
+            if not at_level:
+                continue
+            correct = sum(1 for r in at_level if r.get("correct"))
+            share = f"{correct / correct_total:.0%}" if correct_total else "-"
+            lines.append(
+                f"| {engine} | {level} | {len(at_level)} | {correct} | {_rate(correct, len(at_level))} | {share} |"
+            )
     return lines
 
 
