@@ -28,19 +28,13 @@ from selfix_action.bench.realbugs import RealBugTask
 from selfix_action.bench.tasks import Task, load_bench_tasks, materialize, test_python
 from selfix_action.engine.models import TestStatus
 from selfix_action.errors import SandboxError
-from selfix_action.junit import Outcome, parse_reports
+from selfix_action.junit import parse_reports
 from selfix_action.sandbox.isolation import IsolationConfig, detect_isolation
 from selfix_action.sandbox.process import Limits, run_process
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
 
 LEVELS = ("bwrap", "landlock", "unshare", "none")
 WALL_SECONDS = 600.0
-_OUTCOME = {
-    Outcome.PASSED: "passed",
-    Outcome.FAILED: "failed",
-    Outcome.ERROR: "error",
-    Outcome.SKIPPED: "skipped",
-}
 
 
 def _tree_and_command(task: Task | RealBugTask, dest: Path) -> tuple[Path, list[str]]:
@@ -62,7 +56,7 @@ def outside(repo: Path, command: Sequence[str], workdir: Path) -> dict[str, dict
         raise SandboxError(f"the plain pytest run wrote no report (exit {result.returncode}): {result.stderr[-500:]}")
     report = parse_reports([junit])
     return {
-        case.nodeid: {"status": _OUTCOME.get(case.outcome, str(case.outcome)), "message": (case.message or "")[:300]}
+        case.nodeid: {"status": case.outcome.value, "message": (case.message or "")[:300]}
         for case in report.cases
         if case.nodeid
     }

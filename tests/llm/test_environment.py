@@ -14,33 +14,20 @@ from selfix_action.action.render import escalation_body, pr_body
 from selfix_action.cli import main
 from selfix_action.engine.report import HealReport
 from tests.conftest import write_project
+from tests.llm.tally import DETECTIVE, FIX, QA, TALLY
 from tests.models.fake_servers import FakeProvider, anthropic_tool_use, serve
 
 # One code bug (tally counts 1 for every word) and one test that needs a service nothing here runs.
 PROJECT = {
-    "tally.py": "def tally(words):\n    counts = {}\n    for word in words:\n        counts[word] = 1\n"
-    "    return counts\n",
+    "tally.py": TALLY["tally.py"],
     "tests/test_tally.py": "import socket\n\nfrom tally import tally\n\n\ndef test_tally():\n"
     '    assert tally(["a", "a", "b"]) == {"a": 2, "b": 1}\n\n\n'
     "def test_counts_service():\n"
     '    socket.create_connection(("127.0.0.1", 9), timeout=1)\n',
 }
 ENVIRONMENT = "test_counts_service needs a counting service on 127.0.0.1:9 that nothing in this job starts"
-HYPOTHESIS = {
-    "title": "tally sets every count to 1",
-    "confidence": 0.9,
-    "file": "tally.py",
-    "symbol": "tally",
-    "line_start": 4,
-    "line_end": 4,
-    "reasoning": "test_tally expects 2 for a word seen twice",
-    "proposed_fix": "counts[word] = counts.get(word, 0) + 1",
-}
-QA = {
-    "test_source": 'from tally import tally\n\n\ndef test_qa():\n    assert tally(["x", "x"]) == {"x": 2}\n',
-    "expected_failure": "AssertionError",
-}
-EDIT = {"file": "tally.py", "search": "counts[word] = 1", "replace": "counts[word] = counts.get(word, 0) + 1"}
+HYPOTHESIS = DETECTIVE["hypotheses"][0]
+EDIT = FIX["edits"][0]
 
 
 def _heal(tmp_path: Path, provider: FakeProvider) -> tuple[int, dict[str, Any], Path]:

@@ -13,7 +13,7 @@ from selfix_action.cli import main
 from selfix_action.models.base import ModelError, ModelRequest
 from selfix_action.models.replay import ReplayModel
 from tests.conftest import write_project
-from tests.llm.test_cascade import DETECTIVE, FIX, QA, TALLY
+from tests.llm.tally import DETECTIVE, FIX, QA, TALLY
 from tests.models.fake_servers import FakeProvider, anthropic_tool_use, serve
 
 
