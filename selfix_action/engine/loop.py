@@ -14,6 +14,12 @@ yet carries the patch (``HealResult.files``, ``report.patch`` with ``confirmed=F
 saying what was checked and what was not), so a user can review it; nothing downstream takes it for a fix, as
 only ``HEALED`` (exit 0) means the whole suite passed on the patch.
 
+An engine may stop the heal (``EngineStopped``: its budget, the model, or ``ENVIRONMENT`` when it finds the
+failure comes from the environment, not the code; when it names only some failing tests, those are left out
+and the walk goes on with the others). An engine may also decline to end the heal at a confirmed patch
+(``Engine.accepts``: ``--engine auto`` below high confidence): the patch is kept and the walk goes on; the better
+of it and what comes later ends the heal.
+
 Passing is not being right, so: candidates that cannot make sense are refused before any test (``sanity``); once
 one passes, a few more are verified and the most plausible passing one is chosen (``plausibility``: overfitting
 patterns, then the change in what passing tests execute); and the report's ``confidence`` judges the winner with
