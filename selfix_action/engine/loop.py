@@ -334,6 +334,12 @@ class HealingLoop:
                     hypotheses.insert(index + 1, hypothesis)
                     records.append(self._record(hypothesis, exposure, tried, history, None))
                     continue
+                if stopped.reason is StopReason.ENVIRONMENT and stopped.tests and not passing:
+                    if not set(stopped.tests) & set(evidence.f2p_tests):
+                        # It blamed tests that are not the ones to heal (passing ones): no reason to stop the
+                        # heal, only this hypothesis.
+                        self.notes.append(f"hypothesis {hypothesis.rank} ended: {stopped.detail}")
+                        stopped = EngineStopped(StopReason.HYPOTHESES_EXHAUSTED, "")
                 stop = Stop(stopped.reason, stopped.detail)
             if winner is None and passing and window is not None:
                 # The candidates, the budget or the engine ended inside the window: the passing ones are settled

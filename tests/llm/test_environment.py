@@ -94,3 +94,24 @@ def test_naming_every_failing_test_as_the_environments_stops_the_heal(tmp_path: 
     )
     code, report, _ = _heal(tmp_path, provider)
     assert code == 1 and report["stop_reason"] == "environment_not_code" and report["patch"] is None
+
+
+def test_blaming_tests_that_are_not_to_be_healed_ends_the_hypothesis_not_the_heal(tmp_path: Path) -> None:
+    """The Patcher blamed the environment for a test outside the failing ones (a passing test that timed out,
+    say): that is no reason to stop the heal, only this hypothesis."""
+    patch = {
+        "explanation": "nothing more to change",
+        "edits": [],
+        "environment_problem": "test_pgen was killed by the machine's load, not by the patch",
+        "environment_tests": ["tests/test_tally.py::test_pgen"],
+    }
+    provider = FakeProvider(
+        by_tool={
+            "report_hypotheses": [anthropic_tool_use("report_hypotheses", {"hypotheses": [HYPOTHESIS]})],
+            "write_reproduction_test": [anthropic_tool_use("write_reproduction_test", QA)],
+            "propose_edits": [anthropic_tool_use("propose_edits", patch)],
+        }
+    )
+    code, report, _ = _heal(tmp_path, provider)
+    assert code == 1 and report["stop_reason"] == "hypotheses_exhausted"
+    assert any("hypothesis 1 ended" in note and "test_pgen" in note for note in report["notes"])
