@@ -37,10 +37,21 @@ LEVELS = ("bwrap", "landlock", "unshare", "none")
 WALL_SECONDS = 600.0
 
 
-def _tree_and_command(task: Task | RealBugTask, dest: Path) -> tuple[Path, list[str]]:
+def _tree_and_command(task: Task | RealBugTask, dest: Path, buggy: bool = True) -> tuple[Path, list[str]]:
     if isinstance(task, RealBugTask):
         return realbugs.materialize(task, dest), [realbugs.task_python(task), "-m", "pytest", *task.test_modules]
-    return materialize(task, dest, buggy=True), [test_python(task), "-m", "pytest"]
+    return materialize(task, dest, buggy=buggy), [test_python(task), "-m", "pytest"]
+
+
+def per_tree(tasks: Sequence[Task | RealBugTask]) -> list[tuple[Task | RealBugTask, list[str]]]:
+    """One representative per distinct tree: every real-bug task is its own tree; mutant tasks of one pinned
+    library share it (a one-line bug apart, which only moves the tests it breaks, failing inside and outside
+    alike), so the library's unmutated tree stands for all of them. (task, the ids it stands for)."""
+    groups: dict[str, tuple[Task | RealBugTask, list[str]]] = {}
+    for task in tasks:
+        key = task.id if isinstance(task, RealBugTask) else json.dumps(task.source, sort_keys=True) + task.pytest
+        groups.setdefault(key, (task, []))[1].append(task.id)
+    return list(groups.values())
 
 
 def outside(repo: Path, command: Sequence[str], workdir: Path) -> dict[str, dict[str, str]]:
@@ -91,10 +102,13 @@ def differences(reference: dict[str, dict[str, str]], other: dict[str, dict[str,
     return out
 
 
-def run_task(task: Task | RealBugTask, levels: Sequence[str]) -> dict[str, Any]:
-    record: dict[str, Any] = {"id": task.id, "levels": {}}
+def run_task(task: Task | RealBugTask, levels: Sequence[str], stands_for: Sequence[str] = ()) -> dict[str, Any]:
+    """Outside vs inside at each level for ``task``'s tree (a mutant task standing for others: its library's
+    unmutated tree)."""
+    shared = len(stands_for) > 1
+    record: dict[str, Any] = {"id": task.id, "levels": {}, "stands_for": list(stands_for or [task.id])}
     with tempfile.TemporaryDirectory(prefix="selfix-diff-") as tmp:
-        repo, command = _tree_and_command(task, Path(tmp) / "repo")
+        repo, command = _tree_and_command(task, Path(tmp) / "repo", buggy=not shared)
         try:
             reference = outside(repo, command, Path(tmp))
         except SandboxError as exc:
@@ -116,7 +130,13 @@ def run_task(task: Task | RealBugTask, levels: Sequence[str]) -> dict[str, Any]:
 
 
 def render(records: Sequence[dict[str, Any]], levels: Sequence[str]) -> str:
-    lines = ["# Sandbox differential", "", f"{len(records)} task(s); outcome inside vs a plain pytest run outside.", ""]
+    covered = sum(len(r.get("stands_for", [r["id"]])) for r in records)
+    lines = [
+        "# Sandbox differential",
+        "",
+        f"{len(records)} tree(s) standing for {covered} task(s); outcome inside vs a plain pytest run outside.",
+        "",
+    ]
     lines += [
         "| level | tasks compared | tests compared | tests that differ | tasks with a difference |",
         "|---|---:|---:|---:|---:|",
@@ -158,28 +178,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--mirror-dir", type=Path, help="local git mirrors for real-bug tasks")
     parser.add_argument("--out", type=Path, default=Path("results/differential"))
     parser.add_argument("--match", default="", help="only tasks whose id contains this")
+    parser.add_argument(
+        "--per-tree",
+        action="store_true",
+        help="one run per distinct tree: mutant tasks of one library share its unmutated tree (per_tree)",
+    )
     args = parser.parse_args(argv)
     realbugs.set_mirror_dir(args.mirror_dir)
     levels = [level for level in args.levels.split(",") if level]
     args.out.mkdir(parents=True, exist_ok=True)
     records = []
-    for folder in args.tasks:
-        for task in load_bench_tasks(folder):
-            if args.match not in task.id:
-                continue
-            done = args.out / f"{task.id}.json"
-            if done.is_file():  # resumable: a task already compared is read back
-                records.append(json.loads(done.read_text(encoding="utf-8")))
-                continue
-            record = run_task(task, levels)
-            done.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-            records.append(record)
-            differ = {lv: len(x.get("differ", [])) for lv, x in record["levels"].items()}
-            error = f" {record['error']}" if record.get("error") else ""
-            print(
-                f"{task.id}: {record.get('tests', 0)} tests; differ {differ}{error}",
-                flush=True,
-            )
+    tasks = [t for folder in args.tasks for t in load_bench_tasks(folder) if args.match in t.id]
+    for task, stands_for in per_tree(tasks) if args.per_tree else [(t, [t.id]) for t in tasks]:
+        done = args.out / f"{task.id}.json"
+        if done.is_file():  # resumable: a task already compared is read back
+            records.append(json.loads(done.read_text(encoding="utf-8")))
+            continue
+        record = run_task(task, levels, stands_for)
+        done.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+        records.append(record)
+        differ = {lv: len(x.get("differ", [])) for lv, x in record["levels"].items()}
+        error = f" {record['error']}" if record.get("error") else ""
+        print(f"{task.id} (stands for {len(stands_for)}): {record.get('tests', 0)} tests; differ {differ}{error}")
     (args.out / "report.md").write_text(render(records, levels), encoding="utf-8")
     print((args.out / "report.md").read_text(encoding="utf-8"))
     return 1 if any(x.get("differ") for r in records for x in r["levels"].values()) else 0
