@@ -53,6 +53,8 @@ class EngineChoice:
     def __post_init__(self) -> None:
         if self.kind not in ENGINES:
             raise InputError(f"unknown engine {self.kind!r} (available: {', '.join(ENGINES)})")
+        if self.replay is not None and self.kind == "offline":
+            raise InputError("--replay replays an LLM engine's answers: use --engine openai, anthropic or auto")
 
 
 @dataclass(frozen=True)

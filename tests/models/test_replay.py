@@ -64,3 +64,14 @@ def test_a_transcript_that_diverges_is_a_model_error(tmp_path: Path) -> None:
     assert answer.tool_input == FIX
     with pytest.raises(ModelError, match="no answer left"):
         model.complete(request)
+
+
+def test_replay_is_refused_with_the_offline_engine_and_for_a_missing_transcript(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = write_project(tmp_path / "p", TALLY)
+    assert main(["fix", str(repo), "--replay", str(tmp_path / "t.jsonl"), "--quiet"]) == 2
+    assert "--replay replays an LLM engine's answers" in capsys.readouterr().err
+    assert _fix(repo, "--replay", str(tmp_path / "missing.jsonl")) == 2
+    assert "cannot read the transcript" in capsys.readouterr().err
+    assert not (repo / ".selfix").exists()  # refused before anything was written
