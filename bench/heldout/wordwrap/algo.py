@@ -1,0 +1,15 @@
+def wrap(text, width):
+    """Greedy word wrap: lines of at most width characters."""
+    lines = []
+    line = ""
+    for word in text.split():
+        if not line:
+            line = word
+        elif len(line) + 1 + len(word) < width:
+            line += " " + word
+        else:
+            lines.append(line)
+            line = word
+    if line:
+        lines.append(line)
+    return lines
