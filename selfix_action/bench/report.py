@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import html
+import json
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -40,7 +42,11 @@ def _by_library(records: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, A
 
 
 def render_markdown(
-    records: Sequence[dict[str, Any]], name: str, other: Sequence[dict[str, Any]] | None = None, other_name: str = ""
+    records: Sequence[dict[str, Any]],
+    name: str,
+    other: Sequence[dict[str, Any]] | None = None,
+    other_name: str = "",
+    reviews: dict[str, Any] | None = None,
 ) -> str:
     s = summarize(records)
     lo, hi = s["ci"]
@@ -81,7 +87,7 @@ def render_markdown(
             f"- two-sided exact McNemar p = {p.p_value:.4g}",
         ]
     if any(r.get("kind") == "realbug" for r in records):
-        lines += realbug_section(records, name, other, other_name)
+        lines += realbug_section(records, name, other, other_name, reviews)
     lines += ["", "## Tasks", "", "| task | resolved | s | runs | candidates | stop |", "|---|---|---:|---:|---:|---|"]
     for r in sorted(records, key=lambda r: r["id"]):
         stop = r.get("error") or r.get("stop_reason", "")
@@ -120,7 +126,11 @@ def _confidence_label(record: dict[str, Any]) -> str:
 
 
 def realbug_section(
-    records: Sequence[dict[str, Any]], name: str, other: Sequence[dict[str, Any]] | None, other_name: str
+    records: Sequence[dict[str, Any]],
+    name: str,
+    other: Sequence[dict[str, Any]] | None,
+    other_name: str,
+    reviews: dict[str, Any] | None = None,
 ) -> list[str]:
     """Resolved / correct / plausible-but-wrong with 95% Wilson intervals, per project, the confidence of each
     patch, and the paired tests (exact McNemar) on resolved and on correct against another run."""
@@ -156,6 +166,7 @@ def realbug_section(
             verdict = "correct" if r.get("correct") else "plausible but wrong"
             differs = ", ".join(r.get("ast_differs", [])[:3]) or "-"
             lines.append(f"| {r['id']} | {verdict} | {html.escape(_confidence_label(r))} | {html.escape(differs)} |")
+    lines += reviewed_section(realbug, reviews or {})
     lines += confidence_calibration(realbug)
     lines += spending(realbug)
     if other is not None:
@@ -183,6 +194,50 @@ def realbug_section(
                 f"- {field.replace('_', '-')}: both {p.both}, only `{name}` {p.only_a}, only `{other_name}` "
                 f"{p.only_b}, neither {p.neither} of {p.shared}; p = {p.p_value:.4g}"
             )
+    return lines
+
+
+def patch_digest(patch: str) -> str:
+    """The key a reviewed verdict is filed under: the patch's text, hashed (a verdict holds for that patch only)."""
+    return hashlib.sha256(patch.encode("utf-8")).hexdigest()[:16]
+
+
+def read_reviews(path: Path) -> dict[str, dict[str, str]]:
+    """Verdicts reached by reading patches the syntax-tree comparison calls wrong: ``{task: {digest: verdict,
+    argument}}`` from ``bench/realbugs/reviewed.json`` (none: {})."""
+    if not path.is_file():
+        return {}
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def reviewed_section(realbug: Sequence[dict[str, Any]], reviews: dict[str, Any]) -> list[str]:
+    """The plausible-but-wrong patches someone read, and what reading found: correct (equivalent to the
+    developers' fix on every input) or wrong; the count of correct patches after reading."""
+    read = []
+    for record in realbug:
+        if not record.get("plausible_wrong"):
+            continue
+        review = reviews.get(record["id"], {}).get(patch_digest(record.get("patch", "")))
+        if review is not None:
+            read.append((record, review))
+    if not read:
+        return []
+    correct_after = sum(1 for r in realbug if r.get("correct")) + sum(
+        1 for _, review in read if review.get("verdict") == "correct"
+    )
+    lines = [
+        "",
+        f"Read where the syntax trees differ ({len(read)} plausible-but-wrong patch(es) read): correct after reading "
+        f"**{_rate(correct_after, len(realbug))}**.",
+        "",
+        "| task | confidence | verdict after reading | argument |",
+        "|---|---|---|---|",
+    ]
+    for record, review in sorted(read, key=lambda item: item[0]["id"]):
+        lines.append(
+            f"| {record['id']} | {html.escape(_confidence_label(record))} | {review.get('verdict')} | "
+            f"{html.escape(review.get('argument', ''))} |"
+        )
     return lines
 
 
@@ -295,6 +350,7 @@ def write_report(
     name: str,
     other: Sequence[dict[str, Any]] | None = None,
     other_name: str = "",
+    reviews: dict[str, Any] | None = None,
 ) -> None:
-    (run_dir / "report.md").write_text(render_markdown(records, name, other, other_name), encoding="utf-8")
+    (run_dir / "report.md").write_text(render_markdown(records, name, other, other_name, reviews), encoding="utf-8")
     (run_dir / "chart.svg").write_text(render_svg(records, name), encoding="utf-8")

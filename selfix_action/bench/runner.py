@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from selfix_action.bench.realbugs import RealBugTask
-from selfix_action.bench.report import write_report
+from selfix_action.bench.report import read_reviews, write_report
 from selfix_action.bench.tasks import Task, load_bench_tasks
 from selfix_action.bench.worker import API_KEY_VARIABLE
 
@@ -209,5 +209,6 @@ def run_bench(options: BenchOptions, log: Callable[[str], None] = print) -> Path
     other = None
     if options.compare is not None:
         other = read_records(options.compare / "results.jsonl")
-    write_report(run_dir, records, name, other, options.compare.name if options.compare else "")
+    reviews = read_reviews((options.tasks if options.tasks.is_dir() else options.tasks.parent).parent / "reviewed.json")
+    write_report(run_dir, records, name, other, options.compare.name if options.compare else "", reviews)
     return run_dir

@@ -167,3 +167,21 @@ def test_the_ci_report_a_task_gets_names_its_tests_as_pytest_does(tmp_path: Path
     cases = parse_reports([report]).cases
     assert [c.nodeid for c in cases if c.outcome is Outcome.FAILED] == failing
     assert [c.nodeid for c in cases if c.outcome is Outcome.PASSED] == passing
+
+
+def test_a_reviewed_verdict_counts_only_for_the_patch_it_was_given_for() -> None:
+    from selfix_action.bench.report import patch_digest, render_markdown
+
+    base = {"kind": "realbug", "resolved": True, "library": "p", "template": "single-line"}
+    records = [
+        {**base, "id": "a", "correct": True, "patch": "x"},
+        {**base, "id": "b", "correct": False, "plausible_wrong": True, "patch": "reordered and-chain"},
+        {**base, "id": "c", "correct": False, "plausible_wrong": True, "patch": "another patch"},
+    ]
+    reviews = {
+        "b": {patch_digest("reordered and-chain"): {"verdict": "correct", "argument": "same value on every input"}},
+        "c": {patch_digest("a patch nobody read"): {"verdict": "correct", "argument": "for another patch"}},
+    }
+    report = render_markdown(records, "r", reviews=reviews)
+    assert "1 plausible-but-wrong patch(es) read): correct after reading **2/3" in report
+    assert "same value on every input" in report and "for another patch" not in report
