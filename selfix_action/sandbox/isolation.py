@@ -290,17 +290,19 @@ class Isolation:
             else:
                 return []
             return [self.tool, *flags, "--", "/bin/sh", "-c", '"$@"; exit $?', "sh"]
+        # A fresh network namespace has its loopback down: the launcher brings it up, then becomes the command.
+        loopback = [sys.executable, "-I", "-m", "selfix_action.sandbox.loopback", "--"]
         if self.kind == "unshare-root":
             flags = ["--net", "--pid", "--fork", "--mount-proc", "--kill-child"]
         elif self.kind == "unshare-user":
             flags = ["--user", "--map-root-user", "--net", "--pid", "--fork", "--mount-proc", "--kill-child"]
         elif self.kind == "unshare-user-net":
-            return [self.tool, "--user", "--map-root-user", "--net", "--"]
+            return [self.tool, "--user", "--map-root-user", "--net", "--", *loopback]
         else:
-            return [self.tool, "--net", "--"]
+            return [self.tool, "--net", "--", *loopback]
         # The command must not be pid 1 of the namespace: pid 1 ignores signals it has no handler for
         # (SIGXCPU from the CPU limit, SIGTERM) and must reap orphans. sh is pid 1 and waits for it.
-        return [self.tool, *flags, "--", "/bin/sh", "-c", '"$@"; exit $?', "sh"]
+        return [self.tool, *flags, "--", "/bin/sh", "-c", '"$@"; exit $?', "sh", *loopback]
 
     def _bwrap_prefix(self, plan: _MountPlan, workdir: Path, network: bool = False) -> list[str]:
         args = [self.tool]
