@@ -269,9 +269,14 @@ class Isolation:
         if self.uid is not None:
             for path in (program, *rw):
                 _check_reachable(path, self.uid, self.gid)
+        # POSIX semaphores and shared memory (multiprocessing's locks, a ProcessPoolExecutor) live in /dev/shm:
+        # without it such tests failed here and passed outside (the sandbox differential: black's multi-file
+        # runs). No mount namespace here, so it is the host's /dev/shm: the sandbox uid reaches only what others
+        # left world-writable there, which bwrap's private /dev/shm would not show it.
+        shared_memory = [p for p in (Path("/dev/shm"),) if p.is_dir()]
         policy = policy_json(
             read=[str(p) for p in [*readable, Path("/proc"), Path("/sys")]],
-            write=[str(p) for p in rw],
+            write=[str(p) for p in [*rw, *shared_memory]],
             devices=list(_DEVICES),
             uid=self.uid,
             gid=self.gid,
