@@ -569,7 +569,7 @@ class Verifier:
             broken = not_passing(run, targets)
             if not broken:
                 return Confirmation(attempt, run, note=note)
-            failed = [n for n in broken if n in run.results]
+            failed = _failed(run, broken)
             if run.timed_out and not failed and not timed_out_once and self.budget.allows(1) is None:
                 # Killed by the wall-clock limit with nothing failed: a loaded machine or a timing test as often
                 # as a hang the patch brought. Once more; killed again, the patch is kept unconfirmed, never
@@ -581,7 +581,7 @@ class Verifier:
                 broken = not_passing(run, targets)
                 if not broken:
                     return Confirmation(attempt, run, note=note)
-                failed = [n for n in broken if n in run.results]
+                failed = _failed(run, broken)
             if run.timed_out and not failed:
                 why = (
                     f"the whole suite did not finish within the test-run time limit, twice ({run.duration:.0f} s; "
@@ -607,6 +607,12 @@ def _verdict(
         detail=detail,
         test_runs=runs,
     )
+
+
+def _failed(run: TestRun, broken: Sequence[str]) -> list[str]:
+    """The tests of ``broken`` that ran and failed: not those the wall-clock limit killed (TIMEOUT) or never
+    reached."""
+    return [n for n in broken if n in run.results and run.results[n].status is not TestStatus.TIMEOUT]
 
 
 def _raised_in_project(result: TestResult) -> bool:

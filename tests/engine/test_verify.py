@@ -285,7 +285,9 @@ class TimingOutSandbox(ScriptedSandbox):
         run = super().run_tests(nodeids, **options)
         if nodeids is not None or self.text == ORIGINAL:
             return run
+        # The sandbox records the test the limit killed as TIMEOUT and runs the rest without it.
         results = {n: r for n, r in run.results.items() if n != OTHER}
+        results[OTHER] = TestResult(nodeid=OTHER, status=TestStatus.TIMEOUT, exc_type="Timeout")
         return TestRun(results=results, timed_out=True, duration=120.0)
 
 
