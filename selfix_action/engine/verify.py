@@ -558,30 +558,30 @@ class Verifier:
         broken: list[str] = []
         run = TestRun()
         timed_out_once = False
+
+        def whole_suite(files: Mapping[str, str]) -> tuple[TestRun, list[str]]:
+            with self.sandbox.patched(files):
+                ran = self.run(None, coverage=coverage)
+            return ran, not_passing(ran, targets)
+
         for attempt in attempts:
             stop = self.budget.allows(1)
             if stop is not None:
                 self.trace("confirm", f"not run: {stop.why}")
                 return Confirmation(attempt, not_run=stop.why, note=note)
             self.trace("confirm", "running the whole suite on the patched copy")
-            with self.sandbox.patched(attempt):
-                run = self.run(None, coverage=coverage)
-            broken = not_passing(run, targets)
+            run, broken = whole_suite(attempt)
+            if broken and run.timed_out and not _failed(run, broken) and not timed_out_once:
+                if self.budget.allows(1) is None:
+                    # Killed by the wall-clock limit with nothing failed: a loaded machine or a timing test as
+                    # often as a hang the patch brought. Once more; killed again, the patch is kept unconfirmed,
+                    # never rejected for the tests it did not finish (and never published as a fix).
+                    timed_out_once = True
+                    self.trace("confirm", "the whole suite was killed by the time limit with nothing failed; once more")
+                    run, broken = whole_suite(attempt)
             if not broken:
                 return Confirmation(attempt, run, note=note)
             failed = _failed(run, broken)
-            if run.timed_out and not failed and not timed_out_once and self.budget.allows(1) is None:
-                # Killed by the wall-clock limit with nothing failed: a loaded machine or a timing test as often
-                # as a hang the patch brought. Once more; killed again, the patch is kept unconfirmed, never
-                # rejected for the tests it did not finish (and never published as a fix).
-                timed_out_once = True
-                self.trace("confirm", "the whole suite was killed by the time limit with nothing failed; once more")
-                with self.sandbox.patched(attempt):
-                    run = self.run(None, coverage=coverage)
-                broken = not_passing(run, targets)
-                if not broken:
-                    return Confirmation(attempt, run, note=note)
-                failed = _failed(run, broken)
             if run.timed_out and not failed:
                 why = (
                     f"the whole suite did not finish within the test-run time limit, twice ({run.duration:.0f} s; "
