@@ -26,7 +26,16 @@ pytestmark = [
 
 MAX_CALLS = 2
 MAX_OUTPUT_TOKENS = 96
-CLEAN_STOPS = {"healed", "hypotheses_exhausted", "budget_exhausted", "time_limit", "repeated_edit", "no_suspects"}
+# environment_not_code: a small model may say the failure is the environment's; a clean stop too (exit 1).
+CLEAN_STOPS = {
+    "healed",
+    "hypotheses_exhausted",
+    "budget_exhausted",
+    "time_limit",
+    "repeated_edit",
+    "no_suspects",
+    "environment_not_code",
+}
 
 
 @pytest.fixture(scope="module")

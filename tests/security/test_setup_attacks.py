@@ -81,7 +81,7 @@ def fsmonitor():
 
 
 def selfix_site_packages():
-    pathlib.Path(CONFIG["selfix_site"], "selfix-test-pwned.pth").write_text("# planted by a setup.py\n")
+    pathlib.Path(CONFIG["selfix_site"], CONFIG["planted"]).write_text("# planted by a setup.py\n")
 
 
 for name, action in list(globals().items()):
@@ -133,9 +133,15 @@ def _hostile_workspace(tmp_path: Path, outside_tmp: Path, holder: int) -> tuple[
         "workspace": str(repo),
         "github_env": str(github_env),
         "selfix_site": SELFIX_SITE,
+        # One name per test: the control test plants its own file there, possibly while another test runs.
+        "planted": _planted_name(tmp_path),
     }
     (repo / "attack_config.json").write_text(json.dumps(config))
     return repo, github_env
+
+
+def _planted_name(tmp_path: Path) -> str:
+    return f"selfix-test-pwned-{tmp_path.parent.name}-{tmp_path.name}.pth"
 
 
 def _secrets_source() -> dict[str, str]:
@@ -154,7 +160,7 @@ def test_a_hostile_setup_py_gets_nothing_and_the_heal_goes_on(
     need_level(isolation, IsolationLevel.BWRAP, "a setup command inside the boundary")
     repo, github_env = _hostile_workspace(tmp_path, outside_tmp, token_holder)
     monkeypatch.setenv("RUNNER_TEMP", str(outside_tmp))  # the runner's command files live there
-    planted = Path(SELFIX_SITE) / "selfix-test-pwned.pth"
+    planted = Path(SELFIX_SITE) / _planted_name(tmp_path)
     setup = run_setup(repo, isolation, env_source=_secrets_source())
     try:
         assert setup.ok, setup.result.stdout + setup.result.stderr  # the install itself went on
@@ -183,7 +189,7 @@ def test_control_without_isolation_the_same_setup_py_succeeds(
     if os.geteuid() != 0:
         pytest.skip("the control's writes (selfix's site-packages, a 0666 file) need root here")
     repo, github_env = _hostile_workspace(tmp_path, outside_tmp, token_holder)
-    planted = Path(SELFIX_SITE) / "selfix-test-pwned.pth"
+    planted = Path(SELFIX_SITE) / _planted_name(tmp_path)
     setup = run_setup(repo, None, env_source=_secrets_source())
     try:
         assert setup.ok, setup.result.stdout + setup.result.stderr
