@@ -1,9 +1,9 @@
 """``--engine auto``: the cheap path first. The offline engine tries its repair templates within a small budget;
 only if none heals at high confidence does the LLM engine run, shown what the offline engine tried (the evidence
 is the same object, and the candidates that failed, with how they failed, go into its context as negative
-examples). When
-the offline engine heals at high confidence, no model is called; a patch below high is kept, shown to the LLM
-engine as a candidate to confirm or beat, and the loop keeps the better of the two (``accepts``).
+examples). When the offline engine heals at high confidence, no model is called; a patch below high is kept,
+shown to the LLM engine as a candidate to confirm or beat, and the loop keeps the better of the two
+(``accepts``).
 
 The loop asks an engine for its hypotheses once and walks the list it gets back. The cascade hands it the
 offline hypotheses followed by one hand-over entry, in a list it keeps. The loop reaches the hand-over only

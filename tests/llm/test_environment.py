@@ -30,6 +30,17 @@ HYPOTHESIS = DETECTIVE["hypotheses"][0]
 EDIT = FIX["edits"][0]
 
 
+def _provider(patch: dict[str, Any]) -> FakeProvider:
+    """The Detective names the tally bug, QA reproduces it, the Patcher answers ``patch``."""
+    return FakeProvider(
+        by_tool={
+            "report_hypotheses": [anthropic_tool_use("report_hypotheses", {"hypotheses": [HYPOTHESIS]})],
+            "write_reproduction_test": [anthropic_tool_use("write_reproduction_test", QA)],
+            "propose_edits": [anthropic_tool_use("propose_edits", patch)],
+        }
+    )
+
+
 def _heal(tmp_path: Path, provider: FakeProvider) -> tuple[int, dict[str, Any], Path]:
     repo = write_project(tmp_path / "p", PROJECT)
     argv = ["fix", str(repo), "--engine", "anthropic", "--quiet", "--no-memory", "--test-timeout", "30"]
@@ -58,13 +69,7 @@ def test_tests_the_patcher_puts_on_the_environment_are_left_out_and_the_others_h
         "environment_problem": ENVIRONMENT,
         "environment_tests": ["tests/test_tally.py::test_counts_service"],
     }
-    provider = FakeProvider(
-        by_tool={
-            "report_hypotheses": [anthropic_tool_use("report_hypotheses", {"hypotheses": [HYPOTHESIS]})],
-            "write_reproduction_test": [anthropic_tool_use("write_reproduction_test", QA)],
-            "propose_edits": [anthropic_tool_use("propose_edits", patch)],
-        }
-    )
+    provider = _provider(patch)
     code, report, _ = _heal(tmp_path, provider)
     assert code == 0 and report["stop_reason"] == "healed"
     assert "counts.get(word, 0) + 1" in report["patch"]["diff"]
@@ -85,14 +90,7 @@ def test_naming_every_failing_test_as_the_environments_stops_the_heal(tmp_path: 
         "environment_problem": ENVIRONMENT,
         "environment_tests": ["tests/test_tally.py::test_counts_service", "tests/test_tally.py::test_tally"],
     }
-    provider = FakeProvider(
-        by_tool={
-            "report_hypotheses": [anthropic_tool_use("report_hypotheses", {"hypotheses": [HYPOTHESIS]})],
-            "write_reproduction_test": [anthropic_tool_use("write_reproduction_test", QA)],
-            "propose_edits": [anthropic_tool_use("propose_edits", patch)],
-        }
-    )
-    code, report, _ = _heal(tmp_path, provider)
+    code, report, _ = _heal(tmp_path, _provider(patch))
     assert code == 1 and report["stop_reason"] == "environment_not_code" and report["patch"] is None
 
 
@@ -105,13 +103,6 @@ def test_blaming_tests_that_are_not_to_be_healed_ends_the_hypothesis_not_the_hea
         "environment_problem": "test_pgen was killed by the machine's load, not by the patch",
         "environment_tests": ["tests/test_tally.py::test_pgen"],
     }
-    provider = FakeProvider(
-        by_tool={
-            "report_hypotheses": [anthropic_tool_use("report_hypotheses", {"hypotheses": [HYPOTHESIS]})],
-            "write_reproduction_test": [anthropic_tool_use("write_reproduction_test", QA)],
-            "propose_edits": [anthropic_tool_use("propose_edits", patch)],
-        }
-    )
-    code, report, _ = _heal(tmp_path, provider)
+    code, report, _ = _heal(tmp_path, _provider(patch))
     assert code == 1 and report["stop_reason"] == "hypotheses_exhausted"
     assert any("hypothesis 1 ended" in note and "test_pgen" in note for note in report["notes"])

@@ -10,12 +10,7 @@ from pathlib import Path
 import pytest
 
 from selfix_action.engine.models import TestStatus
-from selfix_action.errors import SandboxError
-from selfix_action.sandbox.isolation import IsolationConfig, detect_isolation
-from selfix_action.sandbox.process import Limits
-from selfix_action.sandbox.pytest_sandbox import PytestSandbox
-from tests.conftest import write_project
-from tests.security.conftest import python_for, traversable
+from tests.security.conftest import run_project_at
 
 LOCALHOST = {
     "tests/test_lo.py": """
@@ -37,19 +32,5 @@ NODE = "tests/test_lo.py::test_a_server_of_its_own_on_localhost"
 
 @pytest.mark.parametrize(("mode", "expected"), [("unshare", "passed"), ("bwrap", "passed"), ("landlock", "failed")])
 def test_localhost_inside_the_sandbox(tmp_path: Path, mode: str, expected: str) -> None:
-    try:
-        isolation = detect_isolation(IsolationConfig(mode=mode))
-    except SandboxError as exc:
-        pytest.skip(f"isolation level {mode} is not available on this machine: {exc}")
-    traversable(tmp_path)
-    repo = write_project(tmp_path / "repo", LOCALHOST)
-    with PytestSandbox(
-        repo,
-        [python_for(isolation), "-m", "pytest"],
-        limits=Limits(wall_seconds=60),
-        env_source={"PATH": "/usr/bin:/bin"},
-        scratch_parent=tmp_path,
-        isolation=isolation,
-    ) as sandbox:
-        run = sandbox.run_tests(None)
+    run = run_project_at(mode, tmp_path, LOCALHOST)
     assert run.results[NODE].status is TestStatus(expected), run.output_tail

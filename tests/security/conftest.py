@@ -91,6 +91,26 @@ def python_for(isolation: Isolation) -> str:
     return _reachable_python(isolation.uid, isolation.gid)
 
 
+def run_project_at(mode: str, tmp_path: Path, files: Mapping[str, str]) -> TestRun:
+    """``files`` as a project, its whole suite run once in the sandbox at isolation level ``mode`` (skipped with
+    the reason where that level does not work here)."""
+    try:
+        isolation = detect_isolation(IsolationConfig(mode=mode))
+    except SandboxError as exc:
+        pytest.skip(f"isolation level {mode} is not available on this machine: {exc}")
+    traversable(tmp_path)
+    repo = write_project(tmp_path / "repo", dict(files))
+    with PytestSandbox(
+        repo,
+        [python_for(isolation), "-m", "pytest"],
+        limits=Limits(wall_seconds=60),
+        env_source={"PATH": "/usr/bin:/bin"},
+        scratch_parent=tmp_path,
+        isolation=isolation,
+    ) as sandbox:
+        return sandbox.run_tests(None)
+
+
 @functools.cache
 def _reachable_python(uid: int, gid: int | None) -> str:
     from selfix_action.sandbox import isolation as iso_mod
