@@ -35,6 +35,9 @@ from selfix_action.sandbox.isolation import Isolation, former_home
 from selfix_action.sandbox.process import Limits, ProcessResult, memory_cap, private_dirs, run_process, sandbox_env
 
 PLUGIN_DIR = Path(__file__).parent / "plugin"
+# The oldest project interpreter selfix's pytest plugins (collector, fork and hot workers) are tested on
+# (tests/sandbox/test_project_pythons.py heals an example on each one the machine has).
+OLDEST_PROJECT_PYTHON = (3, 7)
 _MAX_HANG_RETRIES = 3
 # pytest's exit codes that mean the run could not report on the tests it was given (0: all passed, 1: some failed).
 _PYTEST_TROUBLE = {
@@ -453,6 +456,12 @@ class PytestSandbox:
         return {
             # The worker holds the unpatched project and each check is a fresh fork of it: only changed files.
             "files": {str(self._path(rel)): text for rel, text in wanted.items() if text != self._originals[rel]},
+            # Before Python 3.11 the worker matches definitions by compiling the unpatched source as well.
+            "originals": {
+                str(self._path(rel)): self._originals[rel]
+                for rel, text in wanted.items()
+                if text != self._originals[rel]
+            },
             "nodeids": list(nodeids),
             "stop_first": stop_first,
             "results": str(results_file),
@@ -517,10 +526,39 @@ class PytestSandbox:
                     records.append(record)
             results_file.unlink()
         if not records and proc.returncode not in (0, 5) and not proc.timed_out:
+            unsupported = self._unsupported_interpreter()
+            if unsupported:
+                raise SandboxError(unsupported)
             raise SandboxError(
                 f"the test command failed before running any test (exit {proc.returncode}):\n{_tail(proc, 15)}"
             )
         return records
+
+    def _unsupported_interpreter(self) -> str:
+        """Why the test command's Python cannot run selfix's plugins, when that is why no test ran ("" if not)."""
+        if len(self.test_cmd) < 3 or self.test_cmd[1:3] != ["-m", "pytest"]:
+            return ""  # not a `<python> -m pytest` command: its interpreter is not known
+        probe = run_process(
+            [self.test_cmd[0], "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+            cwd=self.root,
+            env=sandbox_env(self._env_source, extra=self._private_env),
+            limits=dataclasses.replace(self.limits, wall_seconds=30),
+            isolation=self.isolation,
+            writable=(self._tmp,),
+            hidden=self._hidden,
+        )
+        try:
+            version = tuple(int(part) for part in probe.stdout.strip().split("."))
+        except ValueError:
+            return ""
+        if version >= OLDEST_PROJECT_PYTHON:
+            return ""
+        oldest = ".".join(map(str, OLDEST_PROJECT_PYTHON))
+        return (
+            f"the test command's interpreter is Python {probe.stdout.strip()}, which selfix does not support: its "
+            f"pytest plugins run inside the project's interpreter and need Python {oldest} or newer "
+            f"({self.test_cmd[0]}); point --test-cmd (the action's test_command) at a newer interpreter"
+        )
 
     # -- several candidates at once ------------------------------------------------------------------
     def check_candidates(self, checks: Sequence[CandidateCheck]) -> list[TestRun]:

@@ -31,6 +31,13 @@ def _preload():
         pass
 
 
+def _exit_code(status):
+    """A wait status as an exit code (negative: killed by that signal); os.waitstatus_to_exitcode is 3.9+."""
+    if hasattr(os, "waitstatus_to_exitcode"):
+        return os.waitstatus_to_exitcode(status)
+    return -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+
+
 def _wait(pid, timeout):
     """Exit code of ``pid``, or None if it is still running after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
@@ -42,7 +49,7 @@ def _wait(pid, timeout):
         while True:
             done, status = os.waitpid(pid, os.WNOHANG)
             if done:
-                return os.waitstatus_to_exitcode(status)
+                return _exit_code(status)
             left = deadline - time.monotonic()
             if left <= 0:
                 return None

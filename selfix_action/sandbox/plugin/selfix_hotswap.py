@@ -2,13 +2,15 @@
 
 Run as ``python -m selfix_hotswap PYTEST_ARGS...`` inside the sandbox with the project's interpreter. It runs
 ``pytest.main`` with those arguments; when collection is done, instead of running the tests it serves requests:
-one JSON list per line on stdin, of checks {"files": {path: source}, "nodeids": [...], "stop_first": bool,
-"results": path, "log": path, "timeout": seconds, optional "cpu_seconds": the child's CPU limit}. Each check is
-served by a forked child, all of a line's at once (several cores): it compiles the patched sources, swaps the new
-code objects into the already-imported functions (matched by qualified name), runs the requested test items
-through pytest's normal runtest protocol and exits. The worker itself is never modified. The reply is a list of
-{"rc": int | None, "timed_out": bool}, one per check; rc 75 means "cannot swap this patch, run it another way",
-76 "a requested test is not among the collected ones". The first line written is {"ready": true, ...}.
+one JSON list per line on stdin, of checks {"files": {path: source}, "originals": {path: unpatched source},
+"nodeids": [...], "stop_first": bool, "results": path, "log": path, "timeout": seconds, optional "cpu_seconds":
+the child's CPU limit}. Each check is served by a forked child, all of a line's at once (several cores): it
+compiles the patched sources, swaps the new code objects into the already-imported functions (matched by
+qualified name; before Python 3.11, whose code objects carry no ``co_qualname``, the name is worked out from the
+nesting of the compiled unpatched source), runs the requested test items through pytest's normal runtest
+protocol and exits. The worker itself is never modified. The reply is a list of {"rc": int | None,
+"timed_out": bool}, one per check; rc 75 means "cannot swap this patch, run it another way", 76 "a requested
+test is not among the collected ones". The first line written is {"ready": true, ...}.
 """
 
 import functools
@@ -23,6 +25,9 @@ from selfix_forkserver import _reap, _run_child
 
 UNSWAPPABLE = 75
 UNKNOWN_TEST = 76
+# CO_OPTIMIZED | CO_NEWLOCALS: the code of a function (its nested definitions are "<name>.<locals>.x"), not of a
+# class body (whose methods are "<Class>.x").
+_FUNCTION_FLAGS = 0x0001 | 0x0002
 
 
 class _Server:
@@ -70,12 +75,21 @@ class _Server:
             if soft == resource.RLIM_INFINITY or cpu < soft:
                 new_hard = cpu + 1 if hard == resource.RLIM_INFINITY else min(hard, cpu + 1)
                 resource.setrlimit(resource.RLIMIT_CPU, (cpu, new_hard))
+        originals = request.get("originals", {})
         for path, source in request["files"].items():
-            if not _swap(path, source, functions):
+            try:
+                swapped = _swap(path, source, originals.get(path), functions)
+            except Exception:  # a failure of the swap itself, not of the project: run this check another way
+                import traceback
+
+                traceback.print_exc()
+                swapped = False
+            if not swapped:
                 return UNSWAPPABLE
         selected = []
         for nodeid in request["nodeids"]:
             if nodeid not in items:
+                sys.stderr.write(f"selfix hot worker: {nodeid} is not among the collected tests\n")
                 return UNKNOWN_TEST
             selected.append(items[nodeid])
         import selfix_collector
@@ -90,12 +104,32 @@ class _Server:
         return 1 if self.failed else 0
 
 
-def _code_objects(code, found):
+def _code_objects(code, found, prefix=""):
+    """Every code object nested in ``code``, by qualified name."""
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
-            found.setdefault(const.co_qualname, []).append(const)
-            _code_objects(const, found)
+            qualname = _qualname(const, prefix)
+            found.setdefault(qualname, []).append(const)
+            nested = ".<locals>." if const.co_flags & _FUNCTION_FLAGS == _FUNCTION_FLAGS else "."
+            _code_objects(const, found, qualname + nested)
     return found
+
+
+def _qualname(code, prefix):
+    # Python 3.11+ records it; before, it is the enclosing definitions' names (``prefix``) and the code's own.
+    return getattr(code, "co_qualname", None) or prefix + code.co_name
+
+
+def _old_qualnames(original, filename):
+    """Before Python 3.11: the qualified name of each code object of the unpatched source, by what identifies it
+    (a live function's code is equal to its counterpart compiled from the same source)."""
+    if original is None:
+        return None
+    names = {}
+    for qualname, codes in _code_objects(compile(original, filename, "exec", dont_inherit=True), {}).items():
+        for code in codes:
+            names[(code.co_name, code.co_firstlineno, code.co_code)] = qualname
+    return names
 
 
 def _key(code):
@@ -104,28 +138,45 @@ def _key(code):
     return (code.co_code, code.co_names, code.co_varnames, code.co_freevars, code.co_cellvars, consts)
 
 
-def _swap(path, source, functions):
+def _swap(path, source, original, functions):
     """Point every live function defined in ``path`` whose code changed at its new code; False if impossible."""
     filenames = [name for name in functions if name and os.path.realpath(name) == os.path.realpath(path)]
     if not filenames:
         return True  # nothing from this file is imported yet: it will be imported from disk (patched)
     for filename in filenames:
         new = _code_objects(compile(source, filename, "exec", dont_inherit=True), {})
+        old_names = None if hasattr(types.CodeType, "co_qualname") else _old_qualnames(original, filename)
         for function in functions[filename]:
             old = function.__code__
-            choices = new.get(old.co_qualname, [])
+            if old_names is None:
+                if not hasattr(old, "co_qualname"):
+                    return _unswappable("no unpatched source to match definitions by (Python < 3.11)", old)
+                qualname = old.co_qualname
+            else:
+                qualname = old_names.get((old.co_name, old.co_firstlineno, old.co_code))
+                if qualname is None:  # defined by exec, or stale
+                    return _unswappable("not among the unpatched file's definitions", old)
+            choices = new.get(qualname, [])
             if any(c == old for c in choices):
                 continue  # unchanged, lines included (the usual case: a fast comparison in C)
             old_key = _key(old)
             if any(_key(c) == old_key for c in choices):
                 continue  # unchanged but moved (lines shifted by an edit above it)
             if len(choices) != 1:
-                return False  # gone, or ambiguous (several changed definitions with one qualified name)
+                return _unswappable(f"{len(choices)} definitions of {qualname} in the patch", old)
             replacement = choices[0]
             if replacement.co_freevars != old.co_freevars:
-                return False
+                return _unswappable("its closure changed", old)
             function.__code__ = replacement
     return True
+
+
+def _unswappable(reason, code):
+    """False, with the reason in the check's log (the host then runs the check another way)."""
+    sys.stderr.write(
+        f"selfix hot worker: cannot swap {code.co_name} ({code.co_filename}:{code.co_firstlineno}): {reason}\n"
+    )
+    return False
 
 
 def main():

@@ -1,0 +1,114 @@
+"""Every project Python from 3.8 to 3.13 heals, at ``bwrap`` and at ``landlock``.
+
+selfix's pytest plugins (collector, fork-per-run and hot workers) run inside the project's own interpreter, which
+is not selfix's: the composite action runs the workflow's `python`, and `--test-cmd <venv>/bin/python -m pytest`
+names any. Each case builds a virtual environment of one interpreter this machine has (pyenv's, or a
+`python3.X` on PATH), installs pytest into it from the package index, and heals the `range_sum` example through
+`selfix fix` with it. The hot worker must have served the candidate checks: before Python 3.11 code objects
+have no `co_qualname`, and a worker that relied on it rejected every candidate, the right fix among them.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import glob
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from selfix_action.cli import main
+from selfix_action.errors import SandboxError
+from selfix_action.sandbox.isolation import IsolationConfig, detect_isolation
+from tests.commands.test_fix_cmd import EXPECTED, changed_lines, copy_example
+from tests.security.conftest import traversable
+
+PROJECT_PYTHONS = ("3.8", "3.9", "3.10", "3.11", "3.12", "3.13")
+
+
+def find_interpreter(version: str) -> str | None:
+    """An interpreter of ``version`` on this machine: pyenv's newest ``3.X.*``, else ``python3.X`` on PATH (a
+    pyenv shim is a shell script that needs pyenv itself, which the sandbox does not show)."""
+    root = os.environ.get("PYENV_ROOT") or str(Path.home() / ".pyenv")
+    found = sorted(glob.glob(f"{root}/versions/{version}.*/bin/python{version}"))
+    if found:
+        return found[-1]
+    on_path = shutil.which(f"python{version}")
+    return on_path if on_path and "/shims/" not in on_path else None
+
+
+@pytest.fixture(scope="session")
+def venv_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # Shared by the xdist workers (the parent of each worker's base temp dir), so each venv is built once.
+    root = tmp_path_factory.getbasetemp().parent / "project-pythons"
+    root.mkdir(exist_ok=True)
+    return traversable(root)
+
+
+def project_venv(venv_root: Path, version: str) -> Path:
+    """A venv of ``version`` with pytest, built once per test session (skipped with the reason if it can't be)."""
+    interpreter = find_interpreter(version)
+    if interpreter is None:
+        pytest.skip(f"no Python {version} on this machine (neither python{version} on PATH nor pyenv's)")
+    venv = venv_root / f"py{version}"
+    python = venv / "bin" / "python"
+    with open(venv_root / f"py{version}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (venv / "ready").exists():
+            shutil.rmtree(venv, ignore_errors=True)
+            for argv in ([interpreter, "-m", "venv", str(venv)], [str(python), "-m", "pip", "install", "-q", "pytest"]):
+                proc = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+                if proc.returncode != 0:
+                    pytest.skip(f"could not build a Python {version} venv with pytest: {proc.stderr.strip()[-300:]}")
+            (venv / "ready").touch()
+    return python
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("level", ["bwrap", "landlock"])
+@pytest.mark.parametrize("version", PROJECT_PYTHONS)
+def test_the_example_heals_on_each_project_python(
+    version: str, level: str, venv_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    try:
+        detect_isolation(IsolationConfig(mode=level))
+    except SandboxError as exc:
+        pytest.skip(f"isolation level {level} is not available on this machine: {exc}")
+    python = project_venv(venv_root, version)
+    repo = copy_example("range_sum", traversable(tmp_path))
+    out = tmp_path / "out"
+    code = main(
+        ["fix", str(repo), "--test-cmd", f"{python} -m pytest", "--isolation", level, "--out", str(out), "--quiet"]
+    )
+    captured = capsys.readouterr()
+    if code == 2 and "cannot reach" in captured.err + captured.out:
+        # landlock has no mount namespace: an interpreter below a 0700 folder (pyenv in /root) is out of the
+        # sandbox uid's reach, and selfix refuses it (the field's interpreters live in the runner's tool cache).
+        pytest.skip(f"the Python {version} interpreter is out of the sandbox uid's reach at {level} here")
+    assert code == 0, captured.err + captured.out
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    expected = EXPECTED["range_sum"]
+    removed, added = changed_lines((out / "patch.diff").read_text(encoding="utf-8"))
+    assert removed == [expected["buggy"]]
+    assert added[0] in (expected["fixed"], *expected["also_acceptable"])
+    # The hot worker, not a fallback, served the candidates on this interpreter.
+    assert report["process_runs"]["hot"] > 0, report["process_runs"]
+    assert report["confidence"]["level"] == "high"
+
+
+def test_an_unsupported_project_python_is_refused_at_the_start(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    interpreter = find_interpreter("2.7")
+    if interpreter is None:
+        pytest.skip("no Python 2.7 on this machine to stand for an unsupported interpreter")
+    repo = copy_example("range_sum", traversable(tmp_path))
+    argv = ["fix", str(repo), "--test-cmd", f"{interpreter} -m pytest", "--out", str(tmp_path / "out"), "--quiet"]
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "Python 2.7, which selfix does not support" in err
+    assert "Python 3.7 or newer" in err
