@@ -21,9 +21,13 @@ from pathlib import Path
 import pytest
 
 from selfix_action.cli import main
+from selfix_action.engine.models import TestStatus
 from selfix_action.errors import SandboxError
 from selfix_action.sandbox.isolation import IsolationConfig, detect_isolation
+from selfix_action.sandbox.process import Limits
+from selfix_action.sandbox.pytest_sandbox import PytestSandbox
 from tests.commands.test_fix_cmd import EXPECTED, changed_lines, copy_example
+from tests.conftest import write_project
 from tests.security.conftest import traversable
 
 PROJECT_PYTHONS = ("3.8", "3.9", "3.10", "3.11", "3.12", "3.13")
@@ -112,3 +116,63 @@ def test_an_unsupported_project_python_is_refused_at_the_start(
     assert code == 2
     assert "Python 2.7, which selfix does not support" in err
     assert "Python 3.7 or newer" in err
+
+
+SHAPES = """\
+class A:
+    def get(self):
+        return 1
+
+
+class B:
+    def get(self):
+        return 2
+
+    def twice(self):
+        def inner(x):
+            return x * 2
+
+        return inner(self.get())
+"""
+SHAPE_TESTS = """\
+from shapes import A, B
+
+
+def test_a():
+    assert A().get() == 1
+
+
+def test_b():
+    assert B().get() == 2
+
+
+def test_twice():
+    assert B().twice() == 4
+"""
+
+
+@pytest.mark.parametrize("version", PROJECT_PYTHONS)
+def test_methods_of_one_name_and_nested_functions_swap_by_qualified_name(
+    version: str, venv_root: Path, tmp_path: Path
+) -> None:
+    """``A.get``/``B.get`` share a code name, ``B.twice.<locals>.inner`` is nested: each patch reaches exactly
+    the definition it edits, in the hot worker, with the verdicts of a fresh run."""
+    python = project_venv(venv_root, version)
+    repo = write_project(tmp_path / "repo", {"shapes.py": SHAPES, "tests/test_shapes.py": SHAPE_TESTS})
+    patches = {
+        "B.get": SHAPES.replace("return 2", "return 3"),
+        "inner": SHAPES.replace("return x * 2", "return x * 3"),
+    }
+    nodeids = ["tests/test_shapes.py::test_a", "tests/test_shapes.py::test_b", "tests/test_shapes.py::test_twice"]
+    with PytestSandbox(repo, [str(python), "-m", "pytest"], limits=Limits(wall_seconds=60)) as box:
+        verdicts = {}
+        for name, text in patches.items():
+            with box.patched({"shapes.py": text}):
+                hot = box.run_tests(nodeids, warm=True)
+                cold = box.run_tests(nodeids)
+            verdicts[name] = {n.split("::")[1]: (hot.results[n].status, cold.results[n].status) for n in nodeids}
+        assert box.hot_runs == 2, box.hot_unavailable
+    passed, failed = TestStatus.PASSED, TestStatus.FAILED
+    # B.get -> 3: test_a still passes (A.get untouched), test_b fails, twice() is 6.
+    assert verdicts["B.get"] == {"test_a": (passed, passed), "test_b": (failed, failed), "test_twice": (failed, failed)}
+    assert verdicts["inner"] == {"test_a": (passed, passed), "test_b": (passed, passed), "test_twice": (failed, failed)}
