@@ -11,7 +11,7 @@ from typing import Any
 
 from selfix_action.engine.fingerprint import failure_signature
 from selfix_action.engine.localize import localize
-from selfix_action.engine.models import Evidence, TestResult, TestRun
+from selfix_action.engine.models import Evidence, TestResult, TestRun, TestStatus
 from selfix_action.engine.paths import QA_TEST_DIR
 from selfix_action.engine.protocols import Sandbox
 from selfix_action.engine.report import StopReason
@@ -29,6 +29,8 @@ class Reproduction:
     f2p: tuple[str, ...] = ()  # failing here every time
     p2p: tuple[str, ...] = ()  # passing here (and in the CI report, when one is given)
     flaky: tuple[str, ...] = ()  # failed once, then passed when re-run
+    # Killed by the test-run limit on the unpatched code: a hang, never a test to heal; left out of later runs.
+    hung: tuple[str, ...] = ()
     # Passed in the CI report but failed here: the sandbox's doing (a different environment), never a failure to
     # heal, so neither F2P nor P2P; reported with the failure the sandbox saw.
     sandbox_failures: tuple[TestResult, ...] = ()
@@ -58,13 +60,24 @@ def reproduce(
     trace("reproduce", "running the test suite with per-test coverage")
     baseline = verifier.baseline()
     notes: list[str] = []
-    failing = [n for n in baseline.failing() if not n.startswith(QA_TEST_DIR)]
+    hung = tuple(
+        n for n, r in baseline.results.items() if r.status is TestStatus.TIMEOUT and not n.startswith(QA_TEST_DIR)
+    )
+    if hung:
+        # A test that never ends is no test to heal: a fix of the real bug would be rejected for it ("did not run
+        # (timed out)"), and every later run would wait for it again.
+        verifier.left_out = frozenset(hung)
+        notes.append(
+            f"{len(hung)} test(s) hung on the unpatched code and were killed at the test-run time limit (first: "
+            f"{hung[0]}, {baseline.results[hung[0]].message}): left out of every later run, never a test to heal"
+        )
+    failing = [n for n in baseline.failing() if not n.startswith(QA_TEST_DIR) and n not in hung]
     if junit_failing:
         # The CI report names the failures; tests it names that pass here are re-run below like any other.
         missing = [n for n in junit_failing if n not in baseline.results]
         if missing:
             notes.append(f"{len(missing)} failing test(s) from the report were not found here")
-        failing = [n for n in junit_failing if n in baseline.results]
+        failing = [n for n in junit_failing if n in baseline.results and n not in hung]
     passing = tuple(n for n in baseline.passing() if not junit_passing or n in junit_passing)
     ci_passed = set(junit_passing)
     sandbox_failures = tuple(baseline.results[n] for n in baseline.failing() if n in ci_passed)
@@ -74,7 +87,7 @@ def reproduce(
             f"{sandbox_failures[0].nodeid}): left out of the tests to heal and of the passing tests"
         )
     if not failing:
-        return Reproduction(baseline, p2p=passing, notes=tuple(notes), sandbox_failures=sandbox_failures)
+        return Reproduction(baseline, p2p=passing, hung=hung, notes=tuple(notes), sandbox_failures=sandbox_failures)
     trace("reproduce", f"re-running {len(failing)} failing test(s) to check they fail every time")
     reproducible = set(failing)
     for attempt in range(1, (2 if junit_failing else 1) + 1):
@@ -82,7 +95,7 @@ def reproduce(
             detail = f"{stop.why} reached before re-run {attempt} of the {len(failing)} failing test(s)"
             halted = Stop(stop.reason, detail)
             return Reproduction(
-                baseline, p2p=passing, notes=tuple(notes), sandbox_failures=sandbox_failures, stop=halted
+                baseline, p2p=passing, hung=hung, notes=tuple(notes), sandbox_failures=sandbox_failures, stop=halted
             )
         rerun = verifier.run(failing)
         unrun = [n for n in failing if n not in rerun.results]
@@ -93,13 +106,15 @@ def reproduce(
                 f"(first: {unrun[0]}), so they cannot be called flaky: {why.strip()[-1500:]}"
             )
             stop = Stop(StopReason.SANDBOX_ERROR, detail)
-            return Reproduction(baseline, p2p=passing, notes=tuple(notes), sandbox_failures=sandbox_failures, stop=stop)
+            return Reproduction(
+                baseline, p2p=passing, hung=hung, notes=tuple(notes), sandbox_failures=sandbox_failures, stop=stop
+            )
         reproducible &= set(rerun.failing())
     flaky = tuple(n for n in failing if n not in reproducible)
     if flaky:
         notes.append(f"{len(flaky)} failing test(s) passed on a re-run and were left out as flaky")
     f2p = tuple(n for n in failing if n in reproducible)
-    return Reproduction(baseline, f2p, passing, flaky, sandbox_failures, tuple(notes))
+    return Reproduction(baseline, f2p, passing, flaky, hung, sandbox_failures, tuple(notes))
 
 
 def gather_evidence(

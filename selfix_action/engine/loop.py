@@ -223,6 +223,8 @@ class HealingLoop:
         if repro.stop is not None:  # TIME_LIMIT, TEST_RUN_BUDGET, or SANDBOX_ERROR: a re-run gave no result
             return self._finish(repro.stop, repro)
         if not repro.f2p:
+            if repro.hung:
+                return self._finish(Stop(StopReason.ONLY_HUNG_TESTS), repro)
             if repro.sandbox_failures:
                 return self._finish(Stop(StopReason.ONLY_SANDBOX_FAILURES), repro)
             return self._finish(
@@ -725,6 +727,7 @@ class HealingLoop:
             f2p_tests=evidence.f2p_tests if evidence else (),
             p2p_tests=evidence.p2p_tests if evidence else (),
             flaky_tests=repro.flaky,
+            hung_tests=repro.hung,
             sandbox_failures=repro.sandbox_failures,
             failures=evidence.failures if evidence else (),
             coverage_used=evidence.coverage_used if evidence else False,

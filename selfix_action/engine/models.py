@@ -53,6 +53,8 @@ class TestRun(Frozen):
     coverage_note: str = ""
     coverage_collector: str = ""  # what measured the coverage: "coverage.py", "sys.settrace", "sys.monitoring"
     timed_out: bool = False
+    # Cut by the heal's time limit (``time_left``), not by the test-run limit: the test it stopped in did not hang.
+    deadline_reached: bool = False
     returncode: int | None = None
     duration: float = 0.0
     output_tail: str = ""  # last lines of the run's output, for reports when nothing else explains a failure

@@ -32,9 +32,12 @@ class Sandbox(Protocol):
         extra_test_files: Mapping[str, str] | None = None,
         warm: bool = False,
         wall_seconds: float | None = None,
+        time_left: float | None = None,
     ) -> TestRun:
         """Run the given tests (None: the whole suite). ``extra_test_files`` are scratch QA tests (paths under
-        ``QA_TEST_DIR``). ``warm`` allows a faster, already-started worker for repeated candidate checks."""
+        ``QA_TEST_DIR``). ``warm`` allows a faster, already-started worker for repeated candidate checks.
+        ``time_left``: the heal's remaining seconds; the run (its retries past a hung test included) ends by then,
+        and ``TestRun.deadline_reached`` says it was cut there."""
         ...
 
     def read_file(self, path: str) -> str: ...

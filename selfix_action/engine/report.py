@@ -31,6 +31,7 @@ class StopReason(StrEnum):
     NO_FAILING_TESTS = "no_failing_tests"
     NOT_REPRODUCIBLE = "not_reproducible"
     ONLY_SANDBOX_FAILURES = "only_sandbox_failures"  # what fails here passed in CI: the sandbox's doing
+    ONLY_HUNG_TESTS = "only_hung_tests"  # the only failing tests hang: a suite that never finishes, not a bug's test
     NO_SUSPECTS = "no_suspects"
     HYPOTHESES_EXHAUSTED = "hypotheses_exhausted"
     CANDIDATE_BUDGET = "candidate_budget_exhausted"
@@ -48,7 +49,7 @@ class StopReason(StrEnum):
             return ExitCode.HEALED
         if self in (StopReason.NO_FAILING_TESTS, StopReason.NOT_REPRODUCIBLE, StopReason.ONLY_SANDBOX_FAILURES):
             return ExitCode.NOTHING_TO_HEAL
-        if self is StopReason.SANDBOX_ERROR:
+        if self in (StopReason.SANDBOX_ERROR, StopReason.ONLY_HUNG_TESTS):
             return ExitCode.BAD_INPUT
         return ExitCode.NOT_HEALED
 
@@ -64,6 +65,10 @@ STOP_EXPLANATIONS = {
     StopReason.ONLY_SANDBOX_FAILURES: (
         "the only tests that fail in the sandbox passed in the CI report, so the sandbox made them fail (see the "
         "sandbox failures): nothing to heal, no patch"
+    ),
+    StopReason.ONLY_HUNG_TESTS: (
+        "the only failing tests hang (the test-run time limit killed them, see the hung tests): a hang is never "
+        "taken as a test to heal; raise the test-run limit (--test-timeout) if they are only slow, no patch"
     ),
     StopReason.NO_SUSPECTS: "localization found no line of the project's source that the failing tests reach",
     StopReason.HYPOTHESES_EXHAUSTED: "every hypothesis was tried and no candidate patch passed verification",
@@ -143,6 +148,8 @@ class HealReport(Frozen):
     f2p_tests: tuple[str, ...] = ()
     p2p_tests: tuple[str, ...] = ()
     flaky_tests: tuple[str, ...] = ()
+    # Killed by the test-run time limit on the unpatched code: left out of every run after the first, never F2P.
+    hung_tests: tuple[str, ...] = ()
     # Passed in the CI report, failed in the sandbox (with the sandbox's failure): never healed nor used as P2P.
     sandbox_failures: tuple[TestResult, ...] = ()
     failures: tuple[TestResult, ...] = ()
@@ -235,6 +242,9 @@ def render_markdown(report: HealReport) -> str:
     if report.flaky_tests:
         out += ["", "Failed in CI but passed when re-run (flaky, not used): "]
         out += [f"- `{t}`" for t in report.flaky_tests]
+    if report.hung_tests:
+        out += ["", "Hung on the unpatched code, killed at the test-run time limit (left out, not healed):"]
+        out += [f"- `{t}`" for t in report.hung_tests]
     if report.sandbox_failures:
         out += [
             "",

@@ -202,6 +202,8 @@ class Verifier:
         self.trace = trace
         # Per-test seconds on the unpatched code (the baseline run): the base of the adaptive candidate limit.
         self.baseline_seconds: dict[str, float] = dict(baseline_seconds or {})
+        # Tests left out of every whole-suite run: those that hung on the unpatched code (set by reproduce).
+        self.left_out: frozenset[str] = frozenset()
         self._spans: dict[tuple[str, str], list] = {}  # function spans of unpatched files (see _guarding_tests)
         self.sanity = SanityChecker(self._unpatched_or_none, sandbox.source_files)
 
@@ -222,7 +224,14 @@ class Verifier:
         self.budget.test_runs += 1
         started = self.budget.clock()
         with self.budget.timed("tests"):
-            run = self.sandbox.run_tests(None, coverage=True)
+            run = self.sandbox.run_tests(None, coverage=True, time_left=self.budget.time_left())
+        if run.deadline_reached:
+            finished = sum(1 for r in run.results.values() if r.status is not TestStatus.TIMEOUT)
+            raise SandboxError(
+                f"the test suite did not finish within the time limit ({self.config.time_limit_seconds:g} s; "
+                f"{finished} test(s) had finished): the whole suite must run once on the unpatched code before "
+                "anything can be healed; raise the time limit (--time-limit, the action's timeout_minutes)"
+            )
         if not run.results and (run.timed_out or run.error):
             tail = "\n".join(run.output_tail.strip().splitlines()[-10:])[-1500:]
             if run.timed_out:
@@ -250,6 +259,11 @@ class Verifier:
         """One counted test run (the step that asked for it checked the budget). A run the sandbox could not make
         at all comes back without results, ``error`` saying why: for a candidate, that is a failed candidate."""
         self.budget.test_runs += 1
+        if nodeids is None and self.left_out:
+            # The whole suite but the tests left out (hung on the unpatched code): each would cost a test-run
+            # limit again. The suite as the baseline collected it, plus the scratch QA files.
+            nodeids = [n for n in self.baseline_seconds if n not in self.left_out]
+            nodeids += [path for path in extra_test_files or {} if path not in nodeids]
         try:
             with self.budget.timed("tests"):  # test time, apart from model time (report timings)
                 return self.sandbox.run_tests(
@@ -257,6 +271,7 @@ class Verifier:
                     stop_first=stop_first,
                     extra_test_files=extra_test_files,
                     warm=warm,
+                    time_left=self.budget.time_left(),
                     **({"coverage": True} if coverage else {}),
                     **({"wall_seconds": wall_seconds} if wall_seconds is not None else {}),
                 )

@@ -103,6 +103,7 @@ class PytestSandbox:
         self._fork_disabled = ""  # why the warm worker is not used, once known
         self.test_seconds = 0.0
         self._call_wall: float | None = None  # a tighter wall limit for this run_tests call's hot checks
+        self._deadline: float | None = None  # this run_tests call's end (monotonic): the heal's time limit
         # The hot worker (see hotswap.py): body-only patches are swapped into a process that imported the
         # project and collected its tests once.
         self._hot: HotServer | None = None
@@ -231,10 +232,13 @@ class PytestSandbox:
         extra_test_files: Mapping[str, str] | None = None,
         warm: bool = False,
         wall_seconds: float | None = None,
+        time_left: float | None = None,
     ) -> TestRun:
         """Run the tests; ``wall_seconds`` (lower than the sandbox's limit) caps checks whose cost is the tests' own
         time (hot checks), with the CPU limit cut to match. Runs that also pay for an
-        interpreter start, imports and collection (cold, fork-per-run warm) keep the sandbox's limits."""
+        interpreter start, imports and collection (cold, fork-per-run warm) keep the sandbox's limits.
+        ``time_left`` (the heal's remaining seconds) bounds every kind of run, and the retries past a hung test:
+        a run cut there is ``deadline_reached``, and the test it was in is not called hung."""
         qa_files = dict(extra_test_files or {})
         for path in qa_files:
             if not path.startswith(QA_TEST_DIR + "/") or ".." in path.split("/"):
@@ -243,10 +247,24 @@ class PytestSandbox:
             selected = list(nodeids) if nodeids is not None else None
             if wall_seconds is not None and wall_seconds < self.limits.wall_seconds:
                 self._call_wall = wall_seconds
+            if time_left is not None:
+                self._deadline = time.monotonic() + max(1.0, time_left)
             try:
                 return self._run_until_done(selected, stop_first, coverage, warm and not coverage)
             finally:
                 self._call_wall = None
+                self._deadline = None
+
+    def _wall(self, wall: float) -> float:
+        """``wall``, or less when this call's deadline comes first."""
+        if self._deadline is None:
+            return wall
+        return max(0.5, min(wall, self._deadline - time.monotonic()))
+
+    def _deadline_binds(self) -> bool:
+        """Would this call's deadline cut a run started now before the run's own wall limit?"""
+        wall = self._call_wall or self.limits.wall_seconds
+        return self._deadline is not None and self._deadline - time.monotonic() < wall
 
     def _run_until_done(self, nodeids: list[str] | None, stop_first: bool, coverage: bool, warm: bool) -> TestRun:
         """Run; if a test hangs, record it as timed out and run the rest without it (bounded)."""
@@ -258,12 +276,17 @@ class PytestSandbox:
         started = time.monotonic()
         proc: ProcessResult | None = None
         timed_out = False
+        deadline_reached = False
         collector = ""
         limit = self.limits.wall_seconds
         for _attempt in range(_MAX_HANG_RETRIES + 1):
             pending = None if nodeids is None else [n for n in nodeids if n not in results]
             if pending == []:
                 break
+            if self._deadline is not None and self._deadline - time.monotonic() <= 0.5:
+                deadline_reached = True
+                break
+            deadline_binds = self._deadline_binds()
             proc, records = self._run_once(pending, list(results), stop_first, coverage, warm)
             limit = proc.wall_limit or self.limits.wall_seconds
             hung = self._merge(records, results)
@@ -279,6 +302,9 @@ class PytestSandbox:
             if not proc.timed_out:
                 break
             timed_out = True
+            if deadline_binds:
+                deadline_reached = True  # the heal's time limit cut it: the test it was in did not hang
+                break
             if hung is None or stop_first:
                 break  # nothing to deselect, or the caller only wanted the first failure anyway
             results[hung] = TestResult(
@@ -289,7 +315,8 @@ class PytestSandbox:
             )
         if coverage and coverage_data is None and not note:
             note = "no coverage data was produced"
-        assert proc is not None
+        if proc is None:  # the deadline had passed before the first run
+            return TestRun(timed_out=True, deadline_reached=True, error="the time limit was reached before this run")
         tail = _tail(proc, 40)
         return TestRun(
             results=results,
@@ -297,6 +324,7 @@ class PytestSandbox:
             coverage_note=note,
             coverage_collector=collector if coverage_data is not None else "",
             timed_out=timed_out,
+            deadline_reached=deadline_reached,
             returncode=proc.returncode,
             duration=time.monotonic() - started,
             output_tail=tail,
@@ -346,7 +374,7 @@ class PytestSandbox:
             env["SELFIX_SELECT"] = str(select)
         started = time.monotonic()
         try:
-            code, timed_out = server.run([*self.test_cmd[3:], *args], env, log, self.limits.wall_seconds)
+            code, timed_out = server.run([*self.test_cmd[3:], *args], env, log, self._wall(self.limits.wall_seconds))
         except ForkServerUnavailable as exc:
             self._fork_server = None
             self._fork_disabled = str(exc)
@@ -413,7 +441,7 @@ class PytestSandbox:
     def _limit_request(self, request: dict, call_wall: float | None, log: Path) -> float:
         """Set a hot request's log, wall limit and (under an adaptive wall limit) CPU limit; the wall limit."""
         request["log"] = str(log)
-        wall = call_wall or self.limits.wall_seconds
+        wall = self._wall(call_wall or self.limits.wall_seconds)
         request["timeout"] = wall
         if call_wall is not None:
             # The CPU limit cut to match: a runaway dies at the wall limit or its CPU time, whichever comes first.
@@ -501,7 +529,7 @@ class PytestSandbox:
                     [*self.test_cmd, *args],
                     cwd=self.root,
                     env=self._env(results_file, coverage, select),
-                    limits=self.limits,
+                    limits=dataclasses.replace(self.limits, wall_seconds=self._wall(self.limits.wall_seconds)),
                     isolation=self.isolation,
                     writable=(self._tmp,),
                     hidden=self._hidden,

@@ -6,6 +6,7 @@ every isolation level: ``tests/security/test_resources.py``.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import pytest
 from selfix_action.cli import main
 from selfix_action.sandbox.process import MIN_MEMORY_BYTES, GiB, Limits, memory_cap
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
+from tests.commands.test_fix_cmd import copy_example
 from tests.conftest import write_project
 
 MEMINFO = "MemTotal:       {total} kB\nMemFree:         1000 kB\nMemAvailable:   {available} kB\n"
@@ -114,3 +116,54 @@ def test_a_suite_that_hangs_at_collection_is_bad_input(
     assert code == 2, err
     assert "did not finish within 5 s" in err
     assert "no failing test" not in err.lower()
+
+
+HANGING_TEST = "\n\ndef test_waits_forever():\n    import time\n\n    time.sleep(10**6)\n"
+
+
+def test_a_hanging_test_is_reported_and_the_real_failures_are_healed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A test that sleeps forever is killed at the test-run limit, reported as hung, left out of every later
+    run, and never a test to heal: the real bug beside it is healed (before, it joined the failing tests and
+    the right fix was rejected as "did not run (timed out)")."""
+    repo = copy_example("range_sum", tmp_path)
+    test_file = repo / "tests" / "test_range_sum.py"
+    test_file.write_text(test_file.read_text(encoding="utf-8") + HANGING_TEST, encoding="utf-8")
+    out = tmp_path / "out"
+    code = main(["fix", str(repo), "--quiet", "--test-timeout", "5", "--out", str(out)])
+    assert code == 0, capsys.readouterr().err
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    hung = "tests/test_range_sum.py::test_waits_forever"
+    assert report["hung_tests"] == [hung]
+    assert hung not in report["f2p_tests"] and hung not in report["p2p_tests"]
+    assert "range(1, n + 1)" in (out / "patch.diff").read_text(encoding="utf-8")
+    assert "Hung on the unpatched code" in (out / "report.md").read_text(encoding="utf-8")
+
+
+def test_only_hanging_tests_failing_is_exit_2_not_nothing_to_heal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    files = {"m.py": "X = 1\n", "tests/test_a.py": "def test_a():\n    pass\n" + HANGING_TEST}
+    repo = write_project(tmp_path / "p", files)
+    out = tmp_path / "out"
+    code = main(["fix", str(repo), "--quiet", "--test-timeout", "5", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert report["stop_reason"] == "only_hung_tests"
+    assert report["hung_tests"] == ["tests/test_a.py::test_waits_forever"]
+
+
+def test_the_time_limit_bounds_the_first_suite_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--time-limit` is the whole run's limit: a first run of the suite that would last until the test-run limit
+    (60 s here) is cut at the time limit, and a suite that did not finish in it is exit 2 with the reason."""
+    repo = copy_example("range_sum", tmp_path)
+    test_file = repo / "tests" / "test_range_sum.py"
+    test_file.write_text(test_file.read_text(encoding="utf-8") + HANGING_TEST, encoding="utf-8")
+    code = main(
+        ["fix", str(repo), "--quiet", "--test-timeout", "60", "--time-limit", "6", "--out", str(tmp_path / "out")]
+    )
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "did not finish within the time limit (6 s" in err
