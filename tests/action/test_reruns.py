@@ -43,7 +43,9 @@ def other_fix(request: HealContext) -> HealResult:
     return dataclasses.replace(result, report=report, files={"calc.py": OTHER_FIX})
 
 
-def test_pr_mode_rerun_updates_the_pr_and_starts_no_second_ci_run(tmp_path: Path, fake: FakeGitHub, repos: Repos) -> None:
+def test_pr_mode_rerun_updates_the_pr_and_starts_no_second_ci_run(
+    tmp_path: Path, fake: FakeGitHub, repos: Repos
+) -> None:
     env = action_env(tmp_path, fake, repos, "workflow_run", workflow_run_payload(repos.feature_sha, "feature/avg"))
     assert invoke(env, synthetic(True)).outputs["status"] == "healed"
     heads = remote_branches(repos)
@@ -65,9 +67,11 @@ def test_pr_mode_rerun_with_another_fix_pushes_and_verifies_it(tmp_path: Path, f
     assert remote_branches(repos)[branch] != before and len(fake.state.dispatches) == 2
 
 
-def test_commit_mode_rerun_pushes_nothing_and_keeps_saying_pushed(tmp_path: Path, fake: FakeGitHub, repos: Repos) -> None:
+def test_commit_mode_rerun_pushes_nothing_and_keeps_saying_pushed(
+    tmp_path: Path, fake: FakeGitHub, repos: Repos
+) -> None:
     env, number = on_pull(tmp_path, fake, repos, mode="commit")
-    assert invoke(env, synthetic(True)).outputs["status"] == "healed"
+    assert invoke(env, synthetic(True)).outputs["pr_url"] == f"https://github.com/{REPO}/pull/{number}"
     heads = remote_branches(repos)
     assert heads["feature/avg"] != repos.feature_sha  # the first run pushed its commit
     (comment,) = fake.state.issue_comments.values()
@@ -79,7 +83,7 @@ def test_commit_mode_rerun_pushes_nothing_and_keeps_saying_pushed(tmp_path: Path
 
 def test_suggest_mode_rerun_leaves_the_one_review_alone(tmp_path: Path, fake: FakeGitHub, repos: Repos) -> None:
     env, number = on_pull(tmp_path, fake, repos, mode="suggest")
-    assert invoke(env, synthetic(True)).outputs["status"] == "healed"
+    assert invoke(env, synthetic(True)).outputs["pr_url"] == f"https://github.com/{REPO}/pull/{number}"
     (review,) = fake.state.reviews
     (comment,) = fake.state.issue_comments.values()
     assert writes_of_second_run(fake, env, synthetic(True)) == [("PATCH", f"/issues/comments/{comment['id']}")]
@@ -113,6 +117,7 @@ def test_report_mode_rerun_edits_the_one_comment(tmp_path: Path, fake: FakeGitHu
     env, number = on_pull(tmp_path, fake, repos, mode="report")
     assert invoke(env, synthetic(True)).outputs["status"] == "healed"
     (comment,) = fake.state.issue_comments.values()
+    assert comment["_issue"] == number
     assert writes_of_second_run(fake, env, synthetic(True)) == [("PATCH", f"/issues/comments/{comment['id']}")]
     assert len(fake.state.issue_comments) == 1 and "```diff" in comment["body"]
     assert remote_branches(repos).keys() == {"main", "feature/avg"}
