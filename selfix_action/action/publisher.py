@@ -174,6 +174,10 @@ class Publisher:
             if why:
                 self.log.line(f"selfix: left alone: {why}")
                 done.notes.append(f"left alone: {why}")
+                if self.tracking is not None and target.pull is not None:  # a /selfix command waits for an answer
+                    self.track(
+                        target.pull.number, f"## selfix: left alone\n\n{why}: remove it to let selfix update it."
+                    )
                 return
         elif self._at_pr_cap(target, plan, done):
             return

@@ -176,6 +176,21 @@ def test_the_fix_pr_with_the_opt_out_label_is_no_longer_updated(tmp_path: Path, 
     assert "selfix: left alone: the fix PR #101 has the 'selfix:skip' label" in run.out
 
 
+def test_a_selfix_command_hears_that_the_fix_pr_is_left_alone(tmp_path: Path, fake: FakeGitHub, repos: Repos) -> None:
+    fake.state.permissions["Codertocat"] = "write"
+    failing = fake.add_pull(head_ref="feature/avg", head_sha=repos.feature_sha, base_ref="main")
+    env = action_env(tmp_path, fake, repos, "issue_comment", comment_payload("/selfix fix", number=failing))
+    invoke(env, synthetic(True))
+    fix_pr = failing + 1
+    fake.label(fix_pr, "selfix:skip")
+    fake.calls.clear()
+    run = invoke(env, synthetic(True))
+    assert run.code == 0, run.out
+    (comment,) = fake.state.issue_comments.values()
+    assert not fake.calls_of("PATCH", r"/pulls/") and FIX_BRANCH in remote_branches(repos)
+    assert f"the fix PR #{fix_pr} has the 'selfix:skip' label (opt_out_label): remove it" in comment["body"]
+
+
 def test_the_escalation_issue_with_the_opt_out_label_is_no_longer_edited(
     tmp_path: Path, fake: FakeGitHub, repos: Repos
 ) -> None:
