@@ -14,7 +14,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from selfix_action.action.gitops import BRANCH_PREFIX
+from selfix_action.action.gitops import AUTHOR_EMAIL, BRANCH_PREFIX, carries_trailer
 from selfix_action.action.settings import Settings
 from selfix_action.errors import InputError
 
@@ -128,6 +128,24 @@ def _str(data: Any, *keys: str) -> str:
     return data if isinstance(data, str) else ""
 
 
+def _selfix_commit(commit: Any) -> str:
+    """Why a webhook's ``head_commit`` is a commit selfix made (its author or committer email, or its fingerprint
+    trailer), else "": healing the run of selfix's own push would loop (a fix for the fix, and so on)."""
+    if not isinstance(commit, dict):
+        return ""
+    for role in ("author", "committer"):
+        if _str(commit, role, "email").lower() == AUTHOR_EMAIL:
+            return f"its {role} is selfix ({AUTHOR_EMAIL})"
+    if carries_trailer(_str(commit, "message")):
+        return "its message carries selfix's fingerprint trailer"
+    return ""
+
+
+def _labels(item: Any) -> tuple[str, ...]:
+    labels = item.get("labels") if isinstance(item, dict) else None
+    return tuple(_str(label, "name") for label in labels or () if isinstance(label, dict))
+
+
 def parse_event(settings: Settings, payload: dict[str, Any]) -> Trigger | Skip:
     event = settings.event_name
     if event == "workflow_run":
@@ -140,6 +158,10 @@ def parse_event(settings: Settings, payload: dict[str, Any]) -> Trigger | Skip:
         if _str(run, "head_branch").startswith(BRANCH_PREFIX):
             # CI that selfix dispatched on its own fix branch: its result belongs to the fix PR, not a new heal.
             return Skip(f"the failed run is on selfix's own fix branch {_str(run, 'head_branch')!r}")
+        own = _selfix_commit(run.get("head_commit"))
+        if own:
+            # A commit-mode fix pushed with a token that starts workflows: its run is selfix's own push.
+            return Skip(f"the failed run is of commit {_str(run, 'head_sha')[:12]}, which selfix pushed: {own}")
         workflow_id = run.get("workflow_id")
         pulls = tuple(
             int(p["number"])
@@ -164,6 +186,8 @@ def parse_event(settings: Settings, payload: dict[str, Any]) -> Trigger | Skip:
             return Skip("the comment is not a /selfix command")
         if not isinstance(issue.get("pull_request"), dict):
             return Skip("/selfix commands work on pull requests, not issues")
+        if settings.opt_out_label in _labels(issue):
+            return Skip(f"pull request #{issue.get('number')} has the {settings.opt_out_label!r} label (opt_out_label)")
         return CommentTrigger(
             command=parsed[0],
             text=parsed[1],
@@ -176,5 +200,10 @@ def parse_event(settings: Settings, payload: dict[str, Any]) -> Trigger | Skip:
         inputs = payload.get("inputs") or {}
         ref = _str(inputs, "ref") or _str(payload, "ref") or settings.ref_name
         return DispatchTrigger(ref=ref, description=_str(inputs, "description")[:MAX_HINT_CHARS])
+    own = _selfix_commit(payload.get("head_commit")) if event == "push" else ""
+    if own:
+        return Skip(f"the pushed commit {_str(payload, 'after')[:12]} is selfix's own: {own}")
     branch = settings.head_ref or settings.ref_name
+    if branch.startswith(BRANCH_PREFIX):
+        return Skip(f"the failed tests ran on selfix's own fix branch {branch!r}")
     return StepTrigger(branch=branch, sha=settings.sha)

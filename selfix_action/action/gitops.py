@@ -31,6 +31,9 @@ from selfix_action.errors import SelfixError
 
 BRANCH_PREFIX = "selfix/"
 TRAILER = "Selfix-Fingerprint"
+# The identity of every commit selfix makes: a run of a commit by it is selfix's own push, never healed again.
+AUTHOR_NAME = "selfix"
+AUTHOR_EMAIL = "selfix@users.noreply.github.com"
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 _SAFE_REF = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,200}$")
 _UNSAFE_COMPONENT = re.compile(r"[^A-Za-z0-9._-]+")
@@ -136,10 +139,10 @@ class Git:
         self._env = {
             **{k: v for k, v in base.items() if k in ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SSL_CERT_FILE")},
             "GIT_TERMINAL_PROMPT": "0",
-            "GIT_AUTHOR_NAME": "selfix",
-            "GIT_AUTHOR_EMAIL": "selfix@users.noreply.github.com",
-            "GIT_COMMITTER_NAME": "selfix",
-            "GIT_COMMITTER_EMAIL": "selfix@users.noreply.github.com",
+            "GIT_AUTHOR_NAME": AUTHOR_NAME,
+            "GIT_AUTHOR_EMAIL": AUTHOR_EMAIL,
+            "GIT_COMMITTER_NAME": AUTHOR_NAME,
+            "GIT_COMMITTER_EMAIL": AUTHOR_EMAIL,
         }
         self._env.setdefault("PATH", os.defpath)
 
@@ -315,6 +318,18 @@ def with_trailer(message: str, fp: str) -> str:
     return f"{message.rstrip()}\n\n{TRAILER}: {fp}\n"
 
 
+def carries_trailer(message: str) -> bool:
+    """A commit message selfix wrote (its fingerprint trailer on a line of its own)."""
+    return any(line.startswith(f"{TRAILER}: ") for line in message.splitlines())
+
+
+def _holds_same_fix(git: Git, tip: str, base_sha: str, commit: str, fp: str) -> bool:
+    """``tip`` (fetched) is selfix's commit of this very fix: on ``base_sha``, with our trailer, the same tree."""
+    return (
+        f"{TRAILER}: {fp}" in git.message(tip) and git.parents(tip) == [base_sha] and git.tree(tip) == git.tree(commit)
+    )
+
+
 def push_fix_branch(
     git: Git,
     *,
@@ -336,7 +351,7 @@ def push_fix_branch(
     git.run("fetch", "--no-tags", "origin", f"refs/heads/{branch}")
     if f"{TRAILER}: {fp}" not in git.message(existing):
         raise PushRefused(f"{branch} exists on origin and was not created by selfix; not overwriting it")
-    if git.parents(existing) == [base_sha] and git.tree(existing) == git.tree(commit):
+    if _holds_same_fix(git, existing, base_sha, commit, fp):
         return PushResult(branch, existing, pushed=False)  # the same fix is already there
     git.push(commit, branch, lease=existing)
     return PushResult(branch, commit, pushed=True)
@@ -352,13 +367,18 @@ def push_onto_branch(
     fp: str,
     protected: Iterable[str],
 ) -> PushResult:
-    """``commit`` mode: a fast-forward commit on the failing PR's own branch (never base/default)."""
+    """``commit`` mode: a fast-forward commit on the failing PR's own branch (never base/default). A rerun that
+    finds this very fix already on top of the failing commit pushes nothing (``pushed=False``)."""
     check_ref(branch)
     if branch in set(protected):
         raise PushRefused(f"not pushing to {branch}: it is the base or default branch")
+    commit = git.commit_files(base_sha, files, with_trailer(message, fp))
     tip = git.remote_branch_sha(branch)
+    if tip is not None and tip != base_sha:
+        git.run("fetch", "--no-tags", "origin", f"refs/heads/{branch}")
+        if _holds_same_fix(git, tip, base_sha, commit, fp):
+            return PushResult(branch, tip, pushed=False)
     if tip != base_sha:
         raise PushRefused(f"{branch} moved since the failing run (now {str(tip)[:12]}); not pushing")
-    commit = git.commit_files(base_sha, files, with_trailer(message, fp))
     git.push(commit, branch)  # no force: a fast-forward or nothing
     return PushResult(branch, commit, pushed=True)

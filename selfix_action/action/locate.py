@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from selfix_action.action.api import Api
-from selfix_action.action.events import DispatchTrigger, StepTrigger, Trigger, WorkflowRunTrigger
+from selfix_action.action.events import DispatchTrigger, Skip, StepTrigger, Trigger, WorkflowRunTrigger
 from selfix_action.action.gitops import Git, check_ref
 from selfix_action.action.log import Log
-from selfix_action.action.policy import Target
+from selfix_action.action.policy import Target, opted_out
 from selfix_action.action.settings import Settings
 from selfix_action.errors import InputError
 from selfix_action.github.client import PullInfo
@@ -29,11 +29,16 @@ class Locator:
         self.git = git
         self.log = log
 
-    def locate(self, trigger: Trigger, default_branch: str, payload: dict[str, Any]) -> tuple[Target, tuple[Path, ...]]:
-        """The target and its JUnit files for a workflow_run, workflow_dispatch or failed-step trigger."""
+    def locate(
+        self, trigger: Trigger, default_branch: str, payload: dict[str, Any]
+    ) -> tuple[Target, tuple[Path, ...]] | Skip:
+        """The target and its JUnit files for a workflow_run, workflow_dispatch or failed-step trigger; a Skip when
+        the failing pull request carries the opt-out label (found before anything is downloaded or checked out)."""
         if isinstance(trigger, WorkflowRunTrigger):
             fork = bool(trigger.head_repo) and trigger.head_repo != self.settings.repository
             pull = self._pull_for(trigger.pull_numbers, trigger.head_sha)
+            if skip := self._opted_out(pull):
+                return skip
             target = Target(trigger.head_sha, trigger.head_branch, pull, fork, default_branch, trigger.workflow_id)
             junit = self._artifact_junit(trigger.run_id)
             self.git.ensure_commit(target.sha, "" if fork else target.branch)
@@ -45,6 +50,8 @@ class Locator:
             if sha is None:
                 raise InputError(f"workflow_dispatch ref {branch!r} is not a branch on origin")
             pull = self._pull_for((), sha)
+            if skip := self._opted_out(pull):
+                return skip
             self.git.ensure_commit(sha, branch)
             self.git.checkout_detached(sha)
             return Target(sha, branch, pull, False, default_branch), self._local_junit()
@@ -63,6 +70,8 @@ class Locator:
                 fork = True
             notes_sha = pr_head or head
         pull = self._pull_for((int(pr["number"]),) if pr and isinstance(pr.get("number"), int) else (), notes_sha)
+        if skip := self._opted_out(pull):
+            return skip
         return Target(head, trigger.branch, pull, fork, default_branch), self._local_junit()
 
     def for_pull(self, pull: PullInfo, default_branch: str) -> Target:
@@ -77,6 +86,10 @@ class Locator:
         self.git.ensure_commit(target.sha, target.branch if not target.fork else "")
         self.git.checkout_detached(target.sha)
         return target
+
+    def _opted_out(self, pull: PullInfo | None) -> Skip | None:
+        why = opted_out(self.settings, pull.labels, f"pull request #{pull.number}") if pull is not None else ""
+        return Skip(why) if why else None
 
     def _pull_for(self, numbers: Sequence[int], sha: str) -> PullInfo | None:
         if not self.api.available:

@@ -57,6 +57,12 @@ class PublishPlan:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
+def opted_out(settings: Settings, labels: Iterable[str], what: str) -> str:
+    """Why selfix leaves ``what`` alone (it carries the ``opt_out_label``), else ""."""
+    label = settings.opt_out_label
+    return f"{what} has the {label!r} label (opt_out_label)" if label in set(labels) else ""
+
+
 def protected_patterns(settings: Settings) -> tuple[str, ...]:
     rule_paths = tuple(p for rule in settings.rules if rule.protected for p in rule.paths)
     return (*settings.protected_paths, *rule_paths)

@@ -2,6 +2,10 @@
 
 Comments go into one tracking comment per pull request (or commit), edited rather than reposted, so a run
 never spams; a push that is refused (a moved branch, a branch selfix did not create) falls back to a comment.
+A rerun of the same failure is quiet in every mode: the fix PR is updated (CI is not started again for a fix the
+branch already holds), a commit already on the branch is not pushed again, the one review per failure is left
+alone or updated, the comment or issue is edited. The loop guards live here too: at ``max_open_prs`` open fix PRs a
+new fix is a comment, not a PR; selfix's own PR or issue with the ``opt_out_label`` is left alone.
 """
 
 from __future__ import annotations
@@ -11,13 +15,16 @@ from dataclasses import dataclass, field
 
 from selfix_action.action import render
 from selfix_action.action.api import Api
-from selfix_action.action.gitops import Git, PushRefused, push_fix_branch, push_onto_branch
+from selfix_action.action.gitops import BRANCH_PREFIX, Git, PushRefused, fix_branch, push_fix_branch, push_onto_branch
 from selfix_action.action.log import Log
-from selfix_action.action.policy import Action, PublishPlan, Target
+from selfix_action.action.policy import Action, PublishPlan, Target, opted_out
 from selfix_action.action.settings import Settings
 from selfix_action.errors import SelfixError
 from selfix_action.github.client import CommentInfo, GitHubClient
 from selfix_action.github.errors import GitHubError
+
+CI_HEADING = "**CI on this branch:**"
+CI_STARTED = "selfix started the failed workflow again here"
 
 
 @dataclass
@@ -107,23 +114,73 @@ class Publisher:
                     protected=plan.protected_branches,
                 )
                 done.pr_url = target.pull.html_url
+                if not pushed.pushed:
+                    done.notes.append(f"{target.branch} already holds this fix (commit {pushed.sha[:12]}); not pushed")
                 self.comment(target, f"## selfix: pushed a fix to `{target.branch}`\n\nCommit {pushed.sha[:12]}.")
             elif plan.action is Action.SUGGEST:
                 assert target.pull is not None
-                try:
-                    self.client.create_review(target.pull.number, target.sha, plan.title, list(plan.suggestions))
-                    self.comment(target, "## selfix: fix posted as review suggestions\n\n" + plan.title)
-                except GitHubError as exc:
-                    # GitHub only accepts suggestions on lines in the PR's diff; fall back to the patch itself.
-                    done.notes.append(f"suggestions refused ({exc.status}); posted the patch as a comment")
-                    self.comment(target, plan.fallback_body)
+                self._suggest(plan, target, done)
                 done.pr_url = target.pull.html_url
         except PushRefused as exc:
             done.notes.append(f"not pushed: {exc}")
             self.comment(target, plan.fallback_body + f"\n\nNot pushed: {exc}")
         return done
 
+    def _suggest(self, plan: PublishPlan, target: Target, done: Published) -> None:
+        """One review per failure fingerprint: posted once, left alone by a rerun with the same suggestions, and
+        marked outdated (the current patch in the comment) by one with other suggestions, never a second one."""
+        assert target.pull is not None
+        number = target.pull.number
+        marker = render.review_marker(plan.fingerprint, plan.suggestions)
+        existing = self.client.find_review(number, render.review_marker_prefix(plan.fingerprint))
+        if existing is not None and marker in existing.body:
+            done.notes.append(f"the same suggestions are already posted (review {existing.id}); left alone")
+            self.comment(target, "## selfix: fix posted as review suggestions\n\n" + plan.title)
+            return
+        if existing is not None:
+            kept = render.marker_line(existing.body, render.review_marker_prefix(plan.fingerprint))
+            outdated = render.outdated_review_body(plan.title, target.sha)
+            self.client.edit_review(number, existing.id, f"{outdated}\n\n{kept}\n")
+            done.notes.append(f"review {existing.id} holds older suggestions for this failure: marked outdated")
+            self.comment(target, plan.fallback_body)
+            return
+        try:
+            self.client.create_review(number, target.sha, plan.title, list(plan.suggestions), marker=marker)
+            self.comment(target, "## selfix: fix posted as review suggestions\n\n" + plan.title)
+        except GitHubError as exc:
+            # GitHub only accepts suggestions on lines in the PR's diff; fall back to the patch itself.
+            done.notes.append(f"suggestions refused ({exc.status}); posted the patch as a comment")
+            self.comment(target, plan.fallback_body)
+
+    def _at_pr_cap(self, target: Target, plan: PublishPlan, done: Published) -> bool:
+        """At ``max_open_prs`` open selfix PRs: the fix goes into one comment (edited by later runs) instead."""
+        cap = self.settings.max_open_prs
+        if cap <= 0:
+            return False
+        open_fixes = self.client.open_pulls_from(BRANCH_PREFIX)
+        if len(open_fixes) < cap:
+            return False
+        why = f"{len(open_fixes)} selfix fix PRs are open, at the cap max_open_prs={cap}"
+        self.log.line(f"selfix: not opening a fix PR: {why}")
+        done.notes.append(f"no fix PR opened: {why}; the fix is in a comment")
+        body = render.pr_cap_body(open_pulls=[p.number for p in open_fixes], cap=cap, patch_body=plan.fallback_body)
+        self.comment(target, body)
+        return True
+
     def _open_pr(self, plan: PublishPlan, target: Target, files: Mapping[str, str], done: Published) -> None:
+        existing = self.client.find_open_pull(fix_branch(plan.fingerprint))
+        if existing is not None:
+            why = opted_out(self.settings, existing.labels, f"the fix PR #{existing.number}")
+            if why:
+                self.log.line(f"selfix: left alone: {why}")
+                done.notes.append(f"left alone: {why}")
+                if self.tracking is not None and target.pull is not None:  # a /selfix command waits for an answer
+                    self.track(
+                        target.pull.number, f"## selfix: left alone\n\n{why}: remove it to let selfix update it."
+                    )
+                return
+        elif self._at_pr_cap(target, plan, done):
+            return
         pushed = push_fix_branch(
             self.git,
             fp=plan.fingerprint,
@@ -132,8 +189,14 @@ class Publisher:
             message=plan.commit_message,
             protected=plan.protected_branches,
         )
-        body = plan.body + "\n\n" + self._ci_on_fix_branch(plan, pushed.branch, done)
-        existing = self.client.find_open_pull(pushed.branch)
+        ci_at = existing.body.find(CI_HEADING) if existing is not None else -1
+        if existing is not None and not pushed.pushed and ci_at >= 0 and CI_STARTED in existing.body[ci_at:]:
+            # A rerun: the branch already holds this fix and its CI run was started; starting another is noise.
+            ci = existing.body[ci_at:]
+            done.notes.append(f"{pushed.branch} already holds this fix: its CI run is not started again")
+        else:
+            ci = self._ci_on_fix_branch(plan, pushed.branch, done)
+        body = plan.body + "\n\n" + ci
         if existing is not None:
             pull = self.client.update_pull(existing.number, title=plan.title, body=body)
             done.notes.append(f"updated the existing fix PR #{pull.number}")
@@ -149,8 +212,19 @@ class Publisher:
     def _escalation_issue(self, plan: PublishPlan, target: Target, done: Published) -> None:
         """One issue per failure fingerprint; a token without ``issues: write`` (or issues turned off) falls back
         to the comment on the failing commit."""
+        marker = render.escalation_marker(plan.fingerprint)
         try:
-            issue = self.client.upsert_issue(render.escalation_marker(plan.fingerprint), plan.title, plan.body)
+            existing = self.client.find_issue(marker)
+            what = f"the escalation issue #{existing.number}" if existing is not None else ""
+            why = opted_out(self.settings, existing.labels, what) if existing is not None else ""
+            if why:
+                self.log.line(f"selfix: left alone: {why}")
+                done.notes.append(f"left alone: {why}")
+                return
+            if existing is not None:
+                issue = self.client.edit_issue(existing, marker, plan.title, plan.body)
+            else:
+                issue = self.client.open_issue(marker, plan.title, plan.body)
         except GitHubError as exc:
             done.notes.append(f"could not open an escalation issue ({exc}); commented on the commit instead")
             self.comment(target, plan.body)
@@ -181,4 +255,4 @@ class Publisher:
             return f"**CI on this branch:** could not start the failed workflow here ({why}); see the docs."
         done.notes.append(f"started the failed workflow on {branch}: {run_url or runs_of_branch}")
         link = f"[this run]({run_url})" if run_url else f"[the runs of `{branch}`]({runs_of_branch})"
-        return f"**CI on this branch:** selfix started the failed workflow again here: {link} verifies this fix."
+        return f"{CI_HEADING} {CI_STARTED}: {link} verifies this fix."

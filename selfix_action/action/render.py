@@ -6,6 +6,7 @@ Untrusted text (test output, tracebacks, comment text) goes through ``clean`` an
 
 from __future__ import annotations
 
+import hashlib
 import re
 import unicodedata
 from collections.abc import Mapping, Sequence
@@ -238,6 +239,49 @@ def escalation_body(
 
 def escalation_marker(fp: str) -> str:
     return f"{MARKER_PREFIX}escalation {fp} -->"
+
+
+def review_marker_prefix(fp: str) -> str:
+    """What every review selfix posts for failure ``fp`` carries, whatever its suggestions."""
+    return f"{MARKER_PREFIX}review {fp} "
+
+
+def review_marker(fp: str, suggestions: Sequence[ReviewSuggestion]) -> str:
+    """The review's marker: the failure's fingerprint, then a digest of the suggestions it holds (a rerun with the
+    same suggestions leaves the review alone)."""
+    material = "\0".join(f"{s.path}\0{s.start_line}\0{s.line}\0{s.body}" for s in suggestions)
+    return f"{review_marker_prefix(fp)}{hashlib.sha256(material.encode()).hexdigest()[:12]} -->"
+
+
+def marker_line(body: str, prefix: str) -> str:
+    """The line of ``body`` holding selfix's marker that starts with ``prefix`` ("" when none)."""
+    return next((line.strip() for line in body.splitlines() if line.strip().startswith(prefix)), "")
+
+
+def outdated_review_body(title: str, sha: str) -> str:
+    return (
+        f"{title}\n\n**Outdated:** selfix healed the same failure again (commit {sha[:12]}) with a different patch. "
+        "GitHub takes no new suggestions into a submitted review, and selfix posts one review per failure, so the "
+        "current patch is in selfix's comment on this pull request."
+    )
+
+
+def pr_cap_body(*, open_pulls: Sequence[int], cap: int, patch_body: str) -> str:
+    """The comment posted instead of a new fix PR when ``max_open_prs`` are already open."""
+    numbers = ", ".join(f"#{n}" for n in open_pulls[:10]) + (" ..." if len(open_pulls) > 10 else "")
+    lines = [
+        "## selfix: fix not opened as a pull request",
+        "",
+        f"{len(open_pulls)} selfix fix pull requests are open ({numbers}) and `max_open_prs` is {cap}, so this "
+        "verified fix was not opened as another one. Merge or close one of them and run selfix again, or raise "
+        f"the cap: `max_open_prs: {cap + 2}` under the selfix step's `with:` or in `.github/selfix.yml` "
+        "(`0` turns the cap off). The fix, as the pull request would have said it:",
+        "",
+        "---",
+        "",
+    ]
+    intro = "\n".join(lines)
+    return intro + patch_body[: COMMENT_LIMIT - len(intro)]
 
 
 def escalation_title(report: HealReport, branch: str) -> str:

@@ -197,7 +197,11 @@ def _run_action(steps: ActionSteps) -> ActionOutcome:
                 return located
             target, junit = located, ()
         else:
-            target, junit = steps.locator.locate(trigger, default_branch, payload)
+            located_run = steps.locator.locate(trigger, default_branch, payload)
+            if isinstance(located_run, Skip):
+                steps.log.line(f"selfix: skipped: {located_run.reason}")
+                return ActionOutcome("skipped", notes=[located_run.reason])
+            target, junit = located_run
         return _heal_and_publish(steps, trigger, target, junit)
     except SelfixError as exc:
         steps.publisher.report_error(exc)

@@ -29,6 +29,10 @@ MAX_CONFIG_BYTES = 256 * 1024
 DEFAULT_MEMORY_PATH = "none"
 # memory_path values that turn the memory of past fixes off
 NO_MEMORY = frozenset({"none", "off", "false"})
+# Loop guards: at most this many open fix PRs per repository (a runaway failure cannot flood the PR list), and the
+# label that tells selfix to leave a pull request (or its own fix PR or escalation issue) alone.
+DEFAULT_MAX_OPEN_PRS = 3
+DEFAULT_OPT_OUT_LABEL = "selfix:skip"
 
 
 def _check_memory_path(value: str | None, *, allow_absolute: bool) -> str | None:
@@ -92,6 +96,15 @@ class FileConfig(BaseModel):
     ci_on_fix_branch: CiOnFixBranch | None = Field(
         None, description="dispatch (run the failed workflow on the fix branch; needs actions: write) or off"
     )
+    max_open_prs: int | None = Field(
+        None, ge=0, description="open selfix fix PRs per repository at most (0: no cap); at the cap, a comment instead"
+    )
+    opt_out_label: str | None = Field(
+        None,
+        min_length=1,
+        max_length=50,
+        description="a pull request (or selfix's own PR or issue) with this label is left alone",
+    )
     rules: tuple[PathRule, ...] = ()
 
     @field_validator("memory_path")
@@ -128,6 +141,8 @@ INPUT_DEFAULTS: dict[str, Any] = {
     "memory_path": DEFAULT_MEMORY_PATH,
     "config_file": DEFAULT_CONFIG_FILE,
     "ci_on_fix_branch": "dispatch",
+    "max_open_prs": DEFAULT_MAX_OPEN_PRS,
+    "opt_out_label": DEFAULT_OPT_OUT_LABEL,
 }
 SECRET_INPUTS = frozenset({"github_token", "anthropic_api_key", "openai_api_key"})
 LIST_INPUTS = frozenset({"junit_paths", "allowed_users", "allowed_bots", "protected_paths", "labels"})
@@ -166,6 +181,8 @@ class Settings(BaseModel):
     memory_path: str = DEFAULT_MEMORY_PATH  # relative to the workspace; "none" turns the memory off
     config_file: str = DEFAULT_CONFIG_FILE
     ci_on_fix_branch: CiOnFixBranch = "dispatch"
+    max_open_prs: int = Field(DEFAULT_MAX_OPEN_PRS, ge=0)  # 0: no cap
+    opt_out_label: str = Field(DEFAULT_OPT_OUT_LABEL, min_length=1, max_length=50)
     rules: tuple[PathRule, ...] = ()
 
     # runner context

@@ -34,7 +34,7 @@ from selfix_action.action import render
 from selfix_action.action.events import CommentTrigger, Skip
 from selfix_action.action.gitops import Git, GitError, check_ref, check_sha, fingerprint
 from selfix_action.action.log import write_summary
-from selfix_action.action.policy import Target, plan_escalation, plan_fix, protected_patterns
+from selfix_action.action.policy import Target, opted_out, plan_escalation, plan_fix, protected_patterns
 from selfix_action.action.runner import ActionOutcome, ActionSteps, hint_of
 from selfix_action.engine.loop import HealResult
 from selfix_action.engine.paths import patch_violations
@@ -116,7 +116,11 @@ def _heal_to_bundle(steps: ActionSteps, bundle_dir: Path) -> ActionOutcome:
     if isinstance(trigger, CommentTrigger):
         raise InputError("selfix heal does not handle comment commands (they need a write token); use selfix action")
     default_branch = str((payload.get("repository") or {}).get("default_branch") or "")
-    target, junit = steps.locator.locate(trigger, default_branch, payload)
+    located = steps.locator.locate(trigger, default_branch, payload)
+    if isinstance(located, Skip):
+        steps.log.line(f"selfix: skipped: {located.reason}")
+        return ActionOutcome("skipped", notes=[located.reason])
+    target, junit = located
     healed = steps.heal(junit, hint_of(trigger))
     if healed.paths is None:  # the JUnit reports show no failing test: nothing ran
         steps.summary("nothing_to_heal", healed, [])
@@ -230,9 +234,14 @@ def _publish_bundle(steps: ActionSteps, root: Path) -> ActionOutcome:
     if bundle.repository != settings.repository:
         raise BundleRefused(f"the bundle is for {bundle.repository!r}, this run is {settings.repository!r}")
     report = bundle.report
+    # The bundle's own files, as `selfix action` names the report folder's: for the job's later steps.
+    files_of = {
+        "report_path": str((root / "report.md").resolve()),
+        "patch_path": str((root / "patch.diff").resolve()) if bundle.diff.strip() else "",
+    }
     if report.stop_reason.exit_code == 3 or bundle.status == "nothing_to_heal":
         steps.log.line("selfix: the bundle says there was nothing to heal; nothing to publish")
-        return ActionOutcome("nothing_to_heal")
+        return ActionOutcome("nothing_to_heal", report_path=files_of["report_path"])
     git = steps.git
     git.ensure_commit(bundle.base_sha, bundle.branch)
     head = git.remote_branch_sha(bundle.branch)
@@ -260,6 +269,10 @@ def _publish_bundle(steps: ActionSteps, root: Path) -> ActionOutcome:
     pull = steps.api.client.get_pull(bundle.pull_number) if bundle.pull_number is not None else None
     if pull is not None and pull.head_sha != bundle.base_sha:
         raise BundleRefused(f"pull request #{pull.number} moved since the heal job; not publishing")
+    why = opted_out(settings, pull.labels, f"pull request #{pull.number}") if pull is not None else ""
+    if why:  # labelled between the heal job and this one
+        steps.log.line(f"selfix: skipped: {why}")
+        return ActionOutcome("skipped", notes=[why], **files_of)
     fork = pull is not None and pull.head_repo != settings.repository
     default_branch = _default_branch(settings.event_path) or bundle.default_branch
     target = Target(bundle.base_sha, bundle.branch, pull, fork, default_branch)
@@ -273,6 +286,7 @@ def _publish_bundle(steps: ActionSteps, root: Path) -> ActionOutcome:
     outcome = ActionOutcome(
         "healed" if healed else "not_healed",
         pr_url=published.pr_url,
+        **files_of,
         cost_usd=render.cost_usd(report),
         tokens=render.tokens(report),
         confidence=render.confidence_output(report),

@@ -44,6 +44,7 @@ class PullInfo:
     head_repo: str  # owner/name of the head repository ("" when it was deleted)
     base_ref: str
     draft: bool = False
+    labels: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -59,11 +60,21 @@ class IssueInfo:
     number: int
     html_url: str
     created: bool  # opened by this call (else an open one was edited)
+    labels: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ReviewInfo:
+    id: int
+    body: str
+    commit_id: str
 
 
 # Open issues looked through for selfix's own escalation issue, newest first; an older one is not found (a new
 # one is opened instead, which is the lesser harm than listing every issue of a big repository on each run).
 MAX_ISSUES_SCANNED = 300
+# Open pull requests looked through when counting selfix's own (max_open_prs), newest first: ten pages at most.
+MAX_PULLS_SCANNED = 1000
 
 
 @dataclass(frozen=True)
@@ -246,6 +257,7 @@ class GitHubClient:
             head_repo=head_repo,
             base_ref=pull.base.ref,
             draft=bool(pull.draft),
+            labels=tuple(label.name for label in pull.labels),
         )
 
     def get_pull(self, number: int) -> PullInfo:
@@ -259,6 +271,21 @@ class GitHubClient:
             return None
 
         return self._call(f"list open pull requests from {head_branch}", go)
+
+    def open_pulls_from(self, branch_prefix: str) -> list[PullInfo]:
+        """The open pull requests whose head is a branch of this repository starting with ``branch_prefix``,
+        newest first (the first ``MAX_PULLS_SCANNED`` open pull requests are looked at)."""
+
+        def go() -> list[PullInfo]:
+            pulls = self._repo.get_pulls(state="open", sort="created", direction="desc")
+            found = []
+            for pull in itertools.islice(pulls, MAX_PULLS_SCANNED):
+                head_repo = pull.head.repo.full_name if pull.head.repo is not None else ""
+                if pull.head.ref.startswith(branch_prefix) and head_repo == self.repository:
+                    found.append(self._pull_info(pull))
+            return found
+
+        return self._call(f"list the open pull requests from {branch_prefix}* branches", go)
 
     def pulls_for_commit(self, sha: str) -> list[PullInfo]:
         def go() -> list[PullInfo]:
@@ -290,7 +317,31 @@ class GitHubClient:
             # Adding labels is idempotent on GitHub's side, so a retry cannot duplicate anything.
             self._call(f"label #{number}", lambda: self._repo.get_issue(number).add_to_labels(*labels))
 
-    def create_review(self, number: int, commit_sha: str, body: str, suggestions: Sequence[ReviewSuggestion]) -> None:
+    def find_review(self, number: int, marker: str) -> ReviewInfo | None:
+        """The review on #number that this token wrote and that carries ``marker`` (a prefix of selfix's marker is
+        enough), else None."""
+
+        def go() -> ReviewInfo | None:
+            for review in self._repo.get_pull(number).get_reviews():
+                if self._is_ours(review, marker):
+                    return ReviewInfo(review.id, review.body or "", review.commit_id or "")
+            return None
+
+        return self._call(f"list the reviews of #{number}", go)
+
+    def edit_review(self, number: int, review_id: int, body: str) -> None:
+        """Replace the summary text of a submitted review (its line comments stay as they are: GitHub takes no new
+        ones into a submitted review)."""
+        self._call(
+            f"edit review {review_id} on #{number}",
+            lambda: self._repo.get_pull(number).get_review(review_id).edit(body),
+        )
+
+    def create_review(
+        self, number: int, commit_sha: str, body: str, suggestions: Sequence[ReviewSuggestion], marker: str = ""
+    ) -> None:
+        """A COMMENT review with ``suggestions`` on their lines. With ``marker`` (appended to the body), a failed
+        POST is retried only after looking for the review it may have created."""
         comments: list[dict[str, Any]] = []
         for s in suggestions:
             comment: dict[str, Any] = {"path": s.path, "line": s.line, "side": "RIGHT", "body": s.body}
@@ -298,11 +349,19 @@ class GitHubClient:
                 comment.update(start_line=s.start_line, start_side="RIGHT")
             comments.append(comment)
 
-        def go() -> None:
-            pull = self._repo.get_pull(number)
-            pull.create_review(commit=self._repo.get_commit(commit_sha), body=body, event="COMMENT", comments=comments)
+        full = f"{body}\n\n{marker}\n" if marker else body
 
-        self._call(f"post review suggestions on #{number}", go)
+        def go() -> ReviewInfo:
+            pull = self._repo.get_pull(number)
+            review = pull.create_review(
+                commit=self._repo.get_commit(commit_sha), body=full, event="COMMENT", comments=comments
+            )
+            return ReviewInfo(review.id, full, commit_sha)
+
+        if not marker:
+            self._call(f"post review suggestions on #{number}", go)
+            return
+        self._create("review", lambda: self.find_review(number, marker), go)
 
     # -- comments (one per marker, edited in place) ----------------------------------------------------------
     @staticmethod
@@ -373,28 +432,37 @@ class GitHubClient:
             for issue in itertools.islice(issues, MAX_ISSUES_SCANNED):
                 # html_url, not .pull_request: a plain issue lacks that key and PyGithub would GET each one.
                 if "/pull/" not in (issue.html_url or "") and self._is_ours(issue, marker):
-                    return IssueInfo(issue.number, issue.html_url, created=False)
+                    labels = tuple(label.name for label in issue.labels)
+                    return IssueInfo(issue.number, issue.html_url, created=False, labels=labels)
             return None
 
         return self._call("list the open issues", go)
 
-    def upsert_issue(self, marker: str, title: str, body: str) -> IssueInfo:
-        """Edit the open issue carrying ``marker``, or open it; never a second one for the same marker."""
+    def edit_issue(self, issue: IssueInfo, marker: str, title: str, body: str) -> IssueInfo:
         full = f"{body}\n\n{marker}\n"
-        existing = self.find_issue(marker)
-        if existing is not None:
 
-            def edit() -> IssueInfo:
-                self._repo.get_issue(existing.number).edit(title=title, body=full)
-                return existing
+        def edit() -> IssueInfo:
+            self._repo.get_issue(issue.number).edit(title=title, body=full)
+            return issue
 
-            return self._call(f"edit issue #{existing.number}", edit)
+        return self._call(f"edit issue #{issue.number}", edit)
+
+    def open_issue(self, marker: str, title: str, body: str) -> IssueInfo:
+        """Open the issue carrying ``marker`` (after a failed POST, only if it is not there yet)."""
+        full = f"{body}\n\n{marker}\n"
 
         def create() -> IssueInfo:
             issue = self._repo.create_issue(title=title, body=full)
             return IssueInfo(issue.number, issue.html_url, created=True)
 
         return self._create("issue", lambda: self.find_issue(marker), create)
+
+    def upsert_issue(self, marker: str, title: str, body: str) -> IssueInfo:
+        """Edit the open issue carrying ``marker``, or open it; never a second one for the same marker."""
+        existing = self.find_issue(marker)
+        if existing is not None:
+            return self.edit_issue(existing, marker, title, body)
+        return self.open_issue(marker, title, body)
 
     # -- CI on a fix branch ---------------------------------------------------------------------------------
     def dispatch_workflow(self, workflow_id: int, ref: str) -> str:

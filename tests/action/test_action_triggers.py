@@ -58,6 +58,7 @@ def test_workflow_dispatch_heals_the_ref_with_the_description(tmp_path: Path, fa
     assert api(fake) == [
         ("GET", f"/commits/{repos.feature_sha}/pulls"),  # is there a PR to report on? (none)
         ("GET", "/pulls"),  # an open selfix PR for this fingerprint? (none)
+        ("GET", "/pulls"),  # how many selfix PRs are open (max_open_prs)? (none)
         ("POST", "/pulls"),
         ("POST", "/issues/101/labels"),
     ]
@@ -99,6 +100,7 @@ def test_step_after_failed_tests_reads_junit_from_globs(tmp_path: Path, fake: Fa
     assert [p.relative_to(repos.workspace.resolve()).as_posix() for p in calls[0].junit] == ["reports/junit-unit.xml"]
     assert api(fake) == [
         ("GET", f"/commits/{repos.feature_sha}/pulls"),
+        ("GET", "/pulls"),
         ("GET", "/pulls"),
         ("POST", "/pulls"),
         ("POST", "/issues/101/labels"),
@@ -202,6 +204,7 @@ def test_suggest_mode_posts_review_suggestions_on_the_pr_lines(tmp_path: Path, f
         ("GET", f"/pulls/{number}"),
         ("GET", f"/issues/{number}/comments"),
         ("POST", f"/issues/{number}/comments"),
+        ("GET", f"/pulls/{number}/reviews"),  # selfix's review for this failure? (none)
         ("POST", f"/pulls/{number}/reviews"),
         ("PATCH", f"/issues/comments/{comment['id']}"),
     ]
@@ -283,6 +286,7 @@ def test_retry_runs_again_and_edits_the_same_comment(tmp_path: Path, fake: FakeG
         ("GET", "/user"),  # ... checks it was written by this token (403 for GITHUB_TOKEN: github-actions[bot])
         ("PATCH", f"/issues/comments/{cid}"),  # ... and edits it: no second comment
         ("GET", "/pulls"),
+        ("GET", "/pulls"),
         ("POST", "/pulls"),
         ("POST", f"/issues/{number + 1}/labels"),
         ("PATCH", f"/issues/comments/{cid}"),
@@ -316,6 +320,7 @@ def test_step_in_a_pull_request_opens_a_fix_pr_into_its_branch(tmp_path: Path, f
     assert (run.code, run.outputs["status"]) == (0, "healed"), run.out
     assert api(fake) == [
         ("GET", f"/pulls/{number}"),
+        ("GET", "/pulls"),
         ("GET", "/pulls"),
         ("POST", "/pulls"),
         ("POST", f"/issues/{number + 1}/labels"),

@@ -14,7 +14,16 @@ from selfix_action.action.gitops import TRAILER, fingerprint
 from selfix_action.cli import build_parser
 from selfix_action.commands.split_cmd import run_heal, run_publish
 from selfix_action.engine.patches import unified_diff
-from tests.action.conftest import HEALABLE, REPO, Repos, action_env, git, synthetic, workflow_run_payload
+from tests.action.conftest import (
+    HEALABLE,
+    REPO,
+    Repos,
+    action_env,
+    git,
+    parse_outputs,
+    synthetic,
+    workflow_run_payload,
+)
 from tests.github.fake_github import FakeGitHub
 
 F2P = "tests/test_calc.py::test_limit"
@@ -79,6 +88,45 @@ def test_not_healed_bundle_only_comments(tmp_path: Path, fake: FakeGitHub, repos
     assert code == 0, log
     assert heads(repos).keys() == {"main", "feature/avg"}
     assert fake.writes() == [("POST", f"/repos/{REPO}/issues")] and len(fake.state.issues) == 1
+
+
+@pytest.mark.parametrize("healed", [True, False], ids=["healed", "not-healed"])
+def test_publish_points_the_patch_and_report_outputs_at_the_bundle(
+    tmp_path: Path, fake: FakeGitHub, repos: Repos, healed: bool
+) -> None:
+    bundle = heal(tmp_path, fake, repos, healed=healed)
+    (tmp_path / "output.txt").unlink()  # only what the publish job writes
+    code, log = publish(tmp_path, fake, repos, bundle)
+    assert code == 0, log
+    outputs = parse_outputs(tmp_path / "output.txt")
+    assert outputs["status"] == ("healed" if healed else "not_healed")
+    assert outputs["report_path"] == str((bundle / "report.md").resolve())
+    assert Path(outputs["report_path"]).read_text().startswith("# selfix")
+    if healed:
+        assert outputs["patch_path"] == str((bundle / "patch.diff").resolve())
+        assert "+    return 10" in Path(outputs["patch_path"]).read_text()
+    else:
+        assert outputs["patch_path"] == ""  # as `selfix action` says it: no verified patch
+
+
+def test_publish_leaves_a_pr_labelled_since_the_heal_alone(tmp_path: Path, fake: FakeGitHub, repos: Repos) -> None:
+    number = fake.add_pull(head_ref="feature/avg", head_sha=repos.feature_sha, base_ref="main")
+    data = workflow_run_payload(repos.feature_sha, "feature/avg", pulls=(number,))
+    bundle = tmp_path / "bundle"
+    out = io.StringIO()
+    assert (
+        run_heal(
+            action_env(tmp_path, fake, repos, "workflow_run", data), out, out, bundle_dir=bundle, healer=synthetic(True)
+        )
+        == 0
+    )
+    assert json.loads((bundle / "manifest.json").read_text())["pull_number"] == number
+    fake.label(number, "selfix:skip")
+    fake.calls.clear()
+    code, log = publish(tmp_path, fake, repos, bundle)
+    assert code == 0 and f"pull request #{number} has the 'selfix:skip' label" in log, log
+    assert fake.writes() == [] and heads(repos).keys() == {"main", "feature/avg"}
+    assert parse_outputs(tmp_path / "output.txt")["status"] == "skipped"
 
 
 @pytest.mark.parametrize("what", ["patch.diff", "report.json", "manifest-missing-file"])

@@ -211,3 +211,35 @@ def test_an_escalation_on_a_commit_offers_no_comment_command() -> None:
     assert "/selfix retry" in escalation_body(report, run_url="", fp="abc", on_pull=True)
     on_commit = escalation_body(report, run_url="", fp="abc", on_pull=False)
     assert "/selfix" not in on_commit and "Push a change to run again." in on_commit
+
+
+def test_loop_guard_settings_defaults_file_and_input(tmp_path: Path) -> None:
+    env = {"GITHUB_WORKSPACE": str(tmp_path), **runner_inputs()}
+    settings = load_settings(env)
+    assert (settings.max_open_prs, settings.opt_out_label) == (3, "selfix:skip")
+    (tmp_path / ".github").mkdir()
+    (tmp_path / ".github" / "selfix.yml").write_text("max_open_prs: 0\nopt_out_label: no-bots\n")
+    assert (load_settings(env).max_open_prs, load_settings(env).opt_out_label) == (0, "no-bots")
+    both = load_settings({**env, **runner_inputs(max_open_prs="9", opt_out_label="hands-off")})
+    assert (both.max_open_prs, both.opt_out_label) == (9, "hands-off")
+
+
+@pytest.mark.parametrize(
+    ("where", "text", "says"),
+    [
+        ("input", "-1", "max_open_prs"),
+        ("input", "three", "max_open_prs"),
+        ("file", "max_open_prs: -2\n", "max_open_prs"),
+        ("file", "opt_out_label: ''\n", "opt_out_label"),
+        ("file", f"opt_out_label: {'x' * 51}\n", "opt_out_label"),
+    ],
+)
+def test_bad_loop_guard_settings_are_named(tmp_path: Path, where: str, text: str, says: str) -> None:
+    env = {"GITHUB_WORKSPACE": str(tmp_path), **runner_inputs()}
+    if where == "input":
+        env = {**env, **runner_inputs(max_open_prs=text)}
+    else:
+        (tmp_path / ".github").mkdir()
+        (tmp_path / ".github" / "selfix.yml").write_text(text)
+    with pytest.raises(InputError, match=says):
+        load_settings(env)

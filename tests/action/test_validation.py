@@ -94,6 +94,8 @@ def test_every_declared_input_is_read_and_vice_versa(tmp_path: Path) -> None:
         "memory_path": "cache/memory.db",
         "config_file": "cfg.yml",
         "ci_on_fix_branch": "off",
+        "max_open_prs": "7",
+        "opt_out_label": "no-bots",
     }
     assert set(values) == declared
     env = {f"INPUT_{k.upper()}": v for k, v in values.items()} | {"GITHUB_WORKSPACE": str(tmp_path)}

@@ -261,6 +261,7 @@ class FakeGitHub:
             html_url=f"https://github.com/{self.state.repo}/pull/{number}",
             issue_url=f"{base_url}/issues/{number}",
             comments_url=f"{base_url}/issues/{number}/comments",
+            labels=[],  # today's API always lists them (the recording predates the field)
         )
         head_owner = head_repo.split("/")[0]
         pull["head"] = {
@@ -328,6 +329,9 @@ class FakeGitHub:
             ("GET", r"^/pulls/(?P<num>\d+)$", self._get_pull),
             ("PATCH", r"^/pulls/(?P<num>\d+)$", self._patch_pull),
             ("POST", r"^/pulls/(?P<num>\d+)/reviews$", self._post_review),
+            ("GET", r"^/pulls/(?P<num>\d+)/reviews$", self._list_reviews),
+            ("GET", r"^/pulls/(?P<num>\d+)/reviews/(?P<rid>\d+)$", self._get_review),
+            ("PUT", r"^/pulls/(?P<num>\d+)/reviews/(?P<rid>\d+)$", self._put_review),
             ("GET", r"^/commits/(?P<sha>[0-9a-f]{40})/pulls$", self._commit_pulls),
             ("GET", r"^/commits/(?P<sha>[0-9a-f]{40})/comments$", self._list_commit_comments),
             ("POST", r"^/commits/(?P<sha>[0-9a-f]{40})/comments$", self._post_commit_comment),
@@ -385,9 +389,32 @@ class FakeGitHub:
 
     def _post_labels(self, num: str, body: Any, **_: Any) -> tuple[int, dict[str, str], Any]:
         names = body["labels"] if isinstance(body, dict) else body
-        labels = self.state.labels.setdefault(int(num), [])
+        return 200, {}, self._add_labels(int(num), names)
+
+    def _add_labels(self, number: int, names: list[str]) -> list[dict[str, Any]]:
+        labels = self.state.labels.setdefault(number, [])
         labels += [n for n in names if n not in labels]
-        return 200, {}, [{"id": i, "name": n, "color": "ededed", "url": ""} for i, n in enumerate(labels)]
+        objects = [self._label_obj(i, n) for i, n in enumerate(labels)]
+        for item in (self.state.pulls.get(number), self.state.issues.get(number)):
+            if item is not None:  # like GitHub: the pull request or issue lists its labels from now on
+                item["labels"] = objects
+        return objects
+
+    def _label_obj(self, index: int, name: str) -> dict[str, Any]:
+        return {
+            "id": 7000 + index,
+            "node_id": f"LA_{index}",
+            "url": f"{self.url}/repos/{self.state.repo}/labels/{name}",
+            "name": name,
+            "color": "ededed",
+            "default": False,
+            "description": None,
+        }
+
+    def label(self, number: int, *names: str) -> None:
+        """A label someone put on pull request or issue ``number``."""
+        with self._lock:
+            self._add_labels(number, list(names))
 
     def add_issue(self, title: str, body: str, *, login: str) -> int:
         """An issue written by someone else (e.g. one quoting selfix's hidden marker)."""
@@ -412,6 +439,7 @@ class FakeGitHub:
             title=title,
             body=body,
             comments=0,
+            labels=[],
             closed_at=None,
             url=f"{base_url}/issues/{number}",
             repository_url=base_url,
@@ -451,6 +479,8 @@ class FakeGitHub:
             pulls = [p for p in pulls if p["head"]["label"] == query["head"]]
         if "base" in query:
             pulls = [p for p in pulls if p["base"]["ref"] == query["base"]]
+        if query.get("direction") == "desc":
+            pulls.sort(key=lambda p: -p["number"])
         return 200, {}, pulls
 
     def _post_pull(self, body: Any, **_: Any) -> tuple[int, dict[str, str], Any]:
@@ -487,7 +517,42 @@ class FakeGitHub:
     def _post_review(self, num: str, body: Any, **_: Any) -> tuple[int, dict[str, str], Any]:
         review = {"id": self._new_id(), "pull": int(num), **body}
         self.state.reviews.append(review)
-        return 200, {}, {"id": review["id"], "body": body.get("body", ""), "state": "COMMENTED", "user": None}
+        return 200, {}, self._review_obj(review)
+
+    def _review_obj(self, review: dict[str, Any]) -> dict[str, Any]:
+        """A review as GitHub's REST API documents it (no recorded review body exists in the fixtures)."""
+        base_url = f"{self.url}/repos/{self.state.repo}"
+        login = self.state.token_login or self.state.bot_login
+        user = self._comment(0, "", "")["user"]
+        return {
+            "id": review["id"],
+            "node_id": f"PRR_{review['id']}",
+            "user": {**user, "login": login},
+            "body": review.get("body", ""),
+            "state": "COMMENTED",
+            "html_url": f"https://github.com/{self.state.repo}/pull/{review['pull']}#pullrequestreview-{review['id']}",
+            "pull_request_url": f"{base_url}/pulls/{review['pull']}",
+            "commit_id": review.get("commit_id"),
+            "submitted_at": "2024-01-01T00:00:00Z",
+            "author_association": "CONTRIBUTOR",
+        }
+
+    def _list_reviews(self, num: str, **_: Any) -> tuple[int, dict[str, str], Any]:
+        return 200, {}, [self._review_obj(r) for r in self.state.reviews if r["pull"] == int(num)]
+
+    def _find_review(self, num: str, rid: str) -> dict[str, Any] | None:
+        return next((r for r in self.state.reviews if r["pull"] == int(num) and r["id"] == int(rid)), None)
+
+    def _get_review(self, num: str, rid: str, **_: Any) -> tuple[int, dict[str, str], Any]:
+        review = self._find_review(num, rid)
+        return (200, {}, self._review_obj(review)) if review else (404, {}, {"message": "Not Found"})
+
+    def _put_review(self, num: str, rid: str, body: Any, **_: Any) -> tuple[int, dict[str, str], Any]:
+        review = self._find_review(num, rid)
+        if review is None:
+            return 404, {}, {"message": "Not Found"}
+        review["body"] = body["body"]  # only the summary text: the line comments stay
+        return 200, {}, self._review_obj(review)
 
     def _commit_pulls(self, sha: str, **_: Any) -> tuple[int, dict[str, str], Any]:
         return 200, {}, [p for p in self.state.pulls.values() if p["head"]["sha"] == sha]
