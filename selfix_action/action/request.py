@@ -5,10 +5,14 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 from selfix_action.action.policy import protected_patterns
 from selfix_action.action.settings import Settings
 from selfix_action.engine.loop import LoopConfig
+from selfix_action.errors import InputError
 from selfix_action.heal import EngineChoice, HealRequest, resolve_test_cmd
 from selfix_action.sandbox.isolation import IsolationConfig
 from selfix_action.sandbox.process import Limits
@@ -40,13 +44,32 @@ def isolation_config(settings: Settings) -> IsolationConfig:
     return IsolationConfig(mode=settings.isolation, require_isolation=required)
 
 
+def read_prices_file(name: str, workspace: Path) -> dict[str, Any] | None:
+    """The ``prices_file`` input: a YAML/JSON price table inside the workspace (None: the built-in one)."""
+    if not name:
+        return None
+    path = (workspace / name).resolve()
+    if not path.is_relative_to(workspace):
+        raise InputError(f"prices_file must be a file inside the workspace, got {name!r}")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise InputError(f"cannot read the prices_file {name!r}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise InputError(f"prices_file {name!r} must be a mapping of model names to prices")
+    return data
+
+
 def heal_request(settings: Settings, env: Mapping[str, str], junit: tuple[Path, ...], hint: str) -> HealRequest:
     workspace = settings.workspace.resolve()
     time_limit = settings.timeout_minutes * 60
     provider = settings.engine
-    if provider == "auto":  # the LLM engine after the offline one: the provider whose key is given
-        provider = "anthropic" if settings.anthropic_api_key.get_secret_value() else "openai"
+    if provider == "auto":  # the LLM engine after the offline one: the one named, else the one whose key is given
+        provider = settings.provider or (
+            "anthropic" if settings.anthropic_api_key.get_secret_value() else "openai"
+        )
     key = settings.anthropic_api_key if provider == "anthropic" else settings.openai_api_key
+    base_url = settings.anthropic_base_url if provider == "anthropic" else settings.openai_base_url
     return HealRequest(
         repo=workspace,
         test_cmd=resolve_test_cmd(settings.test_command or default_test_command(env), workspace),
@@ -56,11 +79,16 @@ def heal_request(settings: Settings, env: Mapping[str, str], junit: tuple[Path, 
         engine=EngineChoice(
             kind=settings.engine,
             model=settings.model or None,
-            base_url=(settings.openai_base_url or None) if provider == "openai" else None,
+            base_url=base_url or None,
             api_key=key.get_secret_value() or None,
-            max_calls=0,  # <= 0: no cap; the dollar budget and the time limit bound the run
-            max_tokens=0,
+            max_calls=settings.max_calls,  # 0: no cap
+            max_tokens=settings.max_tokens,
             max_cost_usd=settings.max_cost_usd,
+            prices=read_prices_file(settings.prices_file, workspace) if settings.engine != "offline" else None,
+            max_retry_wait=settings.max_retry_wait,
+            samples=settings.samples,
+            max_output_tokens=settings.max_output_tokens,
+            offline_candidates=settings.offline_candidates,
             env={},  # keys come from the inputs only, never from the runner environment
             provider=provider if settings.engine == "auto" else "",
             structured=settings.structured,
@@ -68,17 +96,19 @@ def heal_request(settings: Settings, env: Mapping[str, str], junit: tuple[Path, 
             # The preflight's usage errors name the inputs to fix.
             fixes={
                 "api_key": f"the {provider}_api_key input",
-                "base_url": "the openai_base_url input",
+                "base_url": f"the {provider}_base_url input",
                 "model": "the model input",
             },
         ),
         loop=LoopConfig(
             max_hypotheses=settings.max_attempts,
+            max_candidates=settings.max_candidates,
             time_limit_seconds=time_limit,
             protected_paths=protected_patterns(settings),
             user_hint=hint,
         ),
-        limits=Limits(wall_seconds=min(120.0, time_limit)),
+        limits=Limits(wall_seconds=min(settings.test_timeout, time_limit)),
+        jobs=settings.jobs or None,
         isolation=isolation_config(settings),  # the report and the job summary say which
         env_source=env,
         memory_path=settings.memory_file,

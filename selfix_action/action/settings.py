@@ -14,9 +14,19 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    create_model,
+    field_validator,
+    model_validator,
+)
 
 from selfix_action.errors import InputError
+from selfix_action.options import OPTIONS
 
 DEFAULT_CONFIG_FILE = ".github/selfix.yml"
 # How test runs are isolated (selfix_action.sandbox.isolation.IsolationConfig.mode): auto takes the best that works.
@@ -63,90 +73,37 @@ class PathRule(BaseModel):
     labels: tuple[str, ...] = Field((), description="extra labels for a PR touching these files")
 
 
-class FileConfig(BaseModel):
-    """The schema of ``.github/selfix.yml``: the action's non-secret inputs plus per-path rules."""
+def _file_config_fields() -> dict[str, Any]:
+    """The config file's keys: every non-secret option of the table, each optional (unset: the input or default)."""
+    fields: dict[str, Any] = {}
+    for option in OPTIONS:
+        if option.config:
+            fields[option.name] = (option.annotation | None, Field(None, description=option.help, **option.limits))
+    return fields
 
+
+class _FileConfigBase(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, title="selfix configuration (.github/selfix.yml)")
 
-    engine: str | None = Field(None, description="offline, anthropic, openai or auto")
-    model: str | None = Field(None, description="model name for an LLM engine")
-    structured: str | None = Field(None, description="auto, tools, json-schema or json: how LLM answers are structured")
-    request_timeout: float | None = Field(None, gt=0, description="seconds one model request may take")
-    openai_base_url: str | None = Field(None, description="OpenAI-compatible endpoint")
-    test_command: str | None = Field(None, description="the project's pytest invocation")
-    setup_command: str | None = Field(None, description="installs the project's dependencies (argument list)")
-    junit_paths: tuple[str, ...] | None = Field(None, description="globs of local JUnit XML reports")
-    junit_artifact: str | None = Field(None, description="artifact name pattern holding JUnit reports")
-    mode: Mode | None = None
-    max_cost_usd: float | None = Field(None, ge=0)
-    max_attempts: int | None = Field(None, ge=1, le=20, description="root-cause hypotheses to try")
-    timeout_minutes: float | None = Field(None, gt=0, le=360)
-    allowed_users: tuple[str, ...] | None = Field(None, description="if set, only these users may comment")
-    allowed_bots: tuple[str, ...] | None = Field(None, description="bot logins allowed, exact names")
-    protected_paths: tuple[str, ...] | None = Field(None, description="globs selfix never edits")
-    labels: tuple[str, ...] | None = None
-    draft: bool | None = None
-    isolation: IsolationMode | None = Field(
-        None, description="auto (best that works), bwrap, landlock, unshare or none"
-    )
-    require_isolation: bool | None = Field(None, description="refuse to run the project's tests unisolated")
-    memory_path: str | None = Field(
-        None, description="SQLite memory of past fixes, relative to the workspace ('none' turns it off)"
-    )
-    ci_on_fix_branch: CiOnFixBranch | None = Field(
-        None, description="dispatch (run the failed workflow on the fix branch; needs actions: write) or off"
-    )
-    max_open_prs: int | None = Field(
-        None, ge=0, description="open selfix fix PRs per repository at most (0: no cap); at the cap, a comment instead"
-    )
-    opt_out_label: str | None = Field(
-        None,
-        min_length=1,
-        max_length=50,
-        description="a pull request (or selfix's own PR or issue) with this label is left alone",
-    )
     rules: tuple[PathRule, ...] = ()
 
-    @field_validator("memory_path")
+    @field_validator("memory_path", check_fields=False)
     @classmethod
     def _memory_inside(cls, value: str | None) -> str | None:
         return _check_memory_path(value, allow_absolute=False)
 
 
+# The schema of ``.github/selfix.yml``: the action's non-secret inputs (selfix_action/options.py) plus per-path
+# rules.
+FileConfig: type[_FileConfigBase] = create_model(  # type: ignore[call-overload]
+    "FileConfig", __base__=_FileConfigBase, __doc__="The schema of .github/selfix.yml", **_file_config_fields()
+)
+
 # Every input declared in action.yml and its built-in default ("" = no default).
-INPUT_DEFAULTS: dict[str, Any] = {
-    "github_token": "",
-    "anthropic_api_key": "",
-    "openai_api_key": "",
-    "openai_base_url": "",
-    "engine": "",  # empty: offline unless an API key is given, then auto (offline first)
-    "model": "",
-    "structured": "auto",
-    "request_timeout": 120.0,
-    "test_command": "",
-    "setup_command": "",
-    "junit_paths": ("**/junit*.xml", "**/TEST-*.xml"),
-    "junit_artifact": "*junit*",
-    "mode": Mode.PR,
-    "max_cost_usd": 2.0,
-    "max_attempts": 3,
-    "timeout_minutes": 15.0,
-    "allowed_users": (),
-    "allowed_bots": (),
-    "protected_paths": (),
-    "labels": ("selfix",),
-    "draft": False,
-    "isolation": "auto",
-    "require_isolation": False,
-    "memory_path": DEFAULT_MEMORY_PATH,
-    "config_file": DEFAULT_CONFIG_FILE,
-    "ci_on_fix_branch": "dispatch",
-    "max_open_prs": DEFAULT_MAX_OPEN_PRS,
-    "opt_out_label": DEFAULT_OPT_OUT_LABEL,
-}
-SECRET_INPUTS = frozenset({"github_token", "anthropic_api_key", "openai_api_key"})
-LIST_INPUTS = frozenset({"junit_paths", "allowed_users", "allowed_bots", "protected_paths", "labels"})
-BOOL_INPUTS = frozenset({"draft", "require_isolation"})
+INPUT_DEFAULTS: dict[str, Any] = {option.name: option.default for option in OPTIONS}
+SECRET_INPUTS = frozenset(o.name for o in OPTIONS if o.kind == "secret")
+LIST_INPUTS = frozenset(o.name for o in OPTIONS if o.kind == "list")
+BOOL_INPUTS = frozenset(o.name for o in OPTIONS if o.kind == "bool")
 
 
 class Settings(BaseModel):
@@ -158,11 +115,23 @@ class Settings(BaseModel):
     github_token: SecretStr = SecretStr("")
     anthropic_api_key: SecretStr = SecretStr("")
     openai_api_key: SecretStr = SecretStr("")
+    anthropic_base_url: str = ""
     openai_base_url: str = ""
     engine: str = "offline"
+    provider: Literal["", "anthropic", "openai"] = ""
     model: str = ""
     structured: str = "auto"
     request_timeout: float = Field(120.0, gt=0)
+    max_retry_wait: float = Field(30.0, ge=0)
+    max_calls: int = Field(40, ge=0)  # 0: no cap
+    max_tokens: int = Field(400_000, ge=0)  # 0: no cap
+    prices_file: str = ""  # a price table in the workspace
+    max_output_tokens: int = Field(0, ge=0)  # 0: each role's own
+    samples: int = Field(1, ge=1, le=8)
+    offline_candidates: int = Field(100, ge=0)
+    test_timeout: float = Field(120.0, gt=0)
+    jobs: int = Field(0, ge=0, le=64)  # 0: the runner's CPUs, at most 4
+    max_candidates: int = Field(500, ge=1)
     test_command: str = ""
     setup_command: str = ""
     junit_paths: tuple[str, ...] = INPUT_DEFAULTS["junit_paths"]

@@ -96,6 +96,18 @@ def test_every_declared_input_is_read_and_vice_versa(tmp_path: Path) -> None:
         "ci_on_fix_branch": "off",
         "max_open_prs": "7",
         "opt_out_label": "no-bots",
+        "anthropic_base_url": "http://a",
+        "provider": "openai",
+        "max_retry_wait": "5",
+        "max_calls": "9",
+        "max_tokens": "9000",
+        "prices_file": "prices.yml",
+        "max_output_tokens": "800",
+        "samples": "2",
+        "offline_candidates": "20",
+        "test_timeout": "60",
+        "jobs": "2",
+        "max_candidates": "40",
     }
     assert set(values) == declared
     env = {f"INPUT_{k.upper()}": v for k, v in values.items()} | {"GITHUB_WORKSPACE": str(tmp_path)}
