@@ -29,11 +29,14 @@ from selfix_action.offline.templates import (
     conditions,
     constants,
     defaults,
+    fields,
     guards,
+    keys,
     keywords,
     literals,
     methods,
     names,
+    nones,
     operators,
     pairs,
     statements,
@@ -75,6 +78,10 @@ TEMPLATES: tuple[Template, ...] = (
     methods.SIBLING_METHOD,
     guards.NONE_GUARD,
     literals.LITERAL_TO_NAME,
+    keys.KEY_REPLACE,
+    nones.NONE_CHECK,
+    fields.FIELD_SWAP,
+    nones.NONE_TEST,
     pairs.EDIT_PAIR,
 )
 
@@ -127,6 +134,13 @@ EXPRESSION_FAMILIES: tuple[Family[Any], ...] = (
     strings.STRING_EDIT_FAMILY,
     methods.SIBLING_METHOD_FAMILY,
     keywords.KEYWORD_ADD_FAMILY,
+    # the adopter's missed kinds (issue 22)
+    keys.KEY_REPLACE_FAMILY,
+    fields.JOINED_SWAP_FAMILY,
+    fields.PERCENT_SWAP_FAMILY,
+    nones.NONE_CHECK_TEST_FAMILY,
+    nones.NONE_TEST_FAMILY,
+    nones.NONE_DEFAULT_FAMILY,
 )
 
 STATEMENT_FAMILIES: tuple[Family[Any], ...] = (
@@ -135,6 +149,7 @@ STATEMENT_FAMILIES: tuple[Family[Any], ...] = (
     statements.STMT_DELETE_FAMILY,
     statements.STMT_INSERT_FAMILY,
     guards.NONE_GUARD_FAMILY,
+    nones.NONE_CHECK_STATEMENT_FAMILY,
 )
 
 FUNCTION_FAMILIES: tuple[Family[Any], ...] = (defaults.MUTABLE_DEFAULT_FAMILY,)
