@@ -226,7 +226,7 @@ CASES = {
         "if self.coupon is not None and self.coupon.active:",
     ),
     "removed None check around a statement": (MAILER, "mailer.py", "none_check", "if log is not None:"),
-    "f-string fields swapped": (RECEIPT, "receipt.py", "field_swap", '{quantity} x {name} @'),
+    "f-string fields swapped": (RECEIPT, "receipt.py", "field_swap", "{quantity} x {name} @"),
     "truthiness for is not None": (SETTINGS, "settings.py", "none_test", "if value is not None:"),
     "or for a None default": (LABELS, "labels.py", "none_test", "title if title is not None else"),
 }

@@ -1,7 +1,7 @@
 """The swapped-fields template: a format string whose replacement fields are in the wrong order
 (`f"{last}, {first}"` for `f"{first} {last}"`, `"%s of %s" % (total, done)`). The fix swaps two
 fields: neighbours first, then any two. A field moves whole, with its conversion and format spec
-(`{price:.2f}` stays a price); when the two fields are formatted differently, swapping only their
+(`{price:.2f}` stays a price); when both fields are formatted (and differently), swapping only their
 values is tried too. (`"{} {}".format(a, b)` is the arg_swap template's: its fields are arguments.)
 """
 
@@ -79,13 +79,13 @@ def joined_swap(ctx: Context, node: ast.JoinedStr) -> Iterator[Mutation | None]:
             TextEdit(whole_a[0], whole_a[1], source[whole_b[0] : whole_b[1]]),
             TextEdit(whole_b[0], whole_b[1], source[whole_a[0] : whole_a[1]]),
         ]
-        yield _mutation(node, edits, _swap_items(node, ia, ib))
-        if ast.dump(fa) != ast.dump(fb) and (fa.conversion, fa.format_spec) != (fb.conversion, fb.format_spec):
+        yield Mutation(FIELD_SWAP, [edits], _swap_items(node, ia, ib), [node])
+        if _formatted(fa) and _formatted(fb) and ast.dump(fa) != ast.dump(fb):
             edits = [
                 TextEdit(value_a[0], value_a[1], source[value_b[0] : value_b[1]]),
                 TextEdit(value_b[0], value_b[1], source[value_a[0] : value_a[1]]),
             ]
-            yield _mutation(node, edits, _swap_values(fa, fb))
+            yield Mutation(FIELD_SWAP, [edits], _swap_values(fa, fb), [fa, fb])  # both re-dumped
 
 
 def percent_swap(ctx: Context, node: ast.BinOp) -> Iterator[Mutation | None]:
@@ -107,6 +107,11 @@ def percent_swap(ctx: Context, node: ast.BinOp) -> Iterator[Mutation | None]:
         edits = [TextEdit(sa, ea, render.text(elts[b])), TextEdit(sb, eb, render.text(elts[a]))]
         new = ast.Tuple(elts=swapped, ctx=ast.Load())
         yield render.replace(FIELD_SWAP, node.right, new, preferred=[edits])
+
+
+def _formatted(field: ast.FormattedValue) -> bool:
+    """Has the field a conversion or a format spec of its own?"""
+    return field.conversion != -1 or field.format_spec is not None
 
 
 def _swap_items(node: ast.JoinedStr, a: int, b: int) -> Callable[[], Callable[[], None]]:
@@ -132,10 +137,6 @@ def _swap_values(a: ast.FormattedValue, b: ast.FormattedValue) -> Callable[[], C
         return undo
 
     return apply
-
-
-def _mutation(node: ast.JoinedStr, edits: list[TextEdit], apply: Callable[[], Callable[[], None]]) -> Mutation:
-    return Mutation(FIELD_SWAP, [edits], apply, [node])
 
 
 JOINED_SWAP_FAMILY = Family("field_swap", "expression", (ast.JoinedStr,), (FIELD_SWAP,), joined_swap)

@@ -64,11 +64,7 @@ def _none_values(facts: FileFacts) -> set[str]:
     none_params: dict[int, set[str]] = {}  # function -> its parameters that default to None
     for sub in ast.walk(facts.tree):
         if isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
-            args = sub.args
-            positional = [*args.posonlyargs, *args.args]
-            pairs = list(zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True))
-            pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None]
-            none_params[id(sub)] = {a.arg for a, d in pairs if _is_none(d)}
+            none_params[id(sub)] = _none_parameters(sub)
         elif isinstance(sub, ast.Compare) and len(sub.ops) == 1 and isinstance(sub.ops[0], ast.Is | ast.IsNot):
             if _is_none(sub.comparators[0]):
                 found.add(_key(sub.left))
@@ -79,7 +75,7 @@ def _none_values(facts: FileFacts) -> set[str]:
             # `self.x = x` where the enclosing function's `x` defaults to None
             from_param = False
             if isinstance(value, ast.Name):
-                func = next((a for a in facts.ancestors(sub) if isinstance(a, ast.FunctionDef | ast.AsyncFunctionDef)), None)
+                func = next((a for a in facts.ancestors(sub) if isinstance(a, Function)), None)
                 from_param = func is not None and value.id in none_params.get(id(func), set())
             annotated_optional = isinstance(sub, ast.AnnAssign) and _optional_annotation(sub.annotation)
             if _maybe_none_value(value) or from_param or annotated_optional:
@@ -88,8 +84,23 @@ def _none_values(facts: FileFacts) -> set[str]:
                     slot = facts.slot(sub)
                     if isinstance(target, ast.Name) and slot is not None and isinstance(slot[0], ast.ClassDef):
                         # a class attribute that defaults to None is None on `self` too
-                        found.add(_key(ast.Attribute(value=ast.Name(id="self", ctx=ast.Load()), attr=target.id)))
+                        self_attr = ast.Attribute(
+                            value=ast.Name(id="self", ctx=ast.Load()), attr=target.id, ctx=ast.Load()
+                        )
+                        found.add(_key(self_attr))
     _NONE_VALUES[facts] = found
+    return found
+
+
+def _none_parameters(func: Function | ast.Lambda) -> set[str]:
+    """The parameters that default to None or are annotated Optional."""
+    args = func.args
+    positional = [*args.posonlyargs, *args.args]
+    pairs = list(zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True))
+    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None]
+    found = {a.arg for a, d in pairs if _is_none(d)}
+    every = [*positional, *args.kwonlyargs]
+    found |= {a.arg for a in every if a.annotation is not None and _optional_annotation(a.annotation)}
     return found
 
 
@@ -111,17 +122,8 @@ def may_be_none(facts: FileFacts, node: ast.expr) -> bool:
     if _key(node) in _none_values(facts):
         return True
     if isinstance(node, ast.Name):
-        func = next((s for s in facts.scope_chain(node) if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef)), None)
-        if func is not None:
-            args = func.args
-            positional = [*args.posonlyargs, *args.args]
-            defaults = dict(zip([a.arg for a in positional[len(positional) - len(args.defaults) :]], args.defaults))
-            defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
-            annotations = {a.arg: a.annotation for a in [*positional, *args.kwonlyargs] if a.annotation is not None}
-            if _is_none(defaults.get(node.id)) or (
-                node.id in annotations and _optional_annotation(annotations[node.id])
-            ):
-                return True
+        func = next((s for s in facts.scope_chain(node) if isinstance(s, Function)), None)
+        return func is not None and node.id in _none_parameters(func)
     return False
 
 
@@ -229,7 +231,8 @@ def none_check_statement(ctx: Context, stmt: ast.stmt) -> Iterator[Mutation | No
             continue
         if not whole_lines or multiline_text:
             continue
-        edits = [TextEdit(lines.line_start(first), lines.line_start(first), f"{indent}if {name} is not None:{nl}{unit}")]
+        at = lines.line_start(first)
+        edits = [TextEdit(at, at, f"{indent}if {name} is not None:{nl}{unit}")]
         edits += [TextEdit(lines.line_start(n), lines.line_start(n), unit) for n in range(first + 1, last + 1)]
         guard = ast.If(test=_is_not_none(value), body=[stmt], orelse=[])
         parent, field, index = slot
