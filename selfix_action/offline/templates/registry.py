@@ -6,11 +6,17 @@ first. Identifier, operand, argument, function-name and attribute changes are th
 operator, literal and off-by-one changes are rarer but cheap and precise. Priors rank *kinds* of
 edit, not individual candidates.
 
-The families after `return_replace` (unbound_name ... edit_pair) are the repairs real bugs needed
+The families after `return_replace` (unbound_name ... literal_to_name, edit_pair) are the repairs real bugs needed
 (issue 14). Their priors are learned from 86 real fixes outside the real-bug benchmark
 (`python -m selfix_action.bench.priors`, record in `bench/realbugs/priors.json`): the share of the
 fixes' code hunks each template reproduces, on the hand priors' scale. Six reproduced none and sit
 at the smoothed floor (0.099, below every hand prior); string_edit reproduced one (0.296).
+
+The four after them (key_replace ... none_test) are the kinds an adopter's first week showed missing (issue 22):
+a wrong dict key, a removed `is not None` check, a format string's fields out of order, a truthiness test meant
+as `is not None`. Learned the same way, they reproduced none of the 331 hunks and sit at the floor too; they
+propose few candidates each, and the learned order weighs a template's prior by its candidates on the line, so
+their fixes are still reached early (tests/offline/test_adopter_bugs.py heals each kind).
 
 The family lists are the dispatch order. At each expression node (pre-order) the families whose
 kinds match run in list order, then at each statement the statement families, then at each
