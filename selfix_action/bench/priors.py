@@ -39,8 +39,20 @@ from selfix_action.bench import realbugs
 from selfix_action.errors import InputError
 from selfix_action.offline.templates import Hints, candidate_edits, registry
 
-# The families added for real bugs (issue 14): the ones whose prior this module learns.
-LEARNED = ("unbound_name", "keyword_add", "sibling_method", "none_guard", "string_edit", "literal_to_name")
+# The families added for real bugs (issue 14) and for the kinds an adopter's first week showed missing (issue 22):
+# the ones whose prior this module learns.
+LEARNED = (
+    "unbound_name",
+    "keyword_add",
+    "sibling_method",
+    "none_guard",
+    "string_edit",
+    "literal_to_name",
+    "key_replace",
+    "none_check",
+    "field_swap",
+    "none_test",
+)
 PAIR = "edit_pair"
 KEPT_ASIDE = realbugs.EXCLUDED_PROJECTS
 MAX_HUNK_LINES = 6  # a one-statement template cannot reproduce a longer hunk; not even tried

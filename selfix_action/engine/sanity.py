@@ -11,7 +11,12 @@ touches. What is refused:
   or combined with another literal in a way that raises (``"a" - 1``, ``1 / 0``);
 - a call with the wrong arity against a signature visible in the project's source: a function or class defined
   in the module, a method called on ``self`` in its own class, or a function imported from another project
-  module (too many positional arguments, a required argument missing, an unknown keyword);
+  module (``from pkg.mod import f``, ``import pkg.mod`` then ``pkg.mod.f(...)``) (too many positional
+  arguments, a required argument missing, an unknown keyword);
+- a call that cannot bind to the signature of a builtin (``hasattr(x)``, ``len(a, b)``, ``sorted(xs, reversed=True)``)
+  or of a callable imported from the standard library (``json.dumps(x, indnt=2)``, ``from os.path import join``):
+  their signatures come from ``inspect.signature`` in selfix's own process (the standard module is imported
+  there, never the project's code; a project module of the same name wins, and is read as source);
 - a name that is bound nowhere in its scopes, the module or the builtins;
 - a file that does not parse.
 
@@ -23,7 +28,12 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
+import importlib
+import inspect
 import operator
+import sys
+import warnings
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -78,6 +88,11 @@ SAFE_BINOPS: dict[type[ast.operator], Callable[[object, object], object]] = {
     ast.MatMult: operator.matmul,
 }
 MAX_LITERAL_CHARS = 200
+# Standard modules whose import does more than define names (opens a browser, prints, starts a GUI, runs tests):
+# their callables are not looked up.
+UNSAFE_STANDARD_MODULES = frozenset(
+    {"antigravity", "this", "__hello__", "__phello__", "idlelib", "tkinter", "turtle", "turtledemo", "test"}
+)
 _TYPE_ALIAS = getattr(
     ast, "TypeAlias", None
 )  # ``type X = ...``, Python 3.12+  # longer string literals are not evaluated
@@ -114,6 +129,7 @@ class ProjectSignatures:
         self._read = read_source
         self._source_files = source_files
         self._by_module: dict[str, str] | None = None
+        self._claimed: frozenset[str] = frozenset()
         self._files: frozenset[str] | None = None
         self._defs: dict[str, dict[str, ast.AST]] = {}
 
@@ -130,7 +146,14 @@ class ProjectSignatures:
                 for name in _module_names(path):
                     claims.setdefault(name, set()).add(path)
             self._by_module = {name: next(iter(paths)) for name, paths in claims.items() if len(paths) == 1}
+            self._claimed = frozenset(claims)
         return self._by_module
+
+    def claims(self, module: str) -> bool:
+        """Could ``module`` (or its top-level package) be one of the project's files (``json.py`` in any folder)?"""
+        self._modules()
+        top = module.split(".")[0]
+        return module in self._claimed or top in self._claimed
 
     def has_file(self, path: str) -> bool:
         return path in self.files()
@@ -333,12 +356,19 @@ class _Checker:
             name = func.id
             if name not in self.module_names:
                 self.check_builtin_call(name, node)
+                if name in BUILTIN_NAMES and hasattr(builtins, name):
+                    self.check_binding(getattr(builtins, name), node, name, "a builtin")
             definition = self.top_defs.get(name) if self.module_counts[name] == 1 else None
             if definition is None and self.module_counts[name] == 1:
                 definition = self.imported_definition(name)
             if definition is not None:
                 self.check_arity(definition, node, _text(func), bound_first=False, decorated_ok=False)
-        elif (
+            elif self.module_counts[name] == 1:
+                self.check_imported_call(name, [], node)
+        elif (chain := _attribute_chain(func)) is not None and not self.shadowed(chain[0], scopes):
+            if self.module_counts[chain[0]] == 1:
+                self.check_imported_call(chain[0], chain[1:], node)
+        if (
             isinstance(func, ast.Attribute)
             and isinstance(func.value, ast.Name)
             and func.value.id == "self"
@@ -384,6 +414,68 @@ class _Checker:
                 path = self.resolve(node)
                 return self.project.definitions(path).get(alias.name) if path else None
         return None
+
+    def check_imported_call(self, name: str, attributes: Sequence[str], call: ast.Call) -> None:
+        """A call of ``name.a.b(...)`` (``attributes``: a, b) where ``name`` is imported at the top of the module:
+        checked against the project module's def (read as source) or the standard module's callable."""
+        target = self.import_target(name)
+        if target is None:
+            return
+        module, level = target
+        dotted = [*module.split("."), *attributes] if module else list(attributes)
+        called = ".".join([name, *attributes])
+        if self.project is not None and (level or self.project.claims(".".join(dotted[:1]))):
+            definition = self.project_definition(dotted, level)
+            if definition is not None:
+                self.check_arity(definition, call, called, bound_first=False, decorated_ok=False)
+            return  # a project module (or one shadowing a standard module) is never imported here
+        if level or self.project is None:
+            return  # no project listing: a standard module's name may be the project's own
+        found = _standard_callable(tuple(dotted))
+        if found is not None:
+            self.check_binding(found, call, ".".join(dotted), "the standard library's", called=called)
+
+    def import_target(self, name: str) -> tuple[str, int] | None:
+        """(dotted path, relative level) ``name`` is bound to by a top-level import: ``import a.b as n`` ->
+        ("a.b", 0); ``import a.b`` binds ``a`` -> ("a", 0); ``from .m import n`` -> ("m.n", 1)."""
+        for node in self.tree.body:
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname == name:
+                        return alias.name, 0
+                    if alias.asname is None and alias.name.split(".")[0] == name:
+                        return name, 0
+            elif isinstance(node, ast.ImportFrom):
+                for alias in node.names:
+                    if (alias.asname or alias.name) == name and alias.name != "*":
+                        return ".".join(p for p in (node.module, alias.name) if p), node.level
+        return None
+
+    def project_definition(self, dotted: Sequence[str], level: int) -> ast.AST | None:
+        """The def or class at ``dotted`` (a module path, then one name in it) among the project's files."""
+        assert self.project is not None
+        for split in range(len(dotted) - 1, 0, -1):
+            module, rest = dotted[:split], dotted[split:]
+            if len(rest) != 1:
+                continue  # a class's method or a nested name: not read
+            path = self.resolve(ast.ImportFrom(module=".".join(module), names=[], level=level))
+            if path is not None:
+                return self.project.definitions(path).get(rest[0])
+        return None
+
+    def check_binding(self, target: object, call: ast.Call, qualname: str, origin: str, called: str = "") -> None:
+        """The call's arguments bound to ``target``'s runtime signature (when it has one and the call spells out
+        its arguments): a call that cannot bind raises TypeError wherever it runs."""
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+            return
+        signature = _signature(target)
+        if signature is None:
+            return
+        try:
+            signature.bind(*(None for _ in call.args), **{k.arg: None for k in call.keywords if k.arg})
+        except TypeError as exc:
+            called = called or _text(call.func)
+            self.add("arity", f"`{called}(...)` does not fit `{qualname}{signature}` ({origin}): {exc}", call)
 
     def resolve(self, node: ast.ImportFrom) -> str | None:
         assert self.project is not None
@@ -459,6 +551,50 @@ class _Checker:
             evaluate(left.value, right.value)
         except (TypeError, ZeroDivisionError, ValueError) as exc:
             self.add("literal", f"`{_text(node)}` raises {type(exc).__name__} on its literals", node)
+
+
+def _attribute_chain(node: ast.AST) -> list[str] | None:
+    """``a.b.c`` -> ["a", "b", "c"] (a name and attributes only), else None."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name) or not parts:
+        return None
+    return [node.id, *reversed(parts)]
+
+
+def _signature(target: object) -> inspect.Signature | None:
+    """The runtime signature of a function, builtin or class, if Python can tell it (many builtins cannot)."""
+    if not callable(target) or not (inspect.isroutine(target) or inspect.isclass(target)):
+        return None
+    try:
+        return inspect.signature(target)
+    except (ValueError, TypeError):
+        return None
+
+
+@functools.cache  # a standard module's callables do not change during a run
+def _standard_callable(dotted: tuple[str, ...]) -> object | None:
+    """The object at ``dotted`` in the standard library (the longest importable module prefix, then attributes),
+    or None when it is not a standard module's, or its import is unsafe or fails."""
+    top = dotted[0]
+    if top not in sys.stdlib_module_names or top in UNSAFE_STANDARD_MODULES:
+        return None
+    for split in range(len(dotted) - 1, 0, -1):
+        module = ".".join(dotted[:split])
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # deprecated modules warn on import
+                found: object = importlib.import_module(module)
+        except Exception:  # a standard module missing on this platform, or failing to import here
+            continue
+        for attribute in dotted[split:]:
+            found = getattr(found, attribute, None)
+            if found is None:
+                return None
+        return found
+    return None
 
 
 def _is_literal(node: ast.AST, *, str_ok: bool = False) -> bool:

@@ -42,6 +42,26 @@ CASES = {
         "def f(n):\n    return 'SELECT DISTINCT ' + n\n",
         (2,),
     ),
+    "key_replace": (
+        "def f(row):\n    row['name'] = 1\n    return row['nmae']\n",
+        "def f(row):\n    row['name'] = 1\n    return row['name']\n",
+        (3,),
+    ),
+    "none_check": (
+        "def f(user):\n    if user.profile.active:\n        return 1\n",
+        "def f(user):\n    if user.profile is not None and user.profile.active:\n        return 1\n",
+        (2,),
+    ),
+    "field_swap": (
+        "def f(a, b):\n    return f'{b}-{a}'\n",
+        "def f(a, b):\n    return f'{a}-{b}'\n",
+        (2,),
+    ),
+    "none_test": (
+        "def f(x):\n    if x:\n        return x\n",
+        "def f(x):\n    if x is not None:\n        return x\n",
+        (2,),
+    ),
 }
 
 
@@ -121,6 +141,7 @@ def test_the_registry_carries_the_learned_priors_of_the_shipped_record() -> None
     assert record["bugs_analysed"].startswith("training")
     # the summary is what the per-bug results give (recomputed without git), and the registry carries it
     assert learn(priors.bugs_of_record(record)) == record["summary"]
+    assert set(record["summary"]["learned"]) == {*priors.LEARNED, priors.PAIR}  # every learned family was learned
     for template, value in record["summary"]["learned"].items():
         assert registry.PRIORS[template] == pytest.approx(value), template
 

@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Callable
 
 import pytest
 
+from selfix_action.engine.loop import HealingLoop
+from selfix_action.engine.models import Hypothesis
+from selfix_action.engine.report import StopReason
 from selfix_action.engine.sanity import ProjectSignatures, SanityChecker, changed_span, file_issues
+from selfix_action.sandbox.pytest_sandbox import PytestSandbox
+from tests.engine.test_loop import ScriptedEngine
 
 ORIGINAL = textwrap.dedent(
     """
     import os
+    import pkg.helpers
+    from textwrap import indent
     from .helpers import helper
 
 
@@ -68,6 +76,22 @@ def issues_of(old: str, new: str) -> list[str]:
         ("return unit", "return self.unit(unit, 1)", "arity: `self.unit(...)` passes 2 positional argument(s)"),
         ("return unit", "return Shape()", "arity: `Shape(...)` misses the required argument `dims`"),
         ("return unit", "return helper(unit)", "arity: `helper(...)` misses the required argument `b`"),
+        ("return unit", "return pkg.helpers.helper(unit)", "arity: `pkg.helpers.helper(...)` misses the required"),
+        # calls that cannot bind to a builtin's or a standard callable's signature (inspect.signature)
+        (
+            'hasattr(self, "shape")',
+            "hasattr(self)",
+            "arity: `hasattr(...)` does not fit `hasattr(obj, name, /)` (a builtin): missing a required argument",
+        ),
+        ("return unit", "return len(unit, unit)", "arity: `len(...)` does not fit `len(obj, /)` (a builtin): too many"),
+        ("return unit", "return sorted(unit, reversed=True)", "arity: `sorted(...)` does not fit `sorted(iterable"),
+        (
+            "return unit",
+            'return os.path.join(unit, sep="/")',
+            "arity: `os.path.join(...)` does not fit `os.path.join(a, *p)` (the standard library's): got an unexpected",
+        ),
+        ("return unit", "return indent(unit)", "arity: `indent(...)` does not fit `textwrap.indent(text, prefix"),
+        ("return unit", "return os.getcwd(unit)", "arity: `os.getcwd(...)` does not fit `os.getcwd()`"),
         # a name bound nowhere in scope
         ("return unit", "return units", "unbound_name: name `units` is bound nowhere in scope (in `area`)"),
         ("return unit", "return dims", "unbound_name: name `dims` is bound nowhere in scope (in `area`)"),
@@ -95,10 +119,39 @@ def test_a_candidate_that_cannot_make_sense_is_found(old: str, new: str, expecte
         ("return unit", 'return "%s" % unit'),
         ("return unit", "return __class__"),  # the implicit cell of methods
         ('hasattr(self, "shape")', "hasattr(self, name)"),
+        ("return unit", "return pkg.helpers.helper(unit, 1)"),
+        ("return unit", 'return indent(unit, "  ")'),
+        ("return unit", "return sorted(unit, reverse=True)"),
+        ("return unit", 'return print(unit, unit, sep="")'),
+        ("return unit", "return max(unit, 1)"),  # no runtime signature: left to the tests
+        ("return unit", "return len(*unit)"),  # starred: not surely wrong
+        ("return unit", "return os.path.join(unit, unit, unit)"),
     ],
 )
 def test_sensible_candidates_pass(old: str, new: str) -> None:
     assert issues_of(old, new) == []
+
+
+def test_a_project_module_named_like_a_standard_one_is_read_as_source() -> None:
+    original = "from textwrap import indent\n\n\ndef f(x):\n    return x\n"
+    sources = {"app/textwrap.py": "def indent(text):\n    return text\n", "app/m.py": original}
+    project = ProjectSignatures(sources.get, lambda: list(sources))
+
+    def issues(new: str) -> list[str]:
+        return [i.message for i in file_issues("app/m.py", original, original.replace("return x", new), project)]
+
+    assert issues("return indent(x)") == []  # the standard indent needs a prefix; the project's does not
+    assert issues("return indent(x, 2)") == [
+        "`indent(...)` passes 2 positional argument(s); it takes at most 1 (signature of `indent` in the project)"
+    ]
+
+
+def test_a_builtin_shadowed_in_the_module_or_a_scope_is_not_checked_as_the_builtin() -> None:
+    original = "def len(a, b):\n    return a\n\n\ndef f(x, y):\n    return x\n"
+    patched = original.replace("return x", "return len(x, y)")
+    assert file_issues("m.py", original, patched, None) == []
+    local = "def f(x, y, hasattr):\n    return x\n"
+    assert file_issues("m.py", local, local.replace("return x", "return hasattr(x)"), None) == []
 
 
 def test_problems_the_original_already_has_are_not_the_patchs() -> None:
@@ -144,3 +197,51 @@ def test_changed_span_covers_every_change() -> None:
     assert changed_span("a\nb\nc\n", "a\nB\nc\n") == ((2, 2), (2, 2))
     assert changed_span("a\nc\n", "a\nb\nc\n") == ((2, 2), (2, 2))  # an insertion: the line after stands for it
     assert changed_span("a\nb\nc\nd\n", "a\nX\nc\nY\n") == ((2, 4), (2, 4))
+
+
+# A real bug's shape: the code under test swallows the TypeError a one-argument `hasattr` raises, so the candidate
+# makes the failing test pass without fixing anything.
+ARRAYS = {
+    "arrays.py": (
+        "def is_array(value):\n"
+        '    """True for array-likes (they have a shape); False for anything else, strings included."""\n'
+        "    try:\n"
+        '        return hasattr(value, "shape") or len(value) > 0\n'
+        "    except TypeError:\n"
+        "        return False\n"
+    ),
+    "tests/test_arrays.py": (
+        "from arrays import is_array\n"
+        "\n"
+        "\n"
+        "def test_a_string_is_no_array():\n"
+        '    assert is_array("abc") is False\n'
+        "\n"
+        "\n"
+        "def test_a_number_is_no_array():\n"
+        "    assert is_array(3) is False\n"
+    ),
+}
+SWALLOWED = ARRAYS["arrays.py"].replace('hasattr(value, "shape")', "hasattr(value)")
+FIXED_ARRAYS = ARRAYS["arrays.py"].replace(" or len(value) > 0", "")
+
+
+def test_a_one_argument_hasattr_the_code_swallows_heals_no_more(make_sandbox: Callable[..., PytestSandbox]) -> None:
+    sandbox = make_sandbox(ARRAYS)
+    hypothesis = Hypothesis(
+        id="H1",
+        rank=1,
+        title="the bug is in `is_array`",
+        confidence=1.0,
+        file="arrays.py",
+        symbol="is_array",
+        lines=(4,),
+    )
+    engine = ScriptedEngine([hypothesis], {"H1": None}, {"H1": [{"arrays.py": SWALLOWED}, {"arrays.py": FIXED_ARRAYS}]})
+    report = HealingLoop(sandbox, engine).run().report
+    assert report.candidates_rejected_static == 1  # refused before any test ran: it passes them
+    assert report.stop_reason is StopReason.HEALED
+    assert report.patch is not None and '-        return hasattr(value, "shape") or len(value) > 0' in report.patch.diff
+    assert '+        return hasattr(value, "shape")\n' in report.patch.diff
+    [record] = report.hypotheses
+    assert any("hasattr(obj, name, /)" in rejection.detail for rejection in record.rejections), record.rejections

@@ -9,7 +9,9 @@ exactly the intended AST (`render`). The package is laid out by stage:
 - `model`, `family`: the `Template` (id, prior) and `Family` (generator + templates) contract
 - one module per template family: `names`, `calls`, `operators`, `conditions`, `constants`,
   `bounds`, `statements`, `defaults`; and the repairs real bugs need: `guards`, `keywords`,
-  `methods` (over `signatures`, callees read from the project's source), `literals`, `strings`
+  `methods` (over `signatures`, callees read from the project's source), `literals`, `strings`; and the
+  kinds an adopter's first week showed missing: `keys` (a wrong dict key), `nones` (a removed `is not None`
+  check, a truthiness test meant as one), `fields` (a format string's fields out of order)
 - `hints`: what the failing run tells beyond the lines (compared strings, the project's files)
 - `pairs`: two verified single edits at the two most suspicious lines, combined
 - `registry`: every template (the priors' single source) and the families in dispatch order

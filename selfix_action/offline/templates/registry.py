@@ -6,11 +6,17 @@ first. Identifier, operand, argument, function-name and attribute changes are th
 operator, literal and off-by-one changes are rarer but cheap and precise. Priors rank *kinds* of
 edit, not individual candidates.
 
-The families after `return_replace` (unbound_name ... edit_pair) are the repairs real bugs needed
+The families after `return_replace` (unbound_name ... literal_to_name, edit_pair) are the repairs real bugs needed
 (issue 14). Their priors are learned from 86 real fixes outside the real-bug benchmark
 (`python -m selfix_action.bench.priors`, record in `bench/realbugs/priors.json`): the share of the
 fixes' code hunks each template reproduces, on the hand priors' scale. Six reproduced none and sit
 at the smoothed floor (0.099, below every hand prior); string_edit reproduced one (0.296).
+
+The four after them (key_replace ... none_test) are the kinds an adopter's first week showed missing (issue 22):
+a wrong dict key, a removed `is not None` check, a format string's fields out of order, a truthiness test meant
+as `is not None`. Learned the same way, they reproduced none of the 331 hunks and sit at the floor too; they
+propose few candidates each, and the learned order weighs a template's prior by its candidates on the line, so
+their fixes are still reached early (tests/offline/test_adopter_bugs.py heals each kind).
 
 The family lists are the dispatch order. At each expression node (pre-order) the families whose
 kinds match run in list order, then at each statement the statement families, then at each
@@ -29,11 +35,14 @@ from selfix_action.offline.templates import (
     conditions,
     constants,
     defaults,
+    fields,
     guards,
+    keys,
     keywords,
     literals,
     methods,
     names,
+    nones,
     operators,
     pairs,
     statements,
@@ -75,6 +84,10 @@ TEMPLATES: tuple[Template, ...] = (
     methods.SIBLING_METHOD,
     guards.NONE_GUARD,
     literals.LITERAL_TO_NAME,
+    keys.KEY_REPLACE,
+    nones.NONE_CHECK,
+    fields.FIELD_SWAP,
+    nones.NONE_TEST,
     pairs.EDIT_PAIR,
 )
 
@@ -127,6 +140,13 @@ EXPRESSION_FAMILIES: tuple[Family[Any], ...] = (
     strings.STRING_EDIT_FAMILY,
     methods.SIBLING_METHOD_FAMILY,
     keywords.KEYWORD_ADD_FAMILY,
+    # the adopter's missed kinds (issue 22)
+    keys.KEY_REPLACE_FAMILY,
+    fields.JOINED_SWAP_FAMILY,
+    fields.PERCENT_SWAP_FAMILY,
+    nones.NONE_CHECK_TEST_FAMILY,
+    nones.NONE_TEST_FAMILY,
+    nones.NONE_DEFAULT_FAMILY,
 )
 
 STATEMENT_FAMILIES: tuple[Family[Any], ...] = (
@@ -135,6 +155,7 @@ STATEMENT_FAMILIES: tuple[Family[Any], ...] = (
     statements.STMT_DELETE_FAMILY,
     statements.STMT_INSERT_FAMILY,
     guards.NONE_GUARD_FAMILY,
+    nones.NONE_CHECK_STATEMENT_FAMILY,
 )
 
 FUNCTION_FAMILIES: tuple[Family[Any], ...] = (defaults.MUTABLE_DEFAULT_FAMILY,)

@@ -82,6 +82,7 @@ def walk_expr(root: ast.AST) -> Iterator[ast.expr]:
     while stack:
         node = stack.pop()
         if isinstance(node, ast.JoinedStr):
+            yield node  # the f-string as a whole (its fields' order); its parts are not mutated
             continue
         if isinstance(node, ast.expr):
             yield node

@@ -53,6 +53,10 @@ EXTRA = (
     "\n"
     "    def query(self, column):\n"
     "        return 'SELECT DISTINCT' + column\n"
+    "\n"
+    "    def note(self, column, log=None):\n"
+    "        log.append('%s: %s' % (column, self))\n"
+    "        return log or []\n"
 )
 # What a failing assertion compared, for the families guided by it.
 HINTS = Hints.from_failures(["assert 'SELECT DISTINCTname' == 'SELECT DISTINCT name'"])
