@@ -40,7 +40,7 @@ def test_unknown_trace_version_exits_2(tmp_path: Path, capsys: pytest.CaptureFix
 
 
 @pytest.mark.slow
-def test_second_run_with_memory_needs_fewer_candidates(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_second_run_with_memory_takes_the_fix_earlier(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     memory = tmp_path / "memory.db"
     candidates = []
     for attempt in ("first", "second"):
@@ -51,11 +51,13 @@ def test_second_run_with_memory_needs_fewer_candidates(tmp_path: Path, capsys: p
         assert code == 0, capsys.readouterr()
         report = json.loads((out / "report.json").read_text())
         assert report["patch"]["template"] == "binop_replace"
-        candidates.append(report["candidates_tried"])
+        # The winner's place in the order (H1-C<n>): the candidates tried in all also count the alternatives
+        # checked after it, and the static sanity check may refuse a candidate ahead of it untested.
+        candidates.append(int(report["patch"]["candidate_id"].rsplit("C", 1)[1]))
         trace = read_trace(out / "trace.jsonl")
         assert trace.steps("outcome")[0].model_dump()["healed"] is True
     # The boost reorders only within lines as suspicious as each other (never ahead of a better-localized line):
-    # the repeat is never worse, and here better by the candidates of the fix's tie group tried before it.
+    # the repeat is never worse, and here the fix is taken ahead of the candidates of its tie group.
     assert candidates[1] < candidates[0], candidates
     boosted = [e for e in trace.steps("memory") if e.model_dump().get("boosted")]
     assert boosted and "binop_replace" in boosted[0].model_dump()["boosted"]
