@@ -49,7 +49,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="offline (default, no key), anthropic, openai (any OpenAI-compatible server), or auto (offline "
         "first within a small budget, then the LLM engine whose key is set)",
     )
-    fix.add_argument("--out", type=Path, help="output folder (default: REPO/.selfix)")
+    fix.add_argument(
+        "--out",
+        type=Path,
+        help="output folder (default: REPO/.selfix); refused: an existing file, the repository, a test folder, "
+        "anything git tracks",
+    )
     fix.add_argument("--apply", action="store_true", help="apply the verified patch to the working tree")
     fix.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
     fix.add_argument("--test-timeout", type=float, default=120.0, help="wall seconds per test run (120)")

@@ -26,7 +26,15 @@ from selfix_action.engine.protocols import Engine
 from selfix_action.engine.report import STOP_EXPLANATIONS, HealReport, StopReason
 from selfix_action.errors import InputError, SandboxError
 from selfix_action.heal.engines import build_engine
-from selfix_action.heal.outputs import OutputPaths, TraceWriter, inside, no_links, prepare_out_dir, write_report_files
+from selfix_action.heal.outputs import (
+    OutputPaths,
+    TraceWriter,
+    inside,
+    no_links,
+    out_dir_refusal,
+    prepare_out_dir,
+    write_report_files,
+)
 from selfix_action.heal.request import HealRequest
 from selfix_action.junit import Outcome, parse_reports
 from selfix_action.learn.hooks import learn_from_run, open_memory, outcome_fields, trace_header
@@ -208,6 +216,9 @@ def heal(
     repo = request.repo.resolve()
     if not repo.is_dir():
         raise InputError(f"not a directory: {request.repo}")
+    refusal = out_dir_refusal(repo, request.out_dir)
+    if refusal is not None:  # before anything runs or is written
+        raise InputError(refusal)
     failing, passing = failure_sets(request.junit, strict=request.junit_strict, warn=warned)
     if request.junit and not failing:
         return dataclasses.replace(_nothing_failing(request), warnings=tuple(warnings))
