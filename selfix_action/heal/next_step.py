@@ -160,7 +160,8 @@ def _model_error(report: HealReport, request: HealRequest, options: Mapping[str,
 def _environment(report: HealReport, request: HealRequest, options: Mapping[str, str]) -> str:
     deps = _say(options, "dependencies")
     return _join(
-        "Fix the environment the tests run in, as diagnosed above (a missing package, service, file or variable): "
+        "Fix the environment the tests run in, as the report's diagnosis says (a missing package, service, file or "
+        "variable): "
         "no code change makes them pass.",
         f"For a missing package: {deps}." if deps else "",
     )
@@ -172,8 +173,10 @@ def _sandbox_error(report: HealReport, request: HealRequest, options: Mapping[st
     return _join(
         f"Check that the test command (`{command}`, {_say(options, 'test_command') or 'the test command'}) runs "
         "the suite from the repository root and that the tests named in the notes exist at this commit.",
-        f"If runs were cut short, {timeout}." if timeout else "",
-        f"To see whether isolation is the cause, {_say(options, 'isolation_none')}."
+        f"If runs were cut short by the per-run limit ({request.limits.wall_seconds:g} s), raise it: {timeout}."
+        if timeout
+        else "",
+        f"To see whether isolation is the cause, run once with {_say(options, 'isolation_none')}."
         if _say(options, "isolation_none")
         else "",
     )
@@ -185,7 +188,7 @@ def _only_sandbox(report: HealReport, request: HealRequest, options: Mapping[str
         "The tests fail only inside selfix's sandbox: check what they need that it withholds (the network, files "
         "outside the repository, environment variables, installed packages).",
         f"{deps[:1].upper()}{deps[1:]}." if deps else "",
-        f"To see whether isolation is the cause: {_say(options, 'isolation_none')}."
+        f"To see whether isolation is the cause, run once with {_say(options, 'isolation_none')}."
         if _say(options, "isolation_none")
         else "",
     )
@@ -211,7 +214,7 @@ def _mismatch(report: HealReport, request: HealRequest, options: Mapping[str, st
     parts = [f"Give {junit}" if junit else "Give the JUnit report of this commit's run"]
     if seen and report.seen_failures:
         parts.append(f"or heal the {len(report.seen_failures)} failure(s) seen here with {seen}")
-    return " ".join(parts) + "."
+    return ", ".join(parts) + "."
 
 
 _ADVICE = {
