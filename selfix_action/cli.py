@@ -49,7 +49,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="offline (default, no key), anthropic, openai (any OpenAI-compatible server), or auto (offline "
         "first within a small budget, then the LLM engine whose key is set)",
     )
-    fix.add_argument("--out", type=Path, help="output folder (default: REPO/.selfix)")
+    fix.add_argument(
+        "--out",
+        type=Path,
+        help="output folder (default: REPO/.selfix); refused: an existing file, the repository, a test folder, "
+        "anything git tracks",
+    )
     fix.add_argument("--apply", action="store_true", help="apply the verified patch to the working tree")
     fix.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
     fix.add_argument("--test-timeout", type=float, default=120.0, help="wall seconds per test run (120)")
@@ -57,6 +62,12 @@ def build_parser() -> argparse.ArgumentParser:
     fix.add_argument("--hypotheses", type=int, default=3, help="hypotheses to try (3)")
     fix.add_argument("--time-limit", type=float, default=900.0, help="wall seconds for the whole run (900)")
     fix.add_argument("--hint", default="", help="free text for the Detective")
+    fix.add_argument(
+        "--heal-seen-failures",
+        action="store_true",
+        help="when none of the JUnit report's failing tests is in this checkout, heal the tests failing here "
+        "instead of stopping (exit 2)",
+    )
     add_llm_arguments(fix)
     box = fix.add_argument_group("sandbox")
     box.add_argument(
@@ -145,6 +156,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 max_hypotheses=args.hypotheses,
                 time_limit=args.time_limit,
                 hint=args.hint,
+                heal_seen_failures=args.heal_seen_failures,
                 isolation=args.isolation,
                 require_isolation=args.require_isolation,
                 jobs=args.jobs,

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 
 from unidiff import PatchSet
 
-from selfix_action.engine.report import HealReport, render_confidence, time_split
+from selfix_action.engine.report import HealReport, headline_facts, render_confidence, time_split
 from selfix_action.github.client import ReviewSuggestion
 
 MARKER_PREFIX = "<!-- selfix:"
@@ -198,6 +198,12 @@ def _environment_section(report: HealReport) -> list[str]:
     return lines
 
 
+def _headline_facts(report: HealReport) -> list[str]:
+    """The LLM engine that could not be used, the report's tests missing here, what to try next: each its own
+    paragraph (untrusted parts, test names and a server's message, cleaned)."""
+    return [line for fact in headline_facts(report) for line in (clean(fact, 2000).replace("\n", " "), "")]
+
+
 def _failure_section(report: HealReport) -> list[str]:
     out = []
     for failure in report.failures[:5]:
@@ -214,6 +220,7 @@ def escalation_body(
 ) -> str:
     title = "selfix: diagnosis" if explain_only else "selfix could not heal this failure"
     lines = [f"## {title}", "", f"**{clean(report.explanation, 500)}.**", ""]
+    lines += _headline_facts(report)
     lines += _environment_section(report)
     lines += ["### What failed", "", *_failure_section(report), ""]
     if report.suspicious_functions:
@@ -387,6 +394,7 @@ def job_summary(status: str, report: HealReport, report_md: str, facts: Sequence
     headline = _HEADLINES.get(status, status.replace("_", " "))
     explanation = clean(report.explanation, 500)
     lines = [f"# selfix: {headline}", "", f"**{explanation[:1].upper() + explanation[1:]}.**", ""]
+    lines += _headline_facts(report)
     if report.f2p_tests:
         lines += [*_tests_section(report), ""]
     lines += [_mechanics_line(report), ""]

@@ -27,6 +27,31 @@ REPORT_DIR = Path(".selfix") / "report"  # report.md, report.json, patch.diff, t
 # image's `python` there.
 PROJECT_PYTHON_ENV = "SELFIX_PROJECT_PYTHON"
 
+# The next-step advice (heal.next_step) in the action's inputs; "" for what the action does not offer.
+ACTION_OPTIONS = {
+    "engine_auto": "`engine: auto` with the `anthropic_api_key` (or `openai_api_key`) input set from a secret",
+    "local_server": (
+        "`engine: auto` with `openai_base_url` and `openai_api_key` of an OpenAI-compatible server the runner "
+        "reaches, the `model` input, and `max_cost_usd: 0` (the action takes no price for a model outside its table)"
+    ),
+    "max_candidates": "",
+    "time_limit": "`timeout_minutes: {minutes:g}`",
+    "hypotheses": "`max_attempts: {value:g}`",
+    "samples": "",
+    "model": "`model` input",
+    "hint": "a `/selfix fix <notes>` comment on the pull request naming where you think the bug is",
+    "max_calls": "",
+    "max_tokens": "",
+    "max_cost": "`max_cost_usd: {value:g}`",
+    "test_timeout": "",
+    "isolation_none": "`isolation: none` (only for a project you trust)",
+    "test_command": "the `test_command` input",
+    "dependencies": "install the project's dependencies with the `setup_command` input (e.g. `pip install -e .[test]`)",
+    "junit": "the `junit_paths` or `junit_artifact` input pointing at this commit's reports",
+    "heal_seen_failures": "",
+    "llm_setup": "the `anthropic_api_key` or `openai_api_key`, `openai_base_url` and `model` inputs",
+}
+
 
 def default_test_command(env: Mapping[str, str]) -> str | None:
     """``<project python> -m pytest`` when the runner names the project's interpreter, else None (selfix's)."""
@@ -98,6 +123,8 @@ def heal_request(settings: Settings, env: Mapping[str, str], junit: tuple[Path, 
                 "api_key": f"the {provider}_api_key input",
                 "base_url": f"the {provider}_base_url input",
                 "model": "the model input",
+                "price": "",  # no input takes a price
+                "max_cost": "the max_cost_usd input set to 0 (no dollar cap: timeout_minutes still bounds the run)",
             },
         ),
         loop=LoopConfig(
@@ -115,4 +142,5 @@ def heal_request(settings: Settings, env: Mapping[str, str], junit: tuple[Path, 
         repo_label=settings.repository or ".",
         setup_command=settings.setup_command,
         setup_seconds=time_limit,
+        option_names=ACTION_OPTIONS,
     )

@@ -26,6 +26,14 @@ def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
     llm.add_argument("--max-tokens", type=int, default=400_000, help="input+output tokens at most (400000)")
     llm.add_argument("--max-cost", type=float, default=2.0, help="US dollars at most (2.0)")
     llm.add_argument("--prices", type=Path, help="YAML/JSON price table overriding the built-in one")
+    llm.add_argument(
+        "--price-per-mtok-in",
+        type=float,
+        metavar="USD",
+        help="this run's model's price per million input tokens (with --price-per-mtok-out; needed for --max-cost "
+        "when the model is not in the price table; 0 for a local server)",
+    )
+    llm.add_argument("--price-per-mtok-out", type=float, metavar="USD", help="its price per million output tokens")
     llm.add_argument("--max-retry-wait", type=float, default=30.0, help="longest single wait before a retry (30s)")
     llm.add_argument("--request-timeout", type=float, default=120.0, help="wall seconds per model request (120)")
     llm.add_argument(
@@ -64,6 +72,18 @@ def read_prices(path: Path | None) -> dict[str, Any] | None:
         raise InputError(f"cannot read the price table {path}: {exc}") from exc
 
 
+def read_price(args: argparse.Namespace) -> tuple[float, float] | None:
+    """``--price-per-mtok-in`` and ``--price-per-mtok-out``, given together or not at all."""
+    given = (args.price_per_mtok_in, args.price_per_mtok_out)
+    if given == (None, None):
+        return None
+    if None in given:
+        raise InputError("--price-per-mtok-in and --price-per-mtok-out go together: give both")
+    if min(given) < 0:
+        raise InputError("--price-per-mtok-in and --price-per-mtok-out cannot be negative")
+    return (float(given[0]), float(given[1]))
+
+
 def engine_choice(args: argparse.Namespace, kind: str, env: Mapping[str, str]) -> EngineChoice:
     """The ``EngineChoice`` for ``kind`` from the flags of ``add_llm_arguments`` (keys and base URLs not given
     as flags are looked up in ``env``)."""
@@ -76,6 +96,7 @@ def engine_choice(args: argparse.Namespace, kind: str, env: Mapping[str, str]) -
         max_tokens=args.max_tokens,
         max_cost_usd=args.max_cost,
         prices=read_prices(args.prices) if kind != "offline" else None,
+        price=read_price(args),
         max_retry_wait=args.max_retry_wait,
         request_timeout=args.request_timeout,
         structured=args.structured,

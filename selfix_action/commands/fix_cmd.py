@@ -37,6 +37,7 @@ class FixOptions(BaseModel):
     max_hypotheses: int = 3
     time_limit: float = 900.0
     hint: str = ""
+    heal_seen_failures: bool = False  # a JUnit report whose failing tests are not here: heal what fails here
     # sandbox isolation
     isolation: str = "auto"
     require_isolation: bool = False
@@ -67,6 +68,7 @@ def fix_request(options: FixOptions) -> HealRequest:
             max_candidates=options.max_candidates,
             time_limit_seconds=options.time_limit,
             user_hint=options.hint,
+            heal_seen_failures=options.heal_seen_failures,
         ),
         limits=Limits(wall_seconds=options.test_timeout),
         isolation=isolation,
@@ -90,6 +92,10 @@ def run_fix(options: FixOptions, out: TextIO | None = None, err: TextIO | None =
         print(f"selfix: {report.explanation}", file=out)
         return ExitCode.NOTHING_TO_HEAL
     print(f"selfix: {report.stop_reason.value}: {report.explanation}", file=out)
+    if report.junit_missing:
+        print(f"selfix: {_listing('the report names failing', report.junit_missing)}, not in this checkout", file=out)
+        if report.seen_failures:
+            print(f"selfix: {_listing('failing here instead', report.seen_failures)}", file=out)
     if report.confidence is not None:  # the reasons that kept it from high (engine.plausibility.assess_confidence)
         lowering = "; ".join(r.text for r in report.confidence.reasons if r.level != "high")
         print(f"selfix: confidence {report.confidence.level}" + (f": {lowering}" if lowering else ""), file=out)
@@ -114,4 +120,11 @@ def run_fix(options: FixOptions, out: TextIO | None = None, err: TextIO | None =
         f"{report.timings.get('total', 0):.1f}s; report: {outcome.paths.report_md}",
         file=out,
     )
+    if report.next_step:
+        print(f"selfix: next step: {report.next_step}", file=out)
     return report.exit_code
+
+
+def _listing(what: str, tests: tuple[str, ...], shown: int = 3) -> str:
+    more = f" and {len(tests) - shown} more" if len(tests) > shown else ""
+    return f"{what} {len(tests)} test(s): {', '.join(tests[:shown])}{more}"

@@ -14,6 +14,9 @@ class LoopConfig(BaseModel):
     time_limit_seconds: float = 900.0
     protected_paths: tuple[str, ...] = ()
     user_hint: str = ""
+    # A JUnit report none of whose failing tests is in this checkout stops the heal (REPORT_MISMATCH); True: the
+    # tests failing here are healed instead, as if no report had been given.
+    heal_seen_failures: bool = False
     # The naive verification path (whole suite, no early stop, for every candidate); benchmarks compare it.
     full_suite_per_candidate: bool = False
     # Adaptive wall limit for warm candidate checks: max(floor, factor x the checked tests' time on the unpatched

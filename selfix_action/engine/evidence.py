@@ -36,6 +36,9 @@ class Reproduction:
     sandbox_failures: tuple[TestResult, ...] = ()
     notes: tuple[str, ...] = ()
     stop: Stop | None = None
+    # The CI report's failing tests this checkout does not have, and the tests failing here it does not name.
+    junit_missing: tuple[str, ...] = ()
+    seen_failures: tuple[str, ...] = ()
 
     @property
     def tests_before(self) -> dict[str, str]:
@@ -48,8 +51,12 @@ def reproduce(
     junit_passing: Sequence[str] = (),
     *,
     trace: Trace = noop_trace,
+    heal_seen_failures: bool = False,
 ) -> Reproduction:
     """Baseline run of the suite with coverage, and re-runs of the failing tests to weed out flakes.
+
+    A CI report none of whose failing tests is here stops with ``REPORT_MISMATCH`` (it is another checkout's),
+    unless ``heal_seen_failures``: then the tests failing here are healed, as without a report.
 
     A failing test is flaky only if a re-run ran it and it passed. A re-run that gave no result for it (the
     sandbox crashed, pytest refused the arguments or collected nothing) stops with ``SANDBOX_ERROR``. Raises
@@ -72,12 +79,29 @@ def reproduce(
             f"{hung[0]}, {baseline.results[hung[0]].message}): left out of every later run, never a test to heal"
         )
     failing = [n for n in baseline.failing() if not n.startswith(QA_TEST_DIR) and n not in hung]
+    missing: tuple[str, ...] = ()
+    seen: tuple[str, ...] = ()
     if junit_failing:
         # The CI report names the failures; tests it names that pass here are re-run below like any other.
-        missing = [n for n in junit_failing if n not in baseline.results]
-        if missing:
-            notes.append(f"{len(missing)} failing test(s) from the report were not found here")
-        failing = [n for n in junit_failing if n in baseline.results and n not in hung]
+        missing = tuple(n for n in junit_failing if n not in baseline.results)
+        ci_failed = set(junit_failing)
+        seen = tuple(n for n in failing if n not in ci_failed and n not in set(junit_passing))
+        found = [n for n in junit_failing if n in baseline.results and n not in hung]
+        if missing and not found:
+            shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+            here = f"{len(seen)} test(s) fail here instead (first: {seen[0]})" if seen else "no test fails here"
+            if not heal_seen_failures or not seen:
+                detail = f"the report's {len(missing)} failing test(s) are not in this checkout ({shown}); {here}"
+                stop = Stop(StopReason.REPORT_MISMATCH, detail)
+                return Reproduction(baseline, hung=hung, stop=stop, junit_missing=missing, seen_failures=seen)
+            notes.append(
+                f"the report's {len(missing)} failing test(s) are not in this checkout ({shown}); healing the "
+                f"{len(seen)} failing here instead, as asked"
+            )
+            found, junit_passing = list(seen), ()  # as without a report: its passing tests are another tree's
+        elif missing:
+            notes.append(f"{len(missing)} failing test(s) from the report were not found here (first: {missing[0]})")
+        failing = found
     passing = tuple(n for n in baseline.passing() if not junit_passing or n in junit_passing)
     ci_passed = set(junit_passing)
     sandbox_failures = tuple(baseline.results[n] for n in baseline.failing() if n in ci_passed)
@@ -86,8 +110,11 @@ def reproduce(
             f"{len(sandbox_failures)} test(s) that passed in the CI report failed in the sandbox (first: "
             f"{sandbox_failures[0].nodeid}): left out of the tests to heal and of the passing tests"
         )
+    found_here = {"junit_missing": missing, "seen_failures": seen}
     if not failing:
-        return Reproduction(baseline, p2p=passing, hung=hung, notes=tuple(notes), sandbox_failures=sandbox_failures)
+        return Reproduction(
+            baseline, p2p=passing, hung=hung, notes=tuple(notes), sandbox_failures=sandbox_failures, **found_here
+        )
     trace("reproduce", f"re-running {len(failing)} failing test(s) to check they fail every time")
     reproducible = set(failing)
     for attempt in range(1, (2 if junit_failing else 1) + 1):
@@ -95,7 +122,13 @@ def reproduce(
             detail = f"{stop.why} reached before re-run {attempt} of the {len(failing)} failing test(s)"
             halted = Stop(stop.reason, detail)
             return Reproduction(
-                baseline, p2p=passing, hung=hung, notes=tuple(notes), sandbox_failures=sandbox_failures, stop=halted
+                baseline,
+                p2p=passing,
+                hung=hung,
+                notes=tuple(notes),
+                sandbox_failures=sandbox_failures,
+                stop=halted,
+                **found_here,
             )
         rerun = verifier.run(failing)
         unrun = [n for n in failing if n not in rerun.results]
@@ -107,14 +140,22 @@ def reproduce(
             )
             stop = Stop(StopReason.SANDBOX_ERROR, detail)
             return Reproduction(
-                baseline, p2p=passing, hung=hung, notes=tuple(notes), sandbox_failures=sandbox_failures, stop=stop
+                baseline,
+                p2p=passing,
+                hung=hung,
+                notes=tuple(notes),
+                sandbox_failures=sandbox_failures,
+                stop=stop,
+                **found_here,
             )
         reproducible &= set(rerun.failing())
     flaky = tuple(n for n in failing if n not in reproducible)
     if flaky:
         notes.append(f"{len(flaky)} failing test(s) passed on a re-run and were left out as flaky")
     f2p = tuple(n for n in failing if n in reproducible)
-    return Reproduction(baseline, f2p, passing, flaky, hung, sandbox_failures, tuple(notes))
+    return Reproduction(
+        baseline, f2p, passing, flaky, hung, sandbox_failures, tuple(notes), **found_here
+    )
 
 
 def gather_evidence(

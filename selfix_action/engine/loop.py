@@ -217,10 +217,16 @@ class HealingLoop:
 
         # 1. Reproduce: which tests fail here, and do they fail every time?
         with budget.timed("reproduce"):
-            repro = reproduce(self.verifier, junit_failing, junit_passing, trace=self.trace)
+            repro = reproduce(
+                self.verifier,
+                junit_failing,
+                junit_passing,
+                trace=self.trace,
+                heal_seen_failures=self.config.heal_seen_failures,
+            )
         self.notes += repro.notes
         self._baseline = repro.baseline
-        if repro.stop is not None:  # TIME_LIMIT, TEST_RUN_BUDGET, or SANDBOX_ERROR: a re-run gave no result
+        if repro.stop is not None:  # TIME_LIMIT, TEST_RUN_BUDGET, SANDBOX_ERROR (no re-run result), REPORT_MISMATCH
             return self._finish(repro.stop, repro)
         if not repro.f2p:
             if repro.hung:
@@ -747,6 +753,8 @@ class HealingLoop:
             notes=tuple(self.notes),
             environment_problem=stop.detail if reason is StopReason.ENVIRONMENT else self._environment_problem,
             environment_tests=self._environment_tests,
+            junit_missing=repro.junit_missing,
+            seen_failures=repro.seen_failures,
             usage=self.engine.usage(),
         )
         self.trace(

@@ -42,6 +42,8 @@ class StopReason(StrEnum):
     REPEATED_EDIT = "repeated_identical_edit"
     SANDBOX_ERROR = "sandbox_error"
     ENVIRONMENT = "environment_not_code"  # the engine diagnosed the environment, not the code: nothing to patch
+    # The JUnit report's failing tests are not in this checkout (another commit's report?): bad input, exit 2.
+    REPORT_MISMATCH = "report_tests_not_found"
 
     @property
     def exit_code(self) -> ExitCode:
@@ -49,7 +51,7 @@ class StopReason(StrEnum):
             return ExitCode.HEALED
         if self in (StopReason.NO_FAILING_TESTS, StopReason.NOT_REPRODUCIBLE, StopReason.ONLY_SANDBOX_FAILURES):
             return ExitCode.NOTHING_TO_HEAL
-        if self in (StopReason.SANDBOX_ERROR, StopReason.ONLY_HUNG_TESTS):
+        if self in (StopReason.SANDBOX_ERROR, StopReason.ONLY_HUNG_TESTS, StopReason.REPORT_MISMATCH):
             return ExitCode.BAD_INPUT
         return ExitCode.NOT_HEALED
 
@@ -82,6 +84,10 @@ STOP_EXPLANATIONS = {
     StopReason.ENVIRONMENT: (
         "the failure comes from the environment the tests run in, not from the project's code (see the diagnosis "
         "in the notes), so no code was patched"
+    ),
+    StopReason.REPORT_MISMATCH: (
+        "none of the failing tests in the JUnit report is in this checkout (is the report from another commit?), "
+        "so what failed in CI cannot be re-run here"
     ),
 }
 
@@ -178,6 +184,15 @@ class HealReport(Frozen):
     environment_tests: tuple[str, ...] = ()
     usage: dict[str, Any] = Field(default_factory=dict)  # engine usage: calls, tokens, cost per role
     isolation: dict[str, Any] = Field(default_factory=dict)  # the sandbox boundary every test run had
+    # Failing tests the JUnit report names that this checkout does not have, and the tests that fail here without
+    # the report naming them as failing (healed only when asked: LoopConfig.heal_seen_failures).
+    junit_missing: tuple[str, ...] = ()
+    seen_failures: tuple[str, ...] = ()
+    # What to try next when not healed (heal.next_step, in the spelling of the front end that ran); "" if healed.
+    next_step: str = ""
+    # --engine auto whose LLM engine could not be set up (a rejected key, an unreachable server, a missing SDK, a
+    # cost cap without a price): only the offline engine ran; "" otherwise.
+    llm_problem: str = ""
     # How the sandbox ran them: "hot" checks (pre-imported worker, a fork per check), "warm" (fork-per-run pytest),
     # "cold" (a fresh pytest process: the baseline, reproduction and the confirmation of the winner among them).
     process_runs: dict[str, int] = Field(default_factory=dict)
@@ -194,6 +209,7 @@ def render_markdown(report: HealReport) -> str:
     """report.md: what failed, what was tried in order and why each was dropped, the patch, tests, timings."""
     out = [f"# selfix: {report.stop_reason.value.replace('_', ' ')}", ""]
     out.append(f"**{report.explanation}.**")
+    out += [f"\n{line}" for line in headline_facts(report)]
     out += ["", f"- Repository: `{report.repo}`", f"- Engine: `{report.engine}`"]
     out.append(f"- Test runs: {report.test_runs}; candidate patches tried: {report.candidates_tried}")
     if report.candidates_rejected_static:
@@ -318,6 +334,29 @@ def render_markdown(report: HealReport) -> str:
         broken = [t for t in report.p2p_tests if report.tests_after.get(t) not in ("passed", None)]
         out.append(f"- Pass-to-pass tests broken: {len(broken)} of {len(report.p2p_tests)}")
     return "\n".join(out) + "\n"
+
+
+def headline_facts(report: HealReport, shown: int = 5) -> list[str]:
+    """What a reader must see right after the headline (report.md, the job summary, the escalation comment): the
+    LLM engine that could not be used, the report's failing tests missing here, and what to try next."""
+    lines = []
+    if report.llm_problem:
+        lines.append(f"**Warning:** {report.llm_problem}")
+    if report.junit_missing:
+        names = ", ".join(f"`{t}`" for t in report.junit_missing[:shown])
+        more = f" and {len(report.junit_missing) - shown} more" if len(report.junit_missing) > shown else ""
+        lines.append(
+            f"**The JUnit report's failing tests not in this checkout ({len(report.junit_missing)}):** {names}{more}"
+        )
+        if report.seen_failures:
+            seen = ", ".join(f"`{t}`" for t in report.seen_failures[:shown])
+            extra = f" and {len(report.seen_failures) - shown} more" if len(report.seen_failures) > shown else ""
+            lines.append(
+                f"**Failing here, not named failing by the report ({len(report.seen_failures)}):** {seen}{extra}"
+            )
+    if report.next_step:
+        lines.append(f"**Next step:** {report.next_step}")
+    return lines
 
 
 def render_confidence(confidence: Confidence) -> list[str]:

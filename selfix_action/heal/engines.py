@@ -1,20 +1,32 @@
 """The engine a request asks for, with its hooks (trace, memory) given at construction. An LLM engine's key,
-base URL and model name are checked here, by one cheap call, before any test runs."""
+base URL and model name are checked here, by one cheap call, before any test runs: for an LLM engine alone a
+problem is bad input (exit 2) then; for ``--engine auto`` the offline engine runs all the same and the problem
+comes back with it (``EngineSetup.llm_problem``), to be reported once the offline engine had its try."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from selfix_action.engine.models import Evidence, Hypothesis
 from selfix_action.engine.protocols import Engine
-from selfix_action.errors import InputError
+from selfix_action.errors import InputError, SelfixError
 from selfix_action.heal.request import EngineChoice
 from selfix_action.learn.hooks import memory_hooks
 from selfix_action.learn.memory import Memory
 from selfix_action.offline.engine import OfflineEngine
 
 Trace = Callable[..., None]
+
+
+@dataclass(frozen=True)
+class EngineSetup:
+    """The engine to heal with and, for ``--engine auto``, why its LLM engine could not be set up ("" if it was):
+    the offline engine then heals alone."""
+
+    engine: Engine
+    llm_problem: str = ""
 
 
 def build_engine(
@@ -25,7 +37,7 @@ def build_engine(
     protected_paths: Sequence[str],
     trace: Trace,
     memory: Callable[[], Memory | None] | None,
-) -> Engine:
+) -> EngineSetup:
     """The offline engine, or an LLM engine (its SDK imported only then). The memory feeds the offline engine's
     template order and the Detective's "similar past fixes" (``memory`` is looked up at each use; None: no
     memory); every prompt and response goes to ``trace``."""
@@ -34,15 +46,17 @@ def build_engine(
     if memory is not None:
         template_scores, similar_fixes = memory_hooks(memory, trace)
     if choice.kind == "offline":
-        return OfflineEngine(template_scores=template_scores)
+        return EngineSetup(OfflineEngine(template_scores=template_scores))
     kind = choice.kind
     if kind == "auto":
         kind = auto_provider(choice) or ("openai" if choice.replay is not None else None)
         if kind is None:  # no key: the cheap path is the only one
-            return OfflineEngine(template_scores=template_scores)
+            return EngineSetup(OfflineEngine(template_scores=template_scores))
     try:
         from selfix_action.heal.cascade import CascadeEngine
+        from selfix_action.llm.factory import LLMSetupError
         from selfix_action.llm.factory import build_engine as build_llm_engine
+        from selfix_action.models.base import ModelSetupError
     except ImportError as exc:  # a build without the LLM engines
         raise InputError(f"engine {choice.kind!r} is not part of this build; use the offline engine") from exc
     kwargs: dict[str, Any] = {
@@ -66,19 +80,31 @@ def build_engine(
         "trace": trace,
         "similar_fixes": similar_fixes,
         "replay": choice.replay,
+        "price": choice.price,
     }
-    llm = build_llm_engine(kind, **kwargs)
-    # Fail fast: a wrong key, base URL or model name is a usage error (exit 2) before the suite runs.
-    llm.preflight = llm.model.preflight()
+    try:
+        llm = build_llm_engine(kind, **kwargs)
+        # Fail fast: a wrong key, base URL or model name is a usage error (exit 2) before the suite runs.
+        llm.preflight = llm.model.preflight()
+    except (LLMSetupError, ModelSetupError) as exc:
+        if choice.kind != "auto":
+            raise
+        # The cheap path needs no model: it runs all the same, and the problem is reported after it.
+        return EngineSetup(OfflineEngine(template_scores=template_scores), llm_problem=_problem(kind, exc))
     if choice.kind != "auto":
-        return llm
-    return CascadeEngine(
+        return EngineSetup(llm)
+    cascade = CascadeEngine(
         OfflineEngine(template_scores=template_scores),
         llm,
         offline_candidates=choice.offline_candidates,
         offline_seconds=max(1.0, time_limit * choice.offline_time_share),
         trace=trace,
     )
+    return EngineSetup(cascade)
+
+
+def _problem(kind: str, exc: SelfixError) -> str:
+    return f"the {kind} engine could not be used, so only the offline engine ran: {exc}"
 
 
 def auto_provider(choice: EngineChoice) -> str | None:

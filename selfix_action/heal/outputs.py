@@ -3,18 +3,22 @@ and, with ``--apply``, the verified patch in the user's tree."""
 
 from __future__ import annotations
 
+import configparser
 import json
 import os
 import shutil
 import tempfile
 import time
-from collections.abc import Mapping
+import tomllib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, TextIO
 
+from selfix_action.engine.paths import IGNORED_DIR_NAMES, TEST_DIR_NAMES, is_test_path
 from selfix_action.engine.report import HealReport, render_markdown
 from selfix_action.errors import InputError
+from selfix_action.heal.gitindex import UnreadableIndex, find_checkout, tracked_paths, tracked_under
 from selfix_action.learn.trace_schema import TraceError, read_trace
 from selfix_action.learn.viewer import render_html
 
@@ -90,23 +94,134 @@ def inside(repo: Path, path: Path) -> Path:
     return path_abs
 
 
+# What selfix writes into an output folder it created in a git work tree: the folder keeps itself out of
+# ``git status`` and ``git add -A`` (as .pytest_cache does), so neither .git/info/exclude nor the project's
+# .gitignore is ever touched, and deleting the folder leaves nothing behind.
+GITIGNORE = "# selfix's output folder (report.md, patch.diff, trace.jsonl...): kept out of git\n*\n"
+
+
+def out_dir_refusal(repo: Path, out_dir: Path) -> str | None:
+    """Why ``out_dir`` must not receive selfix's files (report.md, report.json, patch.diff, trace.jsonl,
+    view.html, replaced at every run), or None. Refused: an existing file, the repository itself, a folder of the
+    project's tests (by name, by the tests it holds, or by pytest's ``testpaths``), and any path git tracks or a
+    folder holding one."""
+    repo = repo.resolve()
+    out_dir = inside(repo, out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        return f"--out {out_dir} is an existing file, not a folder: selfix would replace it"
+    if out_dir == repo:
+        return f"--out {out_dir} is the repository itself: selfix's report.md, patch.diff... would land among its files"
+    checkout = find_checkout(repo)
+    if out_dir.is_relative_to(repo):
+        rel = out_dir.relative_to(repo).as_posix()
+        test_folder = _test_folder(repo, out_dir, rel)
+        if test_folder:
+            return f"--out {out_dir} is {test_folder}: pick a folder of its own, e.g. {repo / '.selfix'}"
+    if checkout is not None and out_dir.is_relative_to(checkout.root):
+        rel = out_dir.relative_to(checkout.root).as_posix()
+        try:
+            tracked = tracked_under(tracked_paths(checkout.git_dir), rel)
+        except UnreadableIndex as exc:
+            if out_dir.is_dir() and any(out_dir.iterdir()) and not _ours(out_dir):
+                return f"--out {out_dir} is an existing folder and git's index cannot be read to check it: {exc}"
+            return None
+        if tracked:
+            first = tracked[0]
+            what = "a file git tracks" if first == rel else f"a folder holding files git tracks (first: {first})"
+            return f"--out {out_dir} is {what}: selfix would overwrite or hide them"
+    return None
+
+
+def _test_folder(repo: Path, out_dir: Path, rel: str) -> str:
+    """How ``out_dir`` (``rel`` in the repository) is a folder of the project's tests, or ""."""
+    parts = PurePosixPath(rel).parts
+    named = next((part for part in parts if part in TEST_DIR_NAMES), None)
+    if named is not None:
+        return f"inside the test folder {named!r}"
+    for testpath in pytest_testpaths(repo):
+        if rel == testpath or rel.startswith(testpath.rstrip("/") + "/"):
+            return f"inside {testpath!r}, a folder pytest collects tests from (testpaths)"
+    if out_dir.is_dir():
+        for path in _files_below(out_dir):
+            if is_test_path(path.name):  # test_*.py, *_test.py, conftest.py
+                return f"a folder holding the project's tests (first: {path.relative_to(repo).as_posix()})"
+    return ""
+
+
+def _files_below(folder: Path, limit: int = 20000) -> Iterator[Path]:
+    """Files below ``folder``, environments and caches skipped, at most ``limit`` looked at."""
+    seen = 0
+    for current, dirnames, filenames in os.walk(folder):
+        dirnames[:] = [d for d in dirnames if d not in IGNORED_DIR_NAMES and not d.endswith(".egg-info")]
+        for name in filenames:
+            seen += 1
+            if seen > limit:
+                return
+            yield Path(current) / name
+
+
+def pytest_testpaths(repo: Path) -> list[str]:
+    """pytest's ``testpaths`` from the first configuration file it would read (pytest.ini, pyproject.toml,
+    tox.ini, setup.cfg), repository-relative; [] when none names any."""
+    ini = repo / "pytest.ini"
+    if ini.is_file():
+        return _ini_testpaths(ini, "pytest")
+    pyproject = repo / "pyproject.toml"
+    if pyproject.is_file():
+        try:
+            data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            data = {}
+        options = data.get("tool", {}).get("pytest", {}).get("ini_options")
+        if isinstance(options, dict):
+            value = options.get("testpaths", [])
+            items = value.split() if isinstance(value, str) else [str(v) for v in value if isinstance(v, str)]
+            return [_normal(item) for item in items]
+    for name, section in (("tox.ini", "pytest"), ("setup.cfg", "tool:pytest")):
+        path = repo / name
+        if path.is_file():
+            found = _ini_testpaths(path, section)
+            if found:
+                return found
+    return []
+
+
+def _ini_testpaths(path: Path, section: str) -> list[str]:
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read_string(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, configparser.Error):
+        return []
+    return [_normal(item) for item in parser.get(section, "testpaths", fallback="").split()]
+
+
+def _normal(item: str) -> str:
+    return PurePosixPath(item.strip()).as_posix().removeprefix("./").rstrip("/") or "."
+
+
+def _ours(out_dir: Path) -> bool:
+    marker = out_dir / ".gitignore"
+    try:
+        return marker.is_file() and marker.read_text(encoding="utf-8") == GITIGNORE
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
 def prepare_out_dir(repo: Path, out_dir: Path) -> Path:
-    """Create the output folder (refused through a link planted in the repository) and keep it out of
-    ``git status`` without touching the project's .gitignore."""
+    """Create the output folder (refused through a link planted in the repository). A folder selfix creates in a
+    git work tree gets a ``.gitignore`` of its own that keeps it out of ``git status``; a folder that existed is
+    the user's and gets nothing (``out_dir_refusal`` has already refused a tracked or a test folder)."""
     repo = repo.resolve()
     out_dir = inside(repo, out_dir)
     if not no_links(repo, out_dir):
         raise InputError(f"{out_dir} goes through a symbolic link in the repository; not writing through it")
+    created = not out_dir.exists()
     out_dir.mkdir(parents=True, exist_ok=True)
-    git_dir = repo / ".git"
-    if git_dir.is_dir() and not git_dir.is_symlink() and out_dir.is_relative_to(repo):
-        entry = "/" + out_dir.relative_to(repo).as_posix() + "/"
-        exclude = git_dir / "info" / "exclude"
-        exclude.parent.mkdir(parents=True, exist_ok=True)
-        existing = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
-        if entry not in existing.splitlines():
-            with open(exclude, "a", encoding="utf-8") as handle:
-                handle.write(("" if existing.endswith("\n") or not existing else "\n") + entry + "\n")
+    checkout = find_checkout(repo)
+    if checkout is not None and out_dir.is_relative_to(checkout.root) and (created or out_dir.name == ".selfix"):
+        marker = out_dir / ".gitignore"
+        if not marker.exists():
+            marker.write_text(GITIGNORE, encoding="utf-8")
     return out_dir
 
 

@@ -24,9 +24,18 @@ from typing import TextIO
 from selfix_action.engine.loop import HealingLoop, HealResult
 from selfix_action.engine.protocols import Engine
 from selfix_action.engine.report import STOP_EXPLANATIONS, HealReport, StopReason
-from selfix_action.errors import InputError, SandboxError
+from selfix_action.errors import ExitCode, InputError, SandboxError
 from selfix_action.heal.engines import build_engine
-from selfix_action.heal.outputs import OutputPaths, TraceWriter, inside, no_links, prepare_out_dir, write_report_files
+from selfix_action.heal.next_step import with_next_step
+from selfix_action.heal.outputs import (
+    OutputPaths,
+    TraceWriter,
+    inside,
+    no_links,
+    out_dir_refusal,
+    prepare_out_dir,
+    write_report_files,
+)
 from selfix_action.heal.request import HealRequest
 from selfix_action.junit import Outcome, parse_reports
 from selfix_action.learn.hooks import learn_from_run, open_memory, outcome_fields, trace_header
@@ -208,6 +217,9 @@ def heal(
     repo = request.repo.resolve()
     if not repo.is_dir():
         raise InputError(f"not a directory: {request.repo}")
+    refusal = out_dir_refusal(repo, request.out_dir)
+    if refusal is not None:  # before anything runs or is written
+        raise InputError(refusal)
     failing, passing = failure_sets(request.junit, strict=request.junit_strict, warn=warned)
     if request.junit and not failing:
         return dataclasses.replace(_nothing_failing(request), warnings=tuple(warnings))
@@ -218,7 +230,7 @@ def heal(
     trace = TraceWriter(out_dir / "trace.jsonl", progress, header=trace_header(request.repo_label, request.engine.kind))
     memory: Memory | None = None
     recorded = False
-    engine = build_engine(
+    engine_setup = build_engine(
         request.engine,
         hypotheses=request.loop.max_hypotheses,
         time_limit=request.loop.time_limit_seconds,
@@ -226,6 +238,9 @@ def heal(
         trace=trace,
         memory=(lambda: memory) if request.memory_path is not None else None,
     )
+    engine = engine_setup.engine
+    if engine_setup.llm_problem:  # --engine auto: the offline engine heals alone, the problem is reported
+        warned(engine_setup.llm_problem)
     isolation = detect_isolation(request.isolation)
     setup: SetupResult | None = None
     if request.setup_command:
@@ -242,6 +257,9 @@ def heal(
                 memory = open_memory(memory_path, warned)
             context = HealContext(request, engine, isolation, trace, memory, failing, passing)
             result = healer(context)
+            if engine_setup.llm_problem:
+                result = _without_llm(result, engine_setup.llm_problem)
+            result = dataclasses.replace(result, report=with_next_step(result.report, request))
             trace("outcome", result.report.stop_reason.value, **outcome_fields(result.report))
             trace.close()
             if memory is not None:
@@ -259,6 +277,17 @@ def heal(
     for message in view_warnings:
         warned(message)
     return HealOutcome(result, paths, tuple(warnings), memory_recorded=recorded)
+
+
+def _without_llm(result: HealResult, problem: str) -> HealResult:
+    """``--engine auto`` whose LLM engine could not be set up: the offline engine's outcome, with the problem in
+    the report; a heal it did not finish (exit 1) is then bad input (exit 2): the setup is what to fix."""
+    report = result.report
+    exit_code = ExitCode.BAD_INPUT if report.exit_code == ExitCode.NOT_HEALED else report.exit_code
+    report = report.model_copy(
+        update={"llm_problem": problem, "exit_code": int(exit_code), "notes": (problem, *report.notes)}
+    )
+    return dataclasses.replace(result, report=report)
 
 
 _PYTHON_NAME = re.compile(r"python[0-9.]*")

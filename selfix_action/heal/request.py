@@ -31,6 +31,7 @@ class EngineChoice:
     max_tokens: int = 400_000  # <= 0: no cap
     max_cost_usd: float = 2.0
     prices: Mapping[str, Any] | None = None  # overrides the built-in price table
+    price: tuple[float, float] | None = None  # USD per million input, output tokens of this run's model
     max_retry_wait: float = 30.0
     request_timeout: float = 120.0  # seconds one model request may take
     structured: str = "auto"  # auto | tools | json-schema | json (models.base.STRUCTURED_CHOICES)
@@ -81,6 +82,9 @@ class HealRequest:
     # project environment of its own whose interpreter then runs a Python test command (sandbox/setup.py).
     setup_command: str = ""
     setup_seconds: float = 900.0
+    # How the next-step advice (heal.next_step) spells settings, over ``selfix fix``'s flags (CLI_OPTIONS): the
+    # action names its inputs; a setting mapped to "" is one this front end does not offer.
+    option_names: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def hint(self) -> str:

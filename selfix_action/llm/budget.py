@@ -2,8 +2,9 @@
 
 Checked before every model call; when a cap is reached the engine raises ``EngineStopped`` and the loop stops
 with a named reason (``budget_exhausted``, or ``time_limit`` for the wall clock). A cap <= 0 means no cap.
-Dollars come from a per-model price table (USD per million tokens) the user can override; a model with no
-known price (a local server, a new model) costs 0 and the usage says the price is unknown.
+Dollars come from a per-model price table (USD per million tokens) the user can override or complete with this
+run's model's price; a model with no known price (a local server, a new model) counts 0 and the usage says the
+price is unknown, so a dollar cap for it is refused before the run (``llm.factory``) rather than never enforced.
 """
 
 from __future__ import annotations

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import importlib.metadata
+import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from selfix_action.engine.models import Evidence
 from selfix_action.errors import InputError
-from selfix_action.llm.budget import Budget, parse_prices
+from selfix_action.llm.budget import Budget, parse_prices, price_for
 from selfix_action.llm.engine import DEFAULT_OUTPUT_TOKENS, LLMEngine
 from selfix_action.models.base import STRUCTURED_CHOICES, ChatModel, RetryPolicy
 from selfix_action.models.replay import ReplayModel
@@ -17,6 +19,27 @@ KINDS = ("anthropic", "openai")
 DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-5-mini"}
 ENV_KEYS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
 ENV_BASE_URLS = {"anthropic": "ANTHROPIC_BASE_URL", "openai": "OPENAI_BASE_URL"}
+DISTRIBUTION = "selfix-action"
+
+
+class LLMSetupError(InputError):
+    """The LLM engine cannot be set up here (its SDK is missing, a cost cap without a price): bad input (exit 2)
+    for an LLM engine alone; ``--engine auto`` runs the offline engine anyway and reports it."""
+
+
+def sdk_requirement(package: str) -> str:
+    """The pip requirement for a provider SDK as this installation declares it (its ``llm`` extra, e.g.
+    ``openai>=3.57``), else the bare package name."""
+    try:
+        declared = importlib.metadata.requires(DISTRIBUTION) or []
+    except importlib.metadata.PackageNotFoundError:
+        declared = []
+    for requirement in declared:
+        spec = requirement.split(";", 1)[0].strip()
+        name = re.split(r"[\s\[<>=!~(]", spec, maxsplit=1)[0]
+        if name.lower() == package and "extra" in requirement:
+            return spec.replace(" ", "")
+    return package
 
 
 def build_engine(
@@ -44,6 +67,7 @@ def build_engine(
     fixes: Mapping[str, str] | None = None,
     max_output_tokens: int = 0,
     replay: Path | None = None,
+    price: tuple[float, float] | None = None,
 ) -> LLMEngine:
     """The LLM engine for ``kind`` ("anthropic" or "openai"). Flags win over ``env``; a cap <= 0 is no cap.
 
@@ -54,7 +78,9 @@ def build_engine(
     defaults (a slow local server: one rambling answer cannot spend the run); ``fixes`` names, for the
     preflight's messages, the variable, flag or input that sets the key, the base URL and the model
     (``{"api_key": ..., "base_url": ..., "model": ...}``). ``replay``: a trace whose recorded answers stand in
-    for the model (``models.replay``; no key, no server).
+    for the model (``models.replay``; no key, no server). ``price``: USD per million input and output tokens of
+    this run's model (over any table). A dollar cap (``max_cost_usd`` > 0) needs a price: with none known for the
+    model, ``LLMSetupError`` says how to give one (``fixes["price"]``) or turn the cap off (``fixes["max_cost"]``).
     """
     if kind not in KINDS:
         raise InputError(f"unknown engine {kind!r}: choose one of {', '.join(KINDS)}")
@@ -78,12 +104,19 @@ def build_engine(
         raise InputError("the output token cap cannot be negative")
     if samples < 1:
         raise InputError("the number of Patcher samples must be at least 1")
+    if price is not None:
+        if min(price) < 0:
+            raise InputError("a price per million tokens cannot be negative")
+        prices = {**(prices or {}), name: {"input": price[0], "output": price[1]}}
     parse_prices(prices)  # a malformed price table is bad input, reported before any call
     retry = RetryPolicy(max_retries=max_retries, max_wait=max_retry_wait)
     where = {
         "api_key": f"{ENV_KEYS[kind]} (or --api-key)",
         "base_url": f"--base-url (or {ENV_BASE_URLS[kind]})",
         "model": "--model",
+        "price": "--price-per-mtok-in IN --price-per-mtok-out OUT (USD per million tokens; 0 0 for a server that "
+        "costs nothing) or a --prices table",
+        "max_cost": "--max-cost 0 (no dollar cap: the call and token caps still bound the run)",
         **(fixes or {}),
     }
     chat: ChatModel
@@ -91,6 +124,13 @@ def build_engine(
         chat = ReplayModel(replay)
         name = chat.model
     else:
+        if max_cost_usd > 0 and price_for(name, prices) is None:
+            # Without a price every call would count $0 and the cap would never stop anything.
+            how = f"give its price with {where['price']}, or " if where["price"] else ""
+            raise LLMSetupError(
+                f"the cost cap of ${max_cost_usd:g} cannot be enforced: selfix knows no price for the model "
+                f"{name!r}; {how}turn the dollar cap off with {where['max_cost']}"
+            )
         chat = _chat_model(kind, name, url, key, retry, request_timeout, structured, where)
     budget = Budget(
         model=name,
@@ -134,8 +174,9 @@ def _chat_model(
         else:
             from selfix_action.models.openai_model import OpenAIModel as model_class  # type: ignore[assignment]
     except ImportError as exc:
-        raise InputError(
-            f"the {kind} engine needs the {kind!r} package: pip install 'selfix-action[llm]' ({exc})"
+        raise LLMSetupError(
+            f"the {kind} engine needs the {kind!r} package, which this Python cannot import ({exc}): install it "
+            f"into the environment selfix runs in with pip install '{sdk_requirement(kind)}'"
         ) from exc
     return model_class(
         api_key=key,

@@ -262,3 +262,17 @@ def test_a_high_confidence_patch_is_a_ready_pr(tmp_path: Path, fake: FakeGitHub,
     pr = fake.calls_of("POST", r"/pulls$")[0].body
     assert pr["draft"] is False and pr["title"].startswith("selfix: fix ") and run.outputs["confidence"] == "high"
     assert "**Patch confidence:** high." in run.summary
+
+
+def test_the_escalation_comment_and_job_summary_say_what_to_try_next_in_the_actions_inputs(
+    tmp_path: Path, fake: FakeGitHub, repos: Repos
+) -> None:
+    number = fake.add_pull(head_ref="feature/avg", head_sha=repos.feature_sha, base_ref="main")
+    data = workflow_run_payload(repos.feature_sha, "feature/avg", pulls=(number,))
+    env = action_env(tmp_path, fake, repos, "workflow_run", data)
+    run = invoke(env, synthetic(False))  # the offline engine's hypotheses exhausted
+    assert run.outputs["status"] == "not_healed", run.out
+    (comment,) = fake.state.issue_comments.values()
+    for body in (comment["body"], run.summary):
+        assert "**Next step:** The offline engine's repair templates found no fix." in body
+        assert "`engine: auto` with the `anthropic_api_key`" in body and "--engine" not in body

@@ -85,6 +85,8 @@ def test_openai_engine_that_never_heals_exits_1(tmp_path: Path, capsys: pytest.C
                 "k",
                 "--model",
                 "local-model",
+                "--max-cost",
+                "0",  # no price for a local model: no dollar cap (the call and token caps hold)
                 "--max-retry-wait",
                 "0.05",
             ]

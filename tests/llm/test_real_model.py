@@ -53,6 +53,7 @@ def test_selfix_fix_against_a_real_model_stops_cleanly(
     argv = ["fix", str(repo), "--engine", engine, "--base-url", server + suffix, "--api-key", "local"]
     argv += ["--model", "smollm2", "--max-calls", str(MAX_CALLS), "--max-output-tokens", str(MAX_OUTPUT_TOKENS)]
     argv += ["--time-limit", "400", "--request-timeout", "240", "--hypotheses", "1", "--no-memory"]
+    argv += ["--price-per-mtok-in", "0", "--price-per-mtok-out", "0"]  # a local model: free, and not in the table
     code = main(argv)
     out = capsys.readouterr()
     assert "Traceback" not in out.out + out.err
