@@ -181,6 +181,23 @@ OPTIONS = _options(
         cli=("--prices",),
     ),
     Option(
+        "price_per_mtok_in",
+        "float",
+        None,
+        "US dollars per million input tokens of a model missing from the price table (with price_per_mtok_out; "
+        "0 and 0 for a free local server): without a price, a cost cap cannot hold and selfix refuses to start.",
+        cli=("--price-per-mtok-in",),
+        limits={"ge": 0},
+    ),
+    Option(
+        "price_per_mtok_out",
+        "float",
+        None,
+        "US dollars per million output tokens of a model missing from the price table (with price_per_mtok_in).",
+        cli=("--price-per-mtok-out",),
+        limits={"ge": 0},
+    ),
+    Option(
         "max_output_tokens",
         "int",
         0,
@@ -231,6 +248,14 @@ OPTIONS = _options(
         "str",
         "*junit*",
         "Name pattern of the failed run's artifacts that hold JUnit XML (default: *junit*).",
+    ),
+    Option(
+        "heal_seen_failures",
+        "bool",
+        False,
+        "When none of the JUnit report's failing tests exist in this checkout, heal the tests that fail here "
+        "instead of stopping with report_tests_not_found (default: false).",
+        cli=("--heal-seen-failures",),
     ),
     Option(
         "test_timeout",
@@ -405,7 +430,10 @@ def render_inputs_table() -> str:
         "|---|---|---|---|---|",
     ]
     for o in OPTIONS:
-        default = ", ".join(o.default) if isinstance(o.default, tuple) else o.declared_default or str(o.default)
+        if isinstance(o.default, tuple):
+            default = ", ".join(o.default)
+        else:
+            default = o.declared_default or ("" if o.default is None else str(o.default))
         flags = " ".join(f"`{flag}`" for flag in o.cli) or "—"
         config = "yes" if o.config else "no (secret)" if o.kind == "secret" else "no"
         text = o.help.replace("|", "\\|")

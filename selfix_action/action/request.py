@@ -32,24 +32,25 @@ ACTION_OPTIONS = {
     "engine_auto": "`engine: auto` with the `anthropic_api_key` (or `openai_api_key`) input set from a secret",
     "local_server": (
         "`engine: auto` with `openai_base_url` and `openai_api_key` of an OpenAI-compatible server the runner "
-        "reaches, the `model` input, and `max_cost_usd: 0` (the action takes no price for a model outside its table)"
+        "reaches, the `model` input, and `price_per_mtok_in: 0` with `price_per_mtok_out: 0` (a free server)"
     ),
-    "max_candidates": "",
+    "max_candidates": "`max_candidates: {value:g}`",
     "time_limit": "`timeout_minutes: {minutes:g}`",
     "hypotheses": "`max_attempts: {value:g}`",
-    "samples": "",
+    "samples": "`samples: 2`",
     "model": "`model` input",
     "hint": "a `/selfix fix <notes>` comment on the pull request naming where you think the bug is",
-    "max_calls": "",
-    "max_tokens": "",
+    "max_calls": "`max_calls: {value:g}`",
+    "max_tokens": "`max_tokens: {value:g}`",
     "max_cost": "`max_cost_usd: {value:g}`",
-    "test_timeout": "",
+    "test_timeout": "`test_timeout: {seconds:g}`",
     "isolation_none": "`isolation: none` (only for a project you trust)",
     "test_command": "the `test_command` input",
     "dependencies": "install the project's dependencies with the `setup_command` input (e.g. `pip install -e .[test]`)",
     "junit": "the `junit_paths` or `junit_artifact` input pointing at this commit's reports",
-    "heal_seen_failures": "",
-    "llm_setup": "the `anthropic_api_key` or `openai_api_key`, `openai_base_url` and `model` inputs",
+    "heal_seen_failures": "`heal_seen_failures: true`",
+    "llm_setup": "the `anthropic_api_key` or `openai_api_key`, `anthropic_base_url` or `openai_base_url` and `model` "
+    "inputs",
 }
 
 
@@ -85,6 +86,16 @@ def read_prices_file(name: str, workspace: Path) -> dict[str, Any] | None:
     return data
 
 
+def action_price(settings: Settings) -> tuple[float, float] | None:
+    """The ``price_per_mtok_in``/``_out`` inputs: given together or not at all."""
+    given = (settings.price_per_mtok_in, settings.price_per_mtok_out)
+    if given == (None, None):
+        return None
+    if given[0] is None or given[1] is None:
+        raise InputError("the price_per_mtok_in and price_per_mtok_out inputs go together: give both")
+    return (given[0], given[1])
+
+
 def heal_request(settings: Settings, env: Mapping[str, str], junit: tuple[Path, ...], hint: str) -> HealRequest:
     workspace = settings.workspace.resolve()
     time_limit = settings.timeout_minutes * 60
@@ -114,6 +125,7 @@ def heal_request(settings: Settings, env: Mapping[str, str], junit: tuple[Path, 
             samples=settings.samples,
             max_output_tokens=settings.max_output_tokens,
             offline_candidates=settings.offline_candidates,
+            price=action_price(settings),
             env={},  # keys come from the inputs only, never from the runner environment
             provider=provider if settings.engine == "auto" else "",
             structured=settings.structured,
@@ -123,13 +135,15 @@ def heal_request(settings: Settings, env: Mapping[str, str], junit: tuple[Path, 
                 "api_key": f"the {provider}_api_key input",
                 "base_url": f"the {provider}_base_url input",
                 "model": "the model input",
-                "price": "",  # no input takes a price
+                "price": "the price_per_mtok_in and price_per_mtok_out inputs (USD per million tokens; 0 and 0 for a "
+                "server that costs nothing) or a prices_file",
                 "max_cost": "the max_cost_usd input set to 0 (no dollar cap: timeout_minutes still bounds the run)",
             },
         ),
         loop=LoopConfig(
             max_hypotheses=settings.max_attempts,
             max_candidates=settings.max_candidates,
+            heal_seen_failures=settings.heal_seen_failures,
             time_limit_seconds=time_limit,
             protected_paths=protected_patterns(settings),
             user_hint=hint,

@@ -126,6 +126,9 @@ class Settings(BaseModel):
     max_calls: int = Field(40, ge=0)  # 0: no cap
     max_tokens: int = Field(400_000, ge=0)  # 0: no cap
     prices_file: str = ""  # a price table in the workspace
+    price_per_mtok_in: float | None = Field(None, ge=0)  # a model outside the price table: its price
+    price_per_mtok_out: float | None = Field(None, ge=0)
+    heal_seen_failures: bool = False
     max_output_tokens: int = Field(0, ge=0)  # 0: each role's own
     samples: int = Field(1, ge=1, le=8)
     offline_candidates: int = Field(100, ge=0)
@@ -295,7 +298,7 @@ def load_settings(env: Mapping[str, str]) -> Settings:
                 values[name] = raw
         elif name not in SECRET_INPUTS and name != "config_file" and getattr(file_config, name) is not None:
             values[name] = getattr(file_config, name)
-        elif default != "":
+        elif default != "" and default is not None:
             values[name] = default
     if not values.get("engine"):
         # No engine named: the offline engine; with a key, auto (the offline engine first, then the LLM engine of

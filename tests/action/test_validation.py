@@ -108,6 +108,9 @@ def test_every_declared_input_is_read_and_vice_versa(tmp_path: Path) -> None:
         "test_timeout": "60",
         "jobs": "2",
         "max_candidates": "40",
+        "price_per_mtok_in": "0.5",
+        "price_per_mtok_out": "1.5",
+        "heal_seen_failures": "true",
     }
     assert set(values) == declared
     env = {f"INPUT_{k.upper()}": v for k, v in values.items()} | {"GITHUB_WORKSPACE": str(tmp_path)}

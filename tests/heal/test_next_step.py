@@ -59,7 +59,7 @@ LLM_USAGE = {"calls": 40, "tokens": 52_000, "cost_usd": 0.31, "limits": {"max_ca
         (
             report(StopReason.HYPOTHESES_EXHAUSTED),
             ["`selfix fix --engine auto` with ANTHROPIC_API_KEY", "--base-url http://127.0.0.1:11434/v1"],
-            ["`engine: auto` with the `anthropic_api_key`", "`openai_base_url`", "`max_cost_usd: 0`"],
+            ["`engine: auto` with the `anthropic_api_key`", "`openai_base_url`", "`price_per_mtok_in: 0`"],
         ),
         (
             report(StopReason.REPEATED_EDIT),
