@@ -13,6 +13,7 @@ from selfix_action.engine.models import (
     SuspiciousLine,
     TestResult,
     Verification,
+    VerifyStage,
 )
 from selfix_action.errors import ExitCode
 
@@ -92,7 +93,19 @@ class HypothesisRecord(Frozen):
     candidates_tried: int = 0
     outcome: str = ""  # "healed by <patch>", "rejected: ...", "dropped: not exposed", "not reached"
     rejections: tuple[Verification, ...] = ()  # the first few failed verifications, as evidence
+    # Every failed verdict by stage, the static sanity refusals (stage ``static_sanity``, never tested) included.
     rejections_by_stage: dict[str, int] = Field(default_factory=dict)
+
+    @property
+    def rejected(self) -> int:
+        """Candidates of this hypothesis that were tried (tests ran on them) and failed verification or the
+        whole-suite confirmation: at most ``candidates_tried``."""
+        return sum(n for stage, n in self.rejections_by_stage.items() if stage != VerifyStage.SANITY.value)
+
+    @property
+    def refused_static(self) -> int:
+        """Candidates refused by static sanity before any test ran: not tried, so not in ``candidates_tried``."""
+        return self.rejections_by_stage.get(VerifyStage.SANITY.value, 0)
 
 
 class PatchRecord(Frozen):
@@ -175,6 +188,14 @@ class HealReport(Frozen):
     # "cold" (a fresh pytest process: the baseline, reproduction and the confirmation of the winner among them).
     process_runs: dict[str, int] = Field(default_factory=dict)
 
+    @property
+    def candidates_rejected(self) -> int:
+        """The one count of rejected candidates that every summary uses: those tried (``candidates_tried``)
+        that failed verification or the whole-suite confirmation, over every hypothesis. The winner is not one,
+        nor is a static sanity refusal (``candidates_rejected_static``: never tried), so it never exceeds
+        ``candidates_tried``."""
+        return sum(record.rejected for record in self.hypotheses)
+
 
 def _status_counts(statuses: dict[str, str]) -> str:
     counts: dict[str, int] = {}
@@ -188,12 +209,7 @@ def render_markdown(report: HealReport) -> str:
     out = [f"# selfix: {report.stop_reason.value.replace('_', ' ')}", ""]
     out.append(f"**{report.explanation}.**")
     out += ["", f"- Repository: `{report.repo}`", f"- Engine: `{report.engine}`"]
-    out.append(f"- Test runs: {report.test_runs}; candidate patches tried: {report.candidates_tried}")
-    if report.candidates_rejected_static:
-        out.append(
-            f"- Candidates refused before any test ran (static sanity: they cannot make sense): "
-            f"{report.candidates_rejected_static}"
-        )
+    out.append(f"- Test runs: {report.test_runs}; candidate patches: {candidate_counts(report)}")
     if report.confidence is not None:
         out.append(f"- Patch confidence: **{report.confidence.level}** (reasons with the patch)")
     if report.process_runs:
@@ -270,10 +286,13 @@ def render_markdown(report: HealReport) -> str:
         if hyp.reasoning:
             out.append(f"- Reasoning: {hyp.reasoning}")
         out.append(f"- Exposed: {'yes' if record.exposed else 'no'}: {record.exposure}")
-        out.append(f"- Candidates tried: {record.candidates_tried}")
-        if record.rejections_by_stage:
-            stages = ", ".join(f"{n} at {s}" for s, n in sorted(record.rejections_by_stage.items()))
+        out.append(f"- Candidates tried: {record.candidates_tried}, rejected: {record.rejected}")
+        tested = {s: n for s, n in record.rejections_by_stage.items() if s != VerifyStage.SANITY.value}
+        if tested:
+            stages = ", ".join(f"{n} at {s}" for s, n in sorted(tested.items()))
             out.append(f"- Rejected candidates by stage: {stages}")
+        if record.refused_static:
+            out.append(f"- Candidates refused before any test ran (static sanity, not tried): {record.refused_static}")
         out.append(f"- Outcome: **{record.outcome}**")
         for rejection in record.rejections[:3]:
             out.append(f"  - `{rejection.candidate_id}` rejected at {rejection.stage.value}: {rejection.detail}")
@@ -308,6 +327,15 @@ def render_markdown(report: HealReport) -> str:
         broken = [t for t in report.p2p_tests if report.tests_after.get(t) not in ("passed", None)]
         out.append(f"- Pass-to-pass tests broken: {len(broken)} of {len(report.p2p_tests)}")
     return "\n".join(out) + "\n"
+
+
+def candidate_counts(report: HealReport) -> str:
+    """The candidates in one phrase, the same in report.md, the console, the PR body and the job summary:
+    "73 tried, 71 rejected; 22 refused untested (static sanity)". Rejected ones are among the tried ones."""
+    counts = f"{report.candidates_tried} tried, {report.candidates_rejected} rejected"
+    if report.candidates_rejected_static:
+        counts += f"; {report.candidates_rejected_static} refused untested (static sanity)"
+    return counts
 
 
 def render_confidence(confidence: Confidence) -> list[str]:
