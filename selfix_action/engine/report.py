@@ -204,14 +204,36 @@ def _status_counts(statuses: dict[str, str]) -> str:
     return ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "none"
 
 
+TOP_REASONS = 3  # the confidence reasons on a report's first screen; the rest are with the patch below
+
+
+def first_screen(report: HealReport) -> list[str]:
+    """What a reader needs before any detail: the outcome, the confidence with its top reasons, the patch."""
+    out = [f"- Outcome: `{report.stop_reason.value}` (exit {report.exit_code})"]
+    if report.confidence is not None and report.patch is not None:
+        marks = {"low": "lowers it to low", "medium": "caps it at medium", "high": "supports high"}
+        out.append(f"- Confidence: **{report.confidence.level}**")
+        out += [f"  - {r.text} ({marks[r.level]})" for r in report.confidence.reasons[:TOP_REASONS]]
+        if len(report.confidence.reasons) > TOP_REASONS:
+            out.append(f"  - ... {len(report.confidence.reasons) - TOP_REASONS} more under \"The patch\" below")
+    if report.patch is None:
+        return [*out, "- Patch: none passed verification, so none is proposed"]
+    patch = report.patch
+    files = ", ".join(f"`{f}`" for f in patch.files)
+    out.append(f"- Patch `{patch.candidate_id}`: {patch.description}, in {files}")
+    if report.verification:
+        out.append(f"- Checked: {report.verification}")
+    return [*out, "", "```diff", patch.diff.rstrip("\n"), "```"]
+
+
 def render_markdown(report: HealReport) -> str:
-    """report.md: what failed, what was tried in order and why each was dropped, the patch, tests, timings."""
+    """report.md: first the outcome, the confidence and the patch (``first_screen``); then the details: what
+    failed, what was tried in order and why each was dropped, the patch's record, tests, timings."""
     out = [f"# selfix: {report.stop_reason.value.replace('_', ' ')}", ""]
     out.append(f"**{report.explanation}.**")
-    out += ["", f"- Repository: `{report.repo}`", f"- Engine: `{report.engine}`"]
+    out += ["", *first_screen(report)]
+    out += ["", "## Details", "", f"- Repository: `{report.repo}`", f"- Engine: `{report.engine}`"]
     out.append(f"- Test runs: {report.test_runs}; candidate patches: {candidate_counts(report)}")
-    if report.confidence is not None:
-        out.append(f"- Patch confidence: **{report.confidence.level}** (reasons with the patch)")
     if report.process_runs:
         kinds = report.process_runs
         confirmed = report.patch is not None and report.patch.confirmed
@@ -303,7 +325,10 @@ def render_markdown(report: HealReport) -> str:
         out.append("No patch passed verification, so none is proposed.")
     else:
         patch = report.patch
-        out.append(f"{patch.description} (template `{patch.template}`, hypothesis {patch.hypothesis_id}).")
+        out.append(
+            f"`{patch.candidate_id}`: {patch.description} (template `{patch.template}`, hypothesis "
+            f"{patch.hypothesis_id}); the diff is at the top."
+        )
         out.append(
             f"{patch.changed_lines} changed line(s) in {', '.join(f'`{f}`' for f in patch.files)}; "
             f"minimized from {patch.minimized_from_hunks} to {patch.hunks} hunk(s)."
@@ -312,7 +337,6 @@ def render_markdown(report: HealReport) -> str:
             out += ["", f"Checked: {report.verification}."]
         if report.confidence is not None:
             out += ["", *render_confidence(report.confidence)]
-        out += ["", "```diff", patch.diff.rstrip("\n"), "```"]
 
     if report.usage.get("calls"):
         out += ["", "## Model usage", ""]
