@@ -215,7 +215,7 @@ def first_screen(report: HealReport) -> list[str]:
         out.append(f"- Confidence: **{report.confidence.level}**")
         out += [f"  - {r.text} ({marks[r.level]})" for r in report.confidence.reasons[:TOP_REASONS]]
         if len(report.confidence.reasons) > TOP_REASONS:
-            out.append(f"  - ... {len(report.confidence.reasons) - TOP_REASONS} more under \"The patch\" below")
+            out.append(f'  - ... {len(report.confidence.reasons) - TOP_REASONS} more under "The patch" below')
     if report.patch is None:
         return [*out, "- Patch: none passed verification, so none is proposed"]
     patch = report.patch
