@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 
 from unidiff import PatchSet
 
-from selfix_action.engine.report import HealReport, headline_facts, render_confidence, time_split
+from selfix_action.engine.report import HealReport, candidate_counts, headline_facts, render_confidence, time_split
 from selfix_action.github.client import ReviewSuggestion
 
 MARKER_PREFIX = "<!-- selfix:"
@@ -169,8 +169,8 @@ def pr_body(report: HealReport, *, run_url: str, fp: str) -> str:
     if report.verification:
         lines.append(f"- **Checked:** {clean(report.verification, 500)}.")
     lines.append(
-        f"- **Search:** {report.candidates_tried} candidate patch(es) tried, {rejected_candidates(report)} rejected "
-        f"by verification, over {len(report.hypotheses)} hypothesis(es); {report.test_runs} test runs."
+        f"- **Search:** candidate patches {candidate_counts(report)}, over {len(report.hypotheses)} "
+        f"hypothesis(es); {report.test_runs} test runs."
     )
     lines += [f"- {line}" for line in isolation_lines(report)[:1] or ["Isolation: not reported"]]
     lines.append("")
@@ -355,11 +355,6 @@ def isolation_lines(report: HealReport) -> list[str]:
     return out
 
 
-def rejected_candidates(report: HealReport) -> int:
-    """Candidate patches that failed verification, over every hypothesis (the winner is not counted)."""
-    return sum(sum(record.rejections_by_stage.values()) for record in report.hypotheses)
-
-
 _HEADLINES = {
     "healed": "healed",
     "not_healed": "not healed",
@@ -383,8 +378,7 @@ def _mechanics_line(report: HealReport) -> str:
         f"**Cost:** {calls}${cost_usd(report):.4f}, {tokens(report)} tokens (engine `{report.engine}`"
         + ("" if usage.get("price_known", True) else "; its price is not in the table, so the cost counts 0")
         + "). "
-        f"**Candidates:** {report.candidates_tried} tried, {rejected_candidates(report)} rejected; "
-        f"{report.test_runs} test runs{time}."
+        f"**Candidates:** {candidate_counts(report)}; {report.test_runs} test runs{time}."
     )
 
 

@@ -11,6 +11,7 @@ from typing import TextIO
 from pydantic import BaseModel, ConfigDict
 
 from selfix_action.engine.loop import LoopConfig
+from selfix_action.engine.report import candidate_counts
 from selfix_action.errors import ExitCode, InputError
 from selfix_action.heal import EngineChoice, HealRequest, heal, resolve_test_cmd
 from selfix_action.heal.outputs import apply_to_tree
@@ -116,7 +117,7 @@ def run_fix(options: FixOptions, out: TextIO | None = None, err: TextIO | None =
             file=out,
         )
     print(
-        f"selfix: {report.test_runs} test runs, {report.candidates_tried} candidates, "
+        f"selfix: {report.test_runs} test runs, candidates {candidate_counts(report)}, "
         f"{report.timings.get('total', 0):.1f}s; report: {outcome.paths.report_md}",
         file=out,
     )

@@ -371,7 +371,8 @@ class HealingLoop:
                 # walk goes on; the better of the two ends it (_better).
                 self.trace(
                     "incumbent",
-                    f"{winner.candidate.description}: healed at {winner.confidence.level} confidence; looking on",
+                    f"{winner.candidate.id}: {winner.candidate.description}: healed at {winner.confidence.level} "
+                    "confidence; looking on",
                     candidate=winner.candidate.id,
                     confidence=winner.confidence.level,
                 )
@@ -619,7 +620,7 @@ class HealingLoop:
     def _trace_refusal(self, candidate: CandidatePatch, verdict: Verification) -> None:
         self.trace(
             "sanity",
-            f"refused untried: {candidate.description}: {verdict.detail}",
+            f"{candidate.id} refused untried: {candidate.description}: {verdict.detail}",
             candidate=candidate.id,
             hypothesis=candidate.hypothesis_id,
             template=candidate.template,
@@ -641,9 +642,10 @@ class HealingLoop:
     def _trace_verdict(self, candidate: CandidatePatch, verdict: Verification) -> None:
         self.trace(
             "verify",
-            f"candidate {self.budget.candidates_tried}: {candidate.description} -> "
+            # The candidate's id is its one name: the report, view.html and the PR body call it that too.
+            f"{candidate.id}: {candidate.description} -> "
             f"{'PASS' if verdict.ok else 'fail at ' + verdict.stage.value} "
-            f"[{self.budget.test_runs} test runs]",
+            f"[{self.budget.candidates_tried} tried, {self.budget.test_runs} test runs]",
             candidate=candidate.id,
             ok=verdict.ok,
             stage=verdict.stage.value,

@@ -13,6 +13,7 @@ from selfix_action.engine.models import (
     SuspiciousLine,
     TestResult,
     Verification,
+    VerifyStage,
 )
 from selfix_action.errors import ExitCode
 
@@ -103,7 +104,19 @@ class HypothesisRecord(Frozen):
     candidates_tried: int = 0
     outcome: str = ""  # "healed by <patch>", "rejected: ...", "dropped: not exposed", "not reached"
     rejections: tuple[Verification, ...] = ()  # the first few failed verifications, as evidence
+    # Every failed verdict by stage, the static sanity refusals (stage ``static_sanity``, never tested) included.
     rejections_by_stage: dict[str, int] = Field(default_factory=dict)
+
+    @property
+    def rejected(self) -> int:
+        """Candidates of this hypothesis that were tried (tests ran on them) and failed verification or the
+        whole-suite confirmation: at most ``candidates_tried``."""
+        return sum(n for stage, n in self.rejections_by_stage.items() if stage != VerifyStage.SANITY.value)
+
+    @property
+    def refused_static(self) -> int:
+        """Candidates refused by static sanity before any test ran: not tried, so not in ``candidates_tried``."""
+        return self.rejections_by_stage.get(VerifyStage.SANITY.value, 0)
 
 
 class PatchRecord(Frozen):
@@ -197,6 +210,14 @@ class HealReport(Frozen):
     # "cold" (a fresh pytest process: the baseline, reproduction and the confirmation of the winner among them).
     process_runs: dict[str, int] = Field(default_factory=dict)
 
+    @property
+    def candidates_rejected(self) -> int:
+        """The one count of rejected candidates that every summary uses: those tried (``candidates_tried``)
+        that failed verification or the whole-suite confirmation, over every hypothesis. The winner is not one,
+        nor is a static sanity refusal (``candidates_rejected_static``: never tried), so it never exceeds
+        ``candidates_tried``."""
+        return sum(record.rejected for record in self.hypotheses)
+
 
 def _status_counts(statuses: dict[str, str]) -> str:
     counts: dict[str, int] = {}
@@ -205,20 +226,37 @@ def _status_counts(statuses: dict[str, str]) -> str:
     return ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "none"
 
 
+TOP_REASONS = 3  # the confidence reasons on a report's first screen; the rest are with the patch below
+
+
+def first_screen(report: HealReport) -> list[str]:
+    """What a reader needs before any detail: the outcome, the confidence with its top reasons, the patch."""
+    out = [f"- Outcome: `{report.stop_reason.value}` (exit {report.exit_code})"]
+    if report.confidence is not None and report.patch is not None:
+        marks = {"low": "lowers it to low", "medium": "caps it at medium", "high": "supports high"}
+        out.append(f"- Confidence: **{report.confidence.level}**")
+        out += [f"  - {r.text} ({marks[r.level]})" for r in report.confidence.reasons[:TOP_REASONS]]
+        if len(report.confidence.reasons) > TOP_REASONS:
+            out.append(f'  - ... {len(report.confidence.reasons) - TOP_REASONS} more under "The patch" below')
+    if report.patch is None:
+        return [*out, "- Patch: none passed verification, so none is proposed"]
+    patch = report.patch
+    files = ", ".join(f"`{f}`" for f in patch.files)
+    out.append(f"- Patch `{patch.candidate_id}`: {patch.description}, in {files}")
+    if report.verification:
+        out.append(f"- Checked: {report.verification}")
+    return [*out, "", "```diff", patch.diff.rstrip("\n"), "```"]
+
+
 def render_markdown(report: HealReport) -> str:
-    """report.md: what failed, what was tried in order and why each was dropped, the patch, tests, timings."""
+    """report.md: first the outcome, the confidence and the patch (``first_screen``); then the details: what
+    failed, what was tried in order and why each was dropped, the patch's record, tests, timings."""
     out = [f"# selfix: {report.stop_reason.value.replace('_', ' ')}", ""]
     out.append(f"**{report.explanation}.**")
     out += [f"\n{line}" for line in headline_facts(report)]
-    out += ["", f"- Repository: `{report.repo}`", f"- Engine: `{report.engine}`"]
-    out.append(f"- Test runs: {report.test_runs}; candidate patches tried: {report.candidates_tried}")
-    if report.candidates_rejected_static:
-        out.append(
-            f"- Candidates refused before any test ran (static sanity: they cannot make sense): "
-            f"{report.candidates_rejected_static}"
-        )
-    if report.confidence is not None:
-        out.append(f"- Patch confidence: **{report.confidence.level}** (reasons with the patch)")
+    out += ["", *first_screen(report)]
+    out += ["", "## Details", "", f"- Repository: `{report.repo}`", f"- Engine: `{report.engine}`"]
+    out.append(f"- Test runs: {report.test_runs}; candidate patches: {candidate_counts(report)}")
     if report.process_runs:
         kinds = report.process_runs
         confirmed = report.patch is not None and report.patch.confirmed
@@ -296,10 +334,13 @@ def render_markdown(report: HealReport) -> str:
         if hyp.reasoning:
             out.append(f"- Reasoning: {hyp.reasoning}")
         out.append(f"- Exposed: {'yes' if record.exposed else 'no'}: {record.exposure}")
-        out.append(f"- Candidates tried: {record.candidates_tried}")
-        if record.rejections_by_stage:
-            stages = ", ".join(f"{n} at {s}" for s, n in sorted(record.rejections_by_stage.items()))
+        out.append(f"- Candidates tried: {record.candidates_tried}, rejected: {record.rejected}")
+        tested = {s: n for s, n in record.rejections_by_stage.items() if s != VerifyStage.SANITY.value}
+        if tested:
+            stages = ", ".join(f"{n} at {s}" for s, n in sorted(tested.items()))
             out.append(f"- Rejected candidates by stage: {stages}")
+        if record.refused_static:
+            out.append(f"- Candidates refused before any test ran (static sanity, not tried): {record.refused_static}")
         out.append(f"- Outcome: **{record.outcome}**")
         for rejection in record.rejections[:3]:
             out.append(f"  - `{rejection.candidate_id}` rejected at {rejection.stage.value}: {rejection.detail}")
@@ -310,7 +351,10 @@ def render_markdown(report: HealReport) -> str:
         out.append("No patch passed verification, so none is proposed.")
     else:
         patch = report.patch
-        out.append(f"{patch.description} (template `{patch.template}`, hypothesis {patch.hypothesis_id}).")
+        out.append(
+            f"`{patch.candidate_id}`: {patch.description} (template `{patch.template}`, hypothesis "
+            f"{patch.hypothesis_id}); the diff is at the top."
+        )
         out.append(
             f"{patch.changed_lines} changed line(s) in {', '.join(f'`{f}`' for f in patch.files)}; "
             f"minimized from {patch.minimized_from_hunks} to {patch.hunks} hunk(s)."
@@ -319,7 +363,6 @@ def render_markdown(report: HealReport) -> str:
             out += ["", f"Checked: {report.verification}."]
         if report.confidence is not None:
             out += ["", *render_confidence(report.confidence)]
-        out += ["", "```diff", patch.diff.rstrip("\n"), "```"]
 
     if report.usage.get("calls"):
         out += ["", "## Model usage", ""]
@@ -357,6 +400,15 @@ def headline_facts(report: HealReport, shown: int = 5) -> list[str]:
     if report.next_step:
         lines.append(f"**Next step:** {report.next_step}")
     return lines
+
+
+def candidate_counts(report: HealReport) -> str:
+    """The candidates in one phrase, the same in report.md, the console, the PR body and the job summary:
+    "73 tried, 71 rejected; 22 refused untested (static sanity)". Rejected ones are among the tried ones."""
+    counts = f"{report.candidates_tried} tried, {report.candidates_rejected} rejected"
+    if report.candidates_rejected_static:
+        counts += f"; {report.candidates_rejected_static} refused untested (static sanity)"
+    return counts
 
 
 def render_confidence(confidence: Confidence) -> list[str]:

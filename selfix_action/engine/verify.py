@@ -584,7 +584,7 @@ class Verifier:
             if stop is not None:
                 self.trace("confirm", f"not run: {stop.why}")
                 return Confirmation(attempt, not_run=stop.why, note=note)
-            self.trace("confirm", "running the whole suite on the patched copy")
+            self.trace("confirm", f"running the whole suite on the copy patched with {candidate.id}")
             run, broken = whole_suite(attempt)
             if broken and run.timed_out and not _failed(run, broken) and not timed_out_once:
                 if self.budget.allows(1) is None:

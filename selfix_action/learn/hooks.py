@@ -25,12 +25,18 @@ def outcome_fields(report: HealReport) -> dict[str, Any]:
     """The ``outcome`` event's fields: the final outcome with tokens and cost."""
     usage = report.usage or {}
     signatures = [failure_signature(f) for f in report.failures[:10]]
+    confidence = report.confidence if report.patch is not None else None
     return {
         "stop_reason": report.stop_reason.value,
         "healed": report.stop_reason is StopReason.HEALED,  # an unconfirmed patch is not a heal
         "exit_code": report.exit_code,
+        "explanation": report.explanation,
         "candidates_tried": report.candidates_tried,
         "test_runs": report.test_runs,
+        "confidence": confidence.level if confidence is not None else "",
+        "confidence_reasons": [{"level": r.level, "text": r.text} for r in confidence.reasons] if confidence else [],
+        "verification": report.verification,
+        "patch_candidate": report.patch.candidate_id if report.patch else "",
         "patch_template": report.patch.template if report.patch else "",
         "patch_hypothesis": report.patch.hypothesis_id if report.patch else "",
         "patch_description": report.patch.description if report.patch else "",

@@ -17,8 +17,8 @@ an event ``{"t": seconds since start, "step": ..., "message": ..., <step fields>
 ``confirm``     the whole suite on the patched copy
 ``stop``        the loop's stop reason, counts and engine usage (:class:`StopEvent`)
 ``model_call``  one LLM request: role, prompt, response, tokens, cost (:class:`ModelCallEvent`)
-``outcome``     the final outcome as ``selfix fix`` saw it: healed?, patch, tokens and cost
-                (:class:`OutcomeEvent`)
+``outcome``     the final outcome as ``selfix fix`` saw it: healed?, the patch and its confidence, tokens and
+                cost (:class:`OutcomeEvent`)
 ==============  ======================================================================================
 
 Unknown steps are kept as plain :class:`TraceEvent` (extra fields allowed), so new steps do not need a new
@@ -122,12 +122,28 @@ class ModelCallEvent(TraceEvent):
     cost_usd: float = 0.0
 
 
+class ConfidenceNote(BaseModel):
+    """One reason of the patch's confidence (``engine.report.ConfidenceReason``): the level it allows, why."""
+
+    model_config = ConfigDict(extra="allow")
+
+    level: str
+    text: str
+
+
 class OutcomeEvent(TraceEvent):
     stop_reason: str
     healed: bool
     exit_code: int = 1
+    explanation: str = ""
     candidates_tried: int = 0
     test_runs: int = 0
+    # The patch's confidence, "high"/"medium"/"low" with its reasons, lowering ones first; "" without a patch
+    # (and in traces written before it was recorded).
+    confidence: str = ""
+    confidence_reasons: list[ConfidenceNote] = Field(default_factory=list)
+    verification: str = ""  # what the patch was checked on ("confirmed on the whole suite", ...)
+    patch_candidate: str = ""  # the patch's candidate id, e.g. H1-C4
     patch_template: str = ""
     patch_hypothesis: str = ""
     patch_description: str = ""

@@ -26,6 +26,8 @@ body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#1b1f24;background:#f
 h1{font-size:20px;margin:0 0 4px} h2{font-size:16px;margin:24px 0 8px}
 .meta{color:#57606a} .card{background:#fff;border:1px solid #d0d7de;border-radius:6px;padding:12px;margin:8px 0}
 .healed{border-left:6px solid #1a7f37} .not-healed{border-left:6px solid #cf222e}
+.conf-high{border-left:6px solid #1a7f37} .conf-medium{border-left:6px solid #bf8700}
+.conf-low{border-left:6px solid #cf222e} .card ul{margin:4px 0 0;padding-left:20px}
 table{border-collapse:collapse;width:100%;background:#fff} td,th{border:1px solid #d0d7de;padding:4px 8px;
 text-align:left;vertical-align:top} th{background:#f6f8fa}
 .ok{color:#1a7f37;font-weight:600} .fail{color:#cf222e} pre{background:#f6f8fa;padding:8px;overflow:auto;
@@ -49,18 +51,54 @@ def _table(headers: list[str], rows: list[list[str]], table_id: str) -> str:
     return f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
+TOP_REASONS = 3  # the confidence reasons on the first screen; the others fold out below them
+_MARKS = {"low": "lowers it to low", "medium": "caps it at medium", "high": "supports high"}
+
+
+def _confidence_card(outcome: OutcomeEvent | None) -> str:
+    """The patch's confidence level and its top reasons (the lowering ones first), the rest folded."""
+    if outcome is None or not outcome.patch_diff:
+        return '<div id="confidence" class="card">Confidence: no patch, so none</div>'
+    if not outcome.confidence:
+        return '<div id="confidence" class="card">Confidence: not recorded in this trace</div>'
+    items = [
+        f"<li>{_e(r.text)} <span class=meta>({_e(_MARKS.get(r.level, r.level))})</span></li>"
+        for r in outcome.confidence_reasons
+    ]
+    rest = items[TOP_REASONS:]
+    folded = f"<details><summary>{len(rest)} more reason(s)</summary><ul>{''.join(rest)}</ul></details>" if rest else ""
+    return (
+        f'<div id="confidence" class="card conf-{_e(outcome.confidence)}">Confidence: '
+        f"<strong>{_e(outcome.confidence)}</strong><ul>{''.join(items[:TOP_REASONS])}</ul>{folded}</div>"
+    )
+
+
+def _patch_block(outcome: OutcomeEvent | None) -> str:
+    if outcome is None or not outcome.patch_diff:
+        return '<p id="patch" class="card">No patch passed verification, so none is proposed.</p>'
+    title = "Verified patch" if outcome.healed else "Patch (verified, not confirmed: review it first)"
+    name = f" <code>{_e(outcome.patch_candidate)}</code>" if outcome.patch_candidate else ""
+    checked = f'<p class="meta">Checked: {_e(outcome.verification)}</p>' if outcome.verification else ""
+    return f'<h2>{title}{name}</h2>{checked}<pre id="patch">{_e(outcome.patch_diff)}</pre>'
+
+
 def render_html(trace: Trace) -> str:
     run = summarize(trace)
     outcome = next((e for e in trace.events if isinstance(e, OutcomeEvent)), None)
     localize = next((e for e in trace.events if isinstance(e, LocalizeEvent)), None)
     parts: list[str] = []
+    # The first screen: the outcome, the confidence with its top reasons, the patch. Details come after.
     status = "healed" if run.healed else "not-healed"
+    explanation = f"<br>{_e(outcome.explanation)}" if outcome is not None and outcome.explanation else ""
     parts.append(
         f'<div id="outcome" class="card {status}"><strong>{_e(run.stop_reason or "unknown")}</strong>'
-        f" · {run.candidates} candidate patch(es) · {run.test_runs} test run(s)"
+        + (f" (exit {outcome.exit_code})" if outcome is not None else "")
+        + f" · {run.candidates} candidate patch(es) tried · {run.test_runs} test run(s)"
         + (f" · fixed by <code>{_e(run.patch_template)}</code>" if run.patch_template else "")
-        + "</div>"
+        + f"{explanation}</div>"
     )
+    parts.append(_confidence_card(outcome))
+    parts.append(_patch_block(outcome))
     parts.append(
         f'<div id="cost" class="card">Model calls: {run.calls} · tokens: {run.tokens} · cost: '
         f"${run.cost_usd:.4f}" + (f" · {outcome.seconds:.1f}s" if outcome else "") + "</div>"
@@ -135,8 +173,6 @@ def render_html(trace: Trace) -> str:
         if isinstance(e, VerifyEvent)
     ]
     parts.append(_table(["candidate", "template", "edit", "verdict", "detail"], patch_rows, "patches"))
-    if outcome is not None and outcome.patch_diff:
-        parts.append(f'<h2>Verified patch</h2><pre id="patch">{_e(outcome.patch_diff)}</pre>')
 
     parts.append('<h2>Timeline</h2><ol id="timeline" class="timeline">')
     for event in trace.events:

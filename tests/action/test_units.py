@@ -134,7 +134,11 @@ def test_pr_body_says_what_was_checked_and_warns_without_isolation() -> None:
 def test_pr_body_and_summary_count_the_rejected_candidates() -> None:
     hypothesis = Hypothesis(id="H1", rank=1, title="off by one", confidence=0.5, file="calc.py", symbol="f", lines=(2,))
     tried = HypothesisRecord(
-        hypothesis=hypothesis, exposed=True, exposure="F2P", rejections_by_stage={"f2p": 3, "p2p": 2}
+        hypothesis=hypothesis,
+        exposed=True,
+        exposure="F2P",
+        candidates_tried=6,
+        rejections_by_stage={"fail_to_pass": 3, "pass_to_pass": 2, "static_sanity": 4},
     )
     patch = one_line_patch("H1-C6", "line 2")
     report = HealReport(
@@ -146,20 +150,20 @@ def test_pr_body_and_summary_count_the_rejected_candidates() -> None:
         patch=patch,
         hypotheses=(tried,),
         candidates_tried=6,
+        candidates_rejected_static=4,  # refused untested: not tried, so not rejected ones either
         test_runs=9,
         f2p_tests=("t.py::test_a",),
         tests_before={"t.py::test_a": "failed"},
         tests_after={"t.py::test_a": "passed"},
     )
     body = pr_body(report, run_url="", fp="abc")
-    assert "**Search:** 6 candidate patch(es) tried, 5 rejected by verification, over 1 hypothesis(es)" in body
+    counts = "6 tried, 5 rejected; 4 refused untested (static sanity)"
+    assert f"**Search:** candidate patches {counts}, over 1 hypothesis(es)" in body
     assert "Isolation: not reported" in body
     summary = job_summary("healed", report, "# selfix: verified\n\n**verified.**\n\n- Engine: `offline`\n")
     assert summary.startswith("# selfix: healed\n\n**Verified.**\n\n| test | before | after |")
     assert summary.count("# selfix") == 1 and summary.count("erified.**") == 1
-    assert (
-        "**Cost:** $0.0000, 0 tokens (engine `offline`). **Candidates:** 6 tried, 5 rejected; 9 test runs." in summary
-    )
+    assert f"**Cost:** $0.0000, 0 tokens (engine `offline`). **Candidates:** {counts}; 9 test runs." in summary
     assert summary.index("| `t.py::test_a` | failed | passed |") < summary.index("<details>")
     assert summary.index("<details>") < summary.index("- Engine: `offline`")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -10,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from selfix_action.action.render import job_summary, pr_body
 from selfix_action.cli import main
+from selfix_action.engine.report import HealReport
 from tests.conftest import EXAMPLES, write_project
 
 EXPECTED = json.loads((EXAMPLES / "expected_fixes.json").read_text(encoding="utf-8"))
@@ -234,3 +237,58 @@ def test_heals_without_coverage_py_in_the_project_environment(tmp_path: Path) ->
     assert report["localization_note"].endswith(("measured by sys.settrace", "measured by sys.monitoring"))
     assert "Localization: per-test coverage" in (repo / ".selfix" / "report.md").read_text()
     assert "return sum(values) / len(values)" in (repo / ".selfix" / "patch.diff").read_text()
+
+
+@pytest.mark.slow
+def test_one_name_and_one_count_for_candidates_in_a_real_heal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A real heal with static sanity refusals (two_modules): the console names each candidate by the id the
+    report, the trace and the PR body use, and the console, report.md, the job summary and the PR body give
+    one count of tried and rejected candidates, with rejected among the tried (never "64 tried, 66
+    rejected")."""
+    repo = copy_example("two_modules", tmp_path, git=True)
+
+    assert main(["fix", str(repo), "--test-timeout", "20"]) == 0
+
+    console = capsys.readouterr()
+    out = repo / ".selfix"
+    report = HealReport.model_validate_json((out / "report.json").read_text(encoding="utf-8"))
+    events = [json.loads(line) for line in (out / "trace.jsonl").read_text(encoding="utf-8").splitlines()[1:]]
+    verdicts = [e for e in events if e["step"] == "verify"]
+    refused = [e for e in events if e["step"] == "sanity"]
+    assert refused, "two_modules no longer has static sanity refusals: this test needs a heal that has some"
+    assert report.candidates_rejected_static == len(refused)
+    assert report.candidates_tried == len(verdicts)
+    assert "full_suite" not in {s for r in report.hypotheses for s in r.rejections_by_stage}
+    assert report.candidates_rejected == sum(not e["ok"] for e in verdicts) <= report.candidates_tried
+    assert all(r.rejected <= r.candidates_tried for r in report.hypotheses)
+
+    counts = (
+        f"{report.candidates_tried} tried, {report.candidates_rejected} rejected; "
+        f"{report.candidates_rejected_static} refused untested (static sanity)"
+    )
+    report_md = (out / "report.md").read_text(encoding="utf-8")
+    status = "healed"
+    for where, text in (
+        ("console", console.out),
+        ("report.md", report_md),
+        ("job summary", job_summary(status, report, report_md)),
+        ("PR body", pr_body(report, run_url="", fp="f")),
+    ):
+        assert counts in text, f"{where} does not say {counts!r}"
+        tried_rejected = re.findall(r"(\d+) tried, (\d+) rejected", text)
+        assert all(int(rejected) <= int(tried) for tried, rejected in tried_rejected), (where, tried_rejected)
+
+    progress = [line for line in console.err.splitlines() if "] verify: " in line]
+    assert len(progress) == len(verdicts)
+    for line, event in zip(progress, verdicts, strict=True):
+        assert line.split("] verify: ", 1)[1].startswith(f"{event['candidate']}: "), line
+    assert not re.search(r"candidate \d", console.err), "the console numbers candidates the report names by id"
+    winner = report.patch
+    assert winner is not None
+    assert f"{winner.candidate_id}: " in console.err
+    for rejection in report.hypotheses[0].rejections[:3]:  # the ones report.md lists
+        named = re.escape(rejection.candidate_id)
+        assert re.search(rf"\] (verify|sanity): {named}[: ]", console.err), rejection.candidate_id
+        assert f"`{rejection.candidate_id}`" in report_md
