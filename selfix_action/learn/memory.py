@@ -167,7 +167,7 @@ class Memory:
             self._warn(f"memory disabled for this run: {self.path}: {exc}")
 
     def _write(
-        self, db: sqlite3.Connection, action: Callable[[sqlite3.Connection], None], script: bool = False
+        self, db: sqlite3.Connection, action: Callable[[sqlite3.Connection], object], script: bool = False
     ) -> None:
         delay = 0.05
         for attempt in range(WRITE_RETRIES):
