@@ -91,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _add_learning_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def _add_learning_commands(sub: argparse._SubParsersAction) -> None:
     export = sub.add_parser("export", help="turn traces into training data (dpo) or a summary (stats)")
     kinds = export.add_subparsers(dest="export_kind", required=True, parser_class=_Parser)
     dpo = kinds.add_parser("dpo", help="preference pairs (prompt, chosen, rejected) for TRL's DPOTrainer")

@@ -36,8 +36,8 @@ import stat
 from collections.abc import Iterable, Iterator
 from enum import StrEnum
 from pathlib import Path
-from typing import IO, ClassVar, NamedTuple
-from xml.etree.ElementTree import ElementTree, ParseError, TreeBuilder
+from typing import IO, ClassVar, NamedTuple, cast
+from xml.etree.ElementTree import Element, ElementTree, ParseError, TreeBuilder
 
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import DefusedXMLParser
@@ -136,14 +136,14 @@ class _DepthLimitedTreeBuilder(TreeBuilder):
         self._max_depth = max_depth
         self.seen_element = False
 
-    def start(self, tag: str, attrs: dict[str, str]) -> object:
+    def start(self, tag: str, attrs: dict[str, str]) -> Element:
         self.seen_element = True
         self._depth += 1
         if self._depth > self._max_depth:
             raise _TooDeep
         return super().start(tag, attrs)
 
-    def end(self, tag: str) -> object:
+    def end(self, tag: str) -> Element:
         self._depth -= 1
         return super().end(tag)
 
@@ -172,7 +172,7 @@ class _SafeParser:
         self.builder = _DepthLimitedTreeBuilder(max_depth)
         self.tree: ElementTree | None = None
 
-    def __call__(self, source: object) -> ElementTree:
+    def __call__(self, source: IO[bytes]) -> ElementTree:
         parser = DefusedXMLParser(
             target=self.builder,
             forbid_dtd=True,
@@ -229,7 +229,9 @@ def _load(path: str, max_bytes: int, max_depth: int) -> JUnitXml:
     parse_func = _SafeParser(max_depth)
     try:
         with open(path, "rb") as fh:
-            return JUnitXml.fromfile(_LimitedReader(fh, max_bytes), parse_func=parse_func)
+            # Only read() is called on it, by junitparser's parse_func and the XML parser.
+            limited = cast(IO[bytes], _LimitedReader(fh, max_bytes))
+            return JUnitXml.fromfile(limited, parse_func=parse_func)
     except OSError as exc:
         raise _fail(path, _os_reason(exc)) from None
     except _TooBig:
@@ -248,7 +250,8 @@ def _load(path: str, max_bytes: int, max_depth: int) -> JUnitXml:
             ) from None
         raise _fail(path, f"malformed XML: {exc}") from None
     except JUnitXmlError:
-        tag = parse_func.tree.getroot().tag if parse_func.tree is not None else "?"
+        root = parse_func.tree.getroot() if parse_func.tree is not None else None
+        tag = root.tag if root is not None else "?"
         raise _fail(path, f"not a JUnit report: root element is <{tag}>, not <testsuites> or <testsuite>") from None
     except (ValueError, LookupError) as exc:  # e.g. an unknown encoding declared in the XML prolog
         raise _fail(path, f"malformed XML: {exc}") from None

@@ -39,7 +39,7 @@ class Option:
     def annotation(self) -> Any:
         """The settings' type of the option."""
         if self.choices:
-            return Literal[self.choices]  # type: ignore[valid-type]
+            return Literal[self.choices]
         return {"str": str, "secret": str, "int": int, "float": float, "bool": bool, "list": tuple[str, ...]}[self.kind]
 
 

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TextIO
 
-from unidiff import PatchSet
+from unidiff import PatchedFile, PatchSet
 
 from selfix_action.action.render import SUMMARY_LIMIT, clean
 from selfix_action.engine.report import HealReport, StopReason
@@ -53,13 +53,13 @@ def escape_data(value: str) -> str:
     return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
-def annotations(report: HealReport, limit: int = 5) -> list[str]:
+def step_annotations(report: HealReport, limit: int = 5) -> list[str]:
     """Annotations for the step (GitHub shows up to 10): when healed, a ``::notice`` at each hunk the verified
     patch changes (a fix is not an error); otherwise ``::error`` at the most suspicious lines."""
     out = []
     if report.stop_reason is StopReason.HEALED and report.patch is not None:
         try:
-            patched = PatchSet(report.patch.diff)
+            patched: PatchSet | list[PatchedFile] = PatchSet(report.patch.diff)
         except Exception:  # unidiff's own parse errors; the PR and the report carry the diff anyway
             patched = []
         for changed in patched:

@@ -12,6 +12,7 @@ import fnmatch
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TypedDict
 
 from selfix_action.action import render
 from selfix_action.action.settings import Mode, Settings
@@ -55,6 +56,16 @@ class PublishPlan:
     fallback_body: str = ""  # posted when a push or the suggestions are refused
     ci_workflow_id: int | None = None  # dispatch this workflow on the fix branch (GITHUB_TOKEN pushes start none)
     notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+class _FixPlanText(TypedDict):
+    """What every plan for a verified patch carries, whatever its action."""
+
+    fingerprint: str
+    title: str
+    commit_message: str
+    fallback_body: str
+    notes: tuple[str, ...]
 
 
 def opted_out(settings: Settings, labels: Iterable[str], what: str) -> str:
@@ -120,7 +131,7 @@ def plan_fix(
         notes.append("low confidence: opened as a draft PR")
     title = render.pr_title(report)
     verified_body = render.pr_body(report, run_url=settings.run_url, fp=fp)
-    common = {
+    common: _FixPlanText = {
         "fingerprint": fp,
         "title": title,
         "commit_message": title + "\n\n" + report.patch.description,

@@ -330,6 +330,8 @@ def suggestions_from_diff(diff: str) -> list[ReviewSuggestion]:
                 if not removed:
                     continue  # a pure insertion has no line to attach a suggestion to; the comment shows it
                 start, end = removed[0].source_line_no, removed[-1].source_line_no
+                if start is None or end is None:  # unidiff gives every removed line its number: never so
+                    continue
                 body = "```suggestion\n" + "\n".join(added) + ("\n" if added else "") + "```"
                 out.append(ReviewSuggestion(patched.path, start, end, body))
     return out

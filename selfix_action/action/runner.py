@@ -35,7 +35,7 @@ from selfix_action.action.events import (
 )
 from selfix_action.action.gitops import Git, fingerprint, token_header
 from selfix_action.action.locate import Locator
-from selfix_action.action.log import GroupedProgress, Log, annotations, write_summary
+from selfix_action.action.log import GroupedProgress, Log, step_annotations, write_summary
 from selfix_action.action.policy import Target, plan_escalation, plan_fix, plan_nothing
 from selfix_action.action.publisher import Publisher
 from selfix_action.action.request import heal_request
@@ -195,7 +195,7 @@ def _run_action(steps: ActionSteps) -> ActionOutcome:
             located = _on_comment(steps, trigger, default_branch)
             if isinstance(located, ActionOutcome):
                 return located
-            target, junit = located, ()
+            target, junit = located, tuple[Path, ...]()
         else:
             located_run = steps.locator.locate(trigger, default_branch, payload)
             if isinstance(located_run, Skip):
@@ -241,7 +241,7 @@ def _heal_and_publish(steps: ActionSteps, trigger: Trigger, target: Target, juni
     if explain and status != "nothing_to_heal":
         status = "explained"  # a diagnosis comment, never a fix: not "healed", even if a patch held
     outcome = ActionOutcome.of(status, healed)
-    for line in annotations(report):
+    for line in step_annotations(report):
         steps.log.command(line)
     if status == "healed":
         plan = plan_fix(

@@ -95,7 +95,7 @@ class _FileConfigBase(BaseModel):
 
 # The schema of ``.github/selfix.yml``: the action's non-secret inputs (selfix_action/options.py) plus per-path
 # rules.
-FileConfig: type[_FileConfigBase] = create_model(  # type: ignore[call-overload]
+FileConfig: type[_FileConfigBase] = create_model(
     "FileConfig", __base__=_FileConfigBase, __doc__="The schema of .github/selfix.yml", **_file_config_fields()
 )
 

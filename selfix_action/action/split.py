@@ -235,13 +235,11 @@ def _publish_bundle(steps: ActionSteps, root: Path) -> ActionOutcome:
         raise BundleRefused(f"the bundle is for {bundle.repository!r}, this run is {settings.repository!r}")
     report = bundle.report
     # The bundle's own files, as `selfix action` names the report folder's: for the job's later steps.
-    files_of = {
-        "report_path": str((root / "report.md").resolve()),
-        "patch_path": str((root / "patch.diff").resolve()) if bundle.diff.strip() else "",
-    }
+    report_path = str((root / "report.md").resolve())
+    patch_path = str((root / "patch.diff").resolve()) if bundle.diff.strip() else ""
     if report.stop_reason.exit_code == 3 or bundle.status == "nothing_to_heal":
         steps.log.line("selfix: the bundle says there was nothing to heal; nothing to publish")
-        return ActionOutcome("nothing_to_heal", report_path=files_of["report_path"])
+        return ActionOutcome("nothing_to_heal", report_path=report_path)
     git = steps.git
     git.ensure_commit(bundle.base_sha, bundle.branch)
     head = git.remote_branch_sha(bundle.branch)
@@ -272,7 +270,7 @@ def _publish_bundle(steps: ActionSteps, root: Path) -> ActionOutcome:
     why = opted_out(settings, pull.labels, f"pull request #{pull.number}") if pull is not None else ""
     if why:  # labelled between the heal job and this one
         steps.log.line(f"selfix: skipped: {why}")
-        return ActionOutcome("skipped", notes=[why], **files_of)
+        return ActionOutcome("skipped", patch_path=patch_path, report_path=report_path, notes=[why])
     fork = pull is not None and pull.head_repo != settings.repository
     default_branch = _default_branch(settings.event_path) or bundle.default_branch
     target = Target(bundle.base_sha, bundle.branch, pull, fork, default_branch)
@@ -286,7 +284,8 @@ def _publish_bundle(steps: ActionSteps, root: Path) -> ActionOutcome:
     outcome = ActionOutcome(
         "healed" if healed else "not_healed",
         pr_url=published.pr_url,
-        **files_of,
+        patch_path=patch_path,
+        report_path=report_path,
         cost_usd=render.cost_usd(report),
         tokens=render.tokens(report),
         confidence=render.confidence_output(report),

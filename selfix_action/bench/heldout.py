@@ -19,6 +19,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from selfix_action.bench.stats import wilson_interval
 from selfix_action.errors import SelfixError
@@ -45,8 +46,8 @@ def judge(folder: Path, files: dict[str, str], workdir: Path) -> bool:
     return json.loads(lines[-1])["mismatches"] == 0
 
 
-def run(root: Path, engine: str) -> list[dict[str, object]]:
-    records = []
+def run(root: Path, engine: str) -> list[dict[str, Any]]:
+    records: list[dict[str, Any]] = []
     for folder in sorted(p for p in root.iterdir() if (p / "algo.py").is_file()):
         with tempfile.TemporaryDirectory(prefix="selfix-heldout-") as tmp:
             repo = Path(tmp) / folder.name

@@ -355,9 +355,10 @@ def paired(a: Sequence[Replay], b: Sequence[Replay]) -> dict[str, Any]:
     """B against A, task by task: resolve counts (McNemar) and candidates to the fix on tasks both resolve."""
     by_a = {r.task: r for r in a}
     pairs = [(by_a[r.task], r) for r in b if r.task in by_a]
-    both = [(x, y) for x, y in pairs if x.to_fix is not None and y.to_fix is not None]
-    fewer = sum(1 for x, y in both if y.to_fix < x.to_fix)  # type: ignore[operator]
-    more = sum(1 for x, y in both if y.to_fix > x.to_fix)  # type: ignore[operator]
+    # Candidates to the fix, A's and B's, on the tasks both resolve.
+    both = [(x.to_fix, y.to_fix) for x, y in pairs if x.to_fix is not None and y.to_fix is not None]
+    fewer = sum(1 for x, y in both if y < x)
+    more = sum(1 for x, y in both if y > x)
     only_a = sum(1 for x, y in pairs if x.to_fix is not None and y.to_fix is None)
     only_b = sum(1 for x, y in pairs if y.to_fix is not None and x.to_fix is None)
     resolved_a = sum(1 for x, _ in pairs if x.to_fix is not None)
@@ -372,10 +373,10 @@ def paired(a: Sequence[Replay], b: Sequence[Replay]) -> dict[str, Any]:
         "only_b": only_b,
         "mcnemar_p": round(mcnemar_exact(only_a, only_b), 4),
         "both": len(both),
-        "median_a": statistics.median([x.to_fix for x, _ in both]) if both else None,
-        "median_b": statistics.median([y.to_fix for _, y in both]) if both else None,
-        "total_a": sum(x.to_fix for x, _ in both),  # type: ignore[misc]
-        "total_b": sum(y.to_fix for _, y in both),  # type: ignore[misc]
+        "median_a": statistics.median([x for x, _ in both]) if both else None,
+        "median_b": statistics.median([y for _, y in both]) if both else None,
+        "total_a": sum(x for x, _ in both),
+        "total_b": sum(y for _, y in both),
         "fewer": fewer,
         "more": more,
         "same": len(both) - fewer - more,

@@ -29,7 +29,7 @@ import difflib
 import json
 import math
 import sys
-from collections import Counter
+from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -218,7 +218,7 @@ def training_bugs(
 def learn(bugs: Sequence[BugResult]) -> dict[str, Any]:
     """Shares of the hunks per template and the learned priors (see the module's docstring)."""
     hunks = [h for b in bugs for h in b.hunks]
-    credit: Counter[str] = Counter()
+    credit: defaultdict[str, float] = defaultdict(float)
     for hunk in hunks:
         for template in hunk.templates:
             credit[template] += 1 / len(hunk.templates)

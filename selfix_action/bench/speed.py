@@ -25,7 +25,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from selfix_action.bench.tasks import Task, load_tasks, materialize, test_python
 from selfix_action.engine.config import LoopConfig
@@ -73,6 +73,13 @@ class Validation:
     @property
     def seconds(self) -> float:
         return self.startup_seconds + self.check_seconds
+
+
+class _Adaptive(TypedDict):
+    """The adaptive candidate limit's inputs, as ``validate`` takes them."""
+
+    baseline_seconds: dict[str, float] | None
+    limit_factor: float
 
 
 def validate(
@@ -131,7 +138,7 @@ def _mismatches(candidates: list[CandidatePatch], fast: Validation, naive: Valid
 def measure(
     tasks: Sequence[Task], count: int, log=print, limit_factor: float = LoopConfig().candidate_limit_factor
 ) -> dict[str, Any]:
-    rows = []
+    rows: list[dict[str, Any]] = []
     for task in tasks:
         python = test_python(task)
         with tempfile.TemporaryDirectory(prefix="selfix-speed-") as tmp:
@@ -140,7 +147,7 @@ def measure(
             if not candidates:
                 log(f"{task.id}: no candidates")
                 continue
-            adaptive = {"baseline_seconds": seconds, "limit_factor": limit_factor}
+            adaptive: _Adaptive = {"baseline_seconds": seconds, "limit_factor": limit_factor}
             fast = validate(repo, python, evidence, candidates, naive=False, workers=2, **adaptive)
             fast1 = validate(repo, python, evidence, candidates, naive=False, workers=1, **adaptive)
             naive = validate(repo, python, evidence, candidates, naive=True, workers=1)

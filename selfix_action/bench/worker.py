@@ -141,9 +141,9 @@ def heal(
     junit: tuple[Path, ...] = ()
     if settings.junit:
         out_dir.mkdir(parents=True, exist_ok=True)
-        report = out_dir.parent / "ci-junit.xml"
-        report.write_text(junit_report(*ci), encoding="utf-8")
-        junit = (report,)
+        ci_report = out_dir.parent / "ci-junit.xml"
+        ci_report.write_text(junit_report(*ci), encoding="utf-8")
+        junit = (ci_report,)
     custom = settings.mode not in ENGINES
     choice = EngineChoice() if custom else engine_choice(settings.mode, settings.engine_json, label)
     request = HealRequest(

@@ -12,7 +12,7 @@ from selfix_action.commands.engine_args import ENGINE_KINDS, add_llm_arguments, 
 from selfix_action.errors import InputError
 
 
-def add_bench_parser(sub: argparse._SubParsersAction, parser_class: type[argparse.ArgumentParser]) -> None:  # type: ignore[type-arg]
+def add_bench_parser(sub: argparse._SubParsersAction, parser_class: type[argparse.ArgumentParser]) -> None:
     bench = sub.add_parser("bench", help="run benchmark tasks (bench/tasks) and report the resolve rate")
     bench.add_argument("tasks", nargs="?", default="bench/tasks", type=Path, help="task directory or file")
     bench.add_argument("--out", type=Path, default=Path("results"), help="results root (default: results)")

@@ -110,10 +110,15 @@ def reproduce(
             f"{len(sandbox_failures)} test(s) that passed in the CI report failed in the sandbox (first: "
             f"{sandbox_failures[0].nodeid}): left out of the tests to heal and of the passing tests"
         )
-    found_here = {"junit_missing": missing, "seen_failures": seen}
     if not failing:
         return Reproduction(
-            baseline, p2p=passing, hung=hung, notes=tuple(notes), sandbox_failures=sandbox_failures, **found_here
+            baseline,
+            p2p=passing,
+            hung=hung,
+            notes=tuple(notes),
+            sandbox_failures=sandbox_failures,
+            junit_missing=missing,
+            seen_failures=seen,
         )
     trace("reproduce", f"re-running {len(failing)} failing test(s) to check they fail every time")
     reproducible = set(failing)
@@ -128,7 +133,8 @@ def reproduce(
                 notes=tuple(notes),
                 sandbox_failures=sandbox_failures,
                 stop=halted,
-                **found_here,
+                junit_missing=missing,
+                seen_failures=seen,
             )
         rerun = verifier.run(failing)
         unrun = [n for n in failing if n not in rerun.results]
@@ -146,7 +152,8 @@ def reproduce(
                 notes=tuple(notes),
                 sandbox_failures=sandbox_failures,
                 stop=stop,
-                **found_here,
+                junit_missing=missing,
+                seen_failures=seen,
             )
         reproducible &= set(rerun.failing())
     flaky = tuple(n for n in failing if n not in reproducible)
@@ -154,7 +161,7 @@ def reproduce(
         notes.append(f"{len(flaky)} failing test(s) passed on a re-run and were left out as flaky")
     f2p = tuple(n for n in failing if n in reproducible)
     return Reproduction(
-        baseline, f2p, passing, flaky, hung, sandbox_failures, tuple(notes), **found_here
+        baseline, f2p, passing, flaky, hung, sandbox_failures, tuple(notes), junit_missing=missing, seen_failures=seen
     )
 
 

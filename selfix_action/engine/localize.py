@@ -143,9 +143,9 @@ def localize(
         func = enclosing_function(spans.get(item.file, []), item.line)
         if func is None:
             continue
-        key = (func.file, func.name)
-        if key not in best_by_function:
-            best_by_function[key] = SuspiciousFunction(
+        function_key = (func.file, func.name)
+        if function_key not in best_by_function:
+            best_by_function[function_key] = SuspiciousFunction(
                 file=func.file, name=func.name, start=func.start, end=func.end, score=item.score
             )
     functions = sorted(best_by_function.values(), key=lambda f: (-f.score, f.file, f.start))

@@ -132,10 +132,14 @@ class _Winner:
 _LEVELS = {"low": 0, "medium": 1, "high": 2}
 
 
+def _level(winner: _Winner) -> str:
+    return winner.confidence.level if winner.confidence else "unknown"
+
+
 def _standing(winner: _Winner) -> str:
     if winner.after is None:
         return "not confirmed on the whole suite"
-    return f"{winner.confidence.level if winner.confidence else 'unknown'} confidence"
+    return f"{_level(winner)} confidence"
 
 
 def _better(kept: _Winner | None, new: _Winner | None) -> _Winner | None:
@@ -371,10 +375,10 @@ class HealingLoop:
                 # walk goes on; the better of the two ends it (_better).
                 self.trace(
                     "incumbent",
-                    f"{winner.candidate.id}: {winner.candidate.description}: healed at {winner.confidence.level} "
+                    f"{winner.candidate.id}: {winner.candidate.description}: healed at {_level(winner)} "
                     "confidence; looking on",
                     candidate=winner.candidate.id,
-                    confidence=winner.confidence.level,
+                    confidence=_level(winner),
                 )
                 incumbent, winner, stop = _better(incumbent, winner), None, Stop(StopReason.HYPOTHESES_EXHAUSTED)
                 continue
@@ -391,7 +395,7 @@ class HealingLoop:
             if chosen is incumbent:
                 if winner is not None:
                     self.notes.append(
-                        f"kept {incumbent.candidate.description} ({incumbent.confidence.level} confidence) over "
+                        f"kept {incumbent.candidate.description} ({_level(incumbent)} confidence) over "
                         f"{winner.candidate.description} ({_standing(winner)})"
                     )
                 stop = Stop(
@@ -441,8 +445,8 @@ class HealingLoop:
         engine is asked once more with the reason, and if that one is broken too, the failing tests serve as
         the reproduction. Only a QA test that runs and passes on the unpatched code drops a hypothesis."""
         cost = self.verifier.candidate_runs
-        keep = {"keep_runs": CONFIRM_RUNS, "keep_seconds": self.budget.confirm_seconds}
-        if (stop := self.budget.allows(cost, **keep)) is not None:
+        keep_seconds = self.budget.confirm_seconds
+        if (stop := self.budget.allows(cost, keep_runs=CONFIRM_RUNS, keep_seconds=keep_seconds)) is not None:
             return Stop(stop.reason, f"{stop.why} reached before hypothesis {hypothesis.rank} was tried")
         feedback = ""
         exposure: Exposure | None = None
@@ -450,7 +454,7 @@ class HealingLoop:
             qa = self.engine.qa_test(hypothesis, evidence, self.sandbox, feedback=feedback)
             if qa is None:
                 break
-            if (stop := self.budget.allows(1 + cost, **keep)) is not None:
+            if (stop := self.budget.allows(1 + cost, keep_runs=CONFIRM_RUNS, keep_seconds=keep_seconds)) is not None:
                 if exposure is not None:
                     break  # no room for a second QA run: the failing tests serve
                 return Stop(stop.reason, f"{stop.why} reached before the QA test of hypothesis {hypothesis.rank} ran")
@@ -583,7 +587,8 @@ class HealingLoop:
             for h in hunks(originals, files)
             for line in range(h.original_lines[0], h.original_lines[1] + 1)
         }
-        elsewhere, same_place = [], []
+        elsewhere: list[str] = []
+        same_place: list[str] = []
         for other in winner.others:
             lines = {
                 (h.path, line)

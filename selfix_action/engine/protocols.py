@@ -73,9 +73,12 @@ class Engine(Protocol):
     """Detective, QA and Patcher roles. The offline engine and the LLM engines implement this."""
 
     name: str
-    # True when ``candidates`` never reads ``history`` (no feedback): the loop may then verify several candidates
-    # at once, ahead of the one it is looking at.
-    independent_candidates: bool
+
+    @property
+    def independent_candidates(self) -> bool:
+        """True when ``candidates`` never reads ``history`` (no feedback): the loop may then verify several
+        candidates at once, ahead of the one it is looking at."""
+        ...
 
     def usage(self) -> dict[str, Any]:
         """What the engine spent so far (calls, tokens, cost per role); {} for the offline engine."""

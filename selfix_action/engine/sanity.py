@@ -305,9 +305,9 @@ class _Checker:
                 self.visit(child, [*scopes, inner])
             return
         if isinstance(node, ast.AnnAssign):
-            for child in (node.target, node.value):
-                if child is not None:
-                    self.visit(child, scopes, class_node)
+            for part in (node.target, node.value):
+                if part is not None:
+                    self.visit(part, scopes, class_node)
             return  # annotations may name what only a type checker sees
         if isinstance(node, ast.arg):
             return  # argument annotations, as above
@@ -702,9 +702,9 @@ def changed_span(original: str, patched: str) -> tuple[tuple[int, int], tuple[in
     return (prefix + 1, max(prefix + 1, len(a) - suffix)), (prefix + 1, max(prefix + 1, len(b) - suffix))
 
 
-def _overlaps(node: ast.AST, lo: int, hi: int) -> bool:
-    start = min([node.lineno, *[d.lineno for d in getattr(node, "decorator_list", [])]])  # type: ignore[attr-defined]
-    return start <= hi and lo <= (node.end_lineno or node.lineno)  # type: ignore[attr-defined]
+def _overlaps(node: ast.stmt, lo: int, hi: int) -> bool:
+    start = min([node.lineno, *[d.lineno for d in getattr(node, "decorator_list", [])]])
+    return start <= hi and lo <= (node.end_lineno or node.lineno)
 
 
 def _check_span(checker: _Checker, tree: ast.Module, lo: int, hi: int) -> list[SanityIssue]:

@@ -28,10 +28,10 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from selfix_action.engine.config import LoopConfig
-from selfix_action.engine.localize import function_spans
+from selfix_action.engine.localize import FunctionSpan, function_spans
 from selfix_action.engine.models import (
     CandidateCheck,
     CandidatePatch,
@@ -69,6 +69,13 @@ _SHORT = {
     StopReason.TEST_RUN_BUDGET: "test-run budget",
     StopReason.CANDIDATE_BUDGET: "candidate budget",
 }
+
+
+class _RunOptions(TypedDict, total=False):
+    """The run options passed to the sandbox only when asked for (else the sandbox's defaults hold)."""
+
+    coverage: bool
+    wall_seconds: float
 
 
 def noop_trace(step: str, message: str = "", **data: Any) -> None:
@@ -204,7 +211,8 @@ class Verifier:
         self.baseline_seconds: dict[str, float] = dict(baseline_seconds or {})
         # Tests left out of every whole-suite run: those that hung on the unpatched code (set by reproduce).
         self.left_out: frozenset[str] = frozenset()
-        self._spans: dict[tuple[str, str], list] = {}  # function spans of unpatched files (see _guarding_tests)
+        # Function spans of unpatched files (see _guarding_tests).
+        self._spans: dict[tuple[str, str], list[FunctionSpan]] = {}
         self.sanity = SanityChecker(self._unpatched_or_none, sandbox.source_files)
 
     @property
@@ -264,6 +272,11 @@ class Verifier:
             # limit again. The suite as the baseline collected it, plus the scratch QA files.
             nodeids = [n for n in self.baseline_seconds if n not in self.left_out]
             nodeids += [path for path in extra_test_files or {} if path not in nodeids]
+        options: _RunOptions = {}
+        if coverage:
+            options["coverage"] = True
+        if wall_seconds is not None:
+            options["wall_seconds"] = wall_seconds
         try:
             with self.budget.timed("tests"):  # test time, apart from model time (report timings)
                 return self.sandbox.run_tests(
@@ -272,8 +285,7 @@ class Verifier:
                     extra_test_files=extra_test_files,
                     warm=warm,
                     time_left=self.budget.time_left(),
-                    **({"coverage": True} if coverage else {}),
-                    **({"wall_seconds": wall_seconds} if wall_seconds is not None else {}),
+                    **options,
                 )
         except SandboxError as exc:
             return TestRun(output_tail=str(exc), error=str(exc))

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 import requests
 from github import Auth, Github, GithubException, GithubRetry, RateLimitExceededException
 from github.GithubException import RateLimitExceededExceedsMaxWait
+from github.PullRequest import ReviewComment
 
 from selfix_action.github.artifacts import ExtractLimits, safe_extract
 from selfix_action.github.errors import ArtifactRefused, GitHubError, GitHubRateLimited
@@ -342,11 +343,12 @@ class GitHubClient:
     ) -> None:
         """A COMMENT review with ``suggestions`` on their lines. With ``marker`` (appended to the body), a failed
         POST is retried only after looking for the review it may have created."""
-        comments: list[dict[str, Any]] = []
+        comments: list[ReviewComment] = []
         for s in suggestions:
-            comment: dict[str, Any] = {"path": s.path, "line": s.line, "side": "RIGHT", "body": s.body}
+            comment: ReviewComment = {"path": s.path, "line": s.line, "side": "RIGHT", "body": s.body}
             if s.start_line < s.line:
-                comment.update(start_line=s.start_line, start_side="RIGHT")
+                comment["start_line"] = s.start_line
+                comment["start_side"] = "RIGHT"
             comments.append(comment)
 
         full = f"{body}\n\n{marker}\n" if marker else body

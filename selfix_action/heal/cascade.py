@@ -73,7 +73,7 @@ class CascadeEngine:
 
     # -- Engine protocol ---------------------------------------------------------------------------------
     @property
-    def independent_candidates(self) -> bool:  # type: ignore[override]
+    def independent_candidates(self) -> bool:
         # Read by the loop right after ``candidates`` is called for a hypothesis, so it is that hypothesis's phase.
         return self._phase == "offline"
 

@@ -49,9 +49,10 @@ def build_engine(
         return EngineSetup(OfflineEngine(template_scores=template_scores))
     kind = choice.kind
     if kind == "auto":
-        kind = auto_provider(choice) or ("openai" if choice.replay is not None else None)
-        if kind is None:  # no key: the cheap path is the only one
+        provider = auto_provider(choice) or ("openai" if choice.replay is not None else None)
+        if provider is None:  # no key: the cheap path is the only one
             return EngineSetup(OfflineEngine(template_scores=template_scores))
+        kind = provider
     try:
         from selfix_action.heal.cascade import CascadeEngine
         from selfix_action.llm.factory import LLMSetupError

@@ -36,6 +36,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -167,7 +168,7 @@ class Memory:
             self._warn(f"memory disabled for this run: {self.path}: {exc}")
 
     def _write(
-        self, db: sqlite3.Connection, action: Callable[[sqlite3.Connection], None], script: bool = False
+        self, db: sqlite3.Connection, action: Callable[[sqlite3.Connection], object], script: bool = False
     ) -> None:
         delay = 0.05
         for attempt in range(WRITE_RETRIES):
@@ -268,7 +269,7 @@ class Memory:
             return False
 
     # -- reading ----------------------------------------------------------------------------------------
-    def _rows(self, query: str, exc_types: Iterable[str]) -> list[tuple[object, ...]]:
+    def _rows(self, query: str, exc_types: Iterable[str]) -> list[tuple[Any, ...]]:  # SQLite's values
         if self.db is None:
             return []
         types = sorted(set(exc_types))
@@ -301,10 +302,10 @@ class Memory:
             sim = self._best_similarity(sig, signatures)
             if sim < MIN_SIMILARITY:
                 continue
-            w = sim * _decay(now - float(t), self.half_life_days)  # type: ignore[arg-type]
+            w = sim * _decay(now - float(t), self.half_life_days)
             key = (str(template), str(run_id))
             if key not in best or best[key][0] < w:
-                best[key] = (w, int(success))  # type: ignore[call-overload]
+                best[key] = (w, int(success))
         for (template, _), (w, success) in best.items():
             weights[template] = weights.get(template, 0.0) + w
             hits[template] = hits.get(template, 0.0) + w * success
@@ -378,10 +379,10 @@ class Memory:
             cases.append(
                 PastCase(
                     similarity=sim,
-                    age_days=round((now - float(t)) / 86400.0, 2),  # type: ignore[arg-type]
+                    age_days=round((now - float(t)) / 86400.0, 2),
                     repo=str(repo),
                     healed=bool(healed),
-                    candidates=int(candidates),  # type: ignore[call-overload]
+                    candidates=int(candidates),
                     signature=sig,
                     template=str(template or ""),
                     description=str(description or ""),

@@ -176,13 +176,13 @@ def summarize(trace: Trace) -> RunRecord:
             record.fingerprint = record.fingerprint or event.fingerprint
             record.signatures = record.signatures or list(event.signatures)
             if event.patch_hypothesis:
-                for h in by_id.values():
-                    h.fixed = h.id == event.patch_hypothesis
+                for outcome in by_id.values():
+                    outcome.fixed = outcome.id == event.patch_hypothesis
     if record.stop_reason == "healed":
         record.healed = True
     # A verified candidate whose whole-suite confirmation failed does not count as a fix.
     if not record.healed:
-        for h in by_id.values():
-            h.fixed = False
+        for outcome in by_id.values():
+            outcome.fixed = False
     record.hypotheses = sorted(by_id.values(), key=lambda h: h.rank)
     return record

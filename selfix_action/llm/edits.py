@@ -13,7 +13,6 @@ import re
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 
-from selfix_action.engine.patches import program_key
 from selfix_action.engine.paths import protected_reason
 
 # "  12 | code": the numbering we show in prompts, which models sometimes copy into their search text.
@@ -154,8 +153,3 @@ def _match_lines(text: str, search: str) -> list[int]:
         found.append(text.count("\n", 0, index) + 1)
         start = index + 1
     return found
-
-
-def edit_key(files: dict[str, str]) -> str:
-    """Identity of a patch by its resulting programs, to spot a repeated identical edit (formatting aside)."""
-    return program_key(files)

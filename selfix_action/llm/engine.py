@@ -27,7 +27,7 @@ from selfix_action.engine.patches import changed_line_count, program_key
 from selfix_action.engine.protocols import EngineStopped, Sandbox
 from selfix_action.engine.report import Confidence, StopReason
 from selfix_action.llm.budget import Budget
-from selfix_action.llm.edits import Edit, EditError, apply_edits, edit_key, normalize_path
+from selfix_action.llm.edits import Edit, EditError, apply_edits, normalize_path
 from selfix_action.llm.prompts import (
     SYSTEM_PROMPT,
     build_context,
@@ -129,7 +129,7 @@ class LLMEngine:
         self._yielded_programs: set[str] = set()  # engine.patches.program_key of every candidate handed out
         self._context_evidence: Evidence | None = None
         self._context = ""
-        self._tried: dict[frozenset[tuple[str, str]], str] = {}  # patch -> how it fared, across hypotheses
+        self._tried: dict[str, str] = {}  # program_key of a patch -> how it fared, across hypotheses
         self._last_problem = ""
         # An answer that named some failing tests as the environment's also carried what it proposes for the
         # others: handed out once the loop has left those tests out (EngineStopped with tests).
@@ -180,6 +180,7 @@ class LLMEngine:
                 raise EnvironmentDiagnosis("detective", answer.environment_problem, answer.environment_tests)
             return usable
 
+        answers: list[HypothesisAnswer] | None
         if self._stashed_hypotheses is not None:
             answers, self._stashed_hypotheses = self._stashed_hypotheses, None
         else:
@@ -255,7 +256,7 @@ class LLMEngine:
                 # The edit is for the other failing tests: it is tried first once the loop left these out.
                 self._stashed_patch = (answer, files)
                 raise EnvironmentDiagnosis("patcher", answer.environment_problem, answer.environment_tests)
-            earlier = self._tried.get(edit_key(files))
+            earlier = self._tried.get(program_key(files))
             if earlier is not None and refuse_repeats:
                 raise InvalidAnswer(
                     f"this patch is identical to one already tried ({earlier}); propose a different fix",
@@ -281,9 +282,8 @@ class LLMEngine:
                 continue
             for answer, files in proposals:
                 number += 1
-                key = edit_key(files)
-                self._tried[key] = "not verified yet"
                 program = program_key(files)
+                self._tried[program] = "not verified yet"
                 duplicate = program in self._yielded_programs  # the verifier skips a program it has verified
                 self._yielded_programs.add(program)
                 before = len(history)
@@ -303,7 +303,7 @@ class LLMEngine:
                 else:
                     outcome = "passed verification"
                     passed = True
-                self._tried[key] = outcome
+                self._tried[program] = outcome
                 attempts.append(f"{_summarize(answer)} -> {outcome}")
 
     def _sample_count(self) -> int:
@@ -335,9 +335,10 @@ class LLMEngine:
             )
             if result is None:
                 continue
-            if edit_key(result[1]) in self._tried:
+            program = program_key(result[1])
+            if program in self._tried:
                 continue
-            groups.setdefault(program_key(result[1]), []).append(result)
+            groups.setdefault(program, []).append(result)
         originals = {path: sandbox.read_file(path) for group in groups.values() for path in group[0][1]}
 
         def plausibility(group: list[tuple[PatcherAnswer, dict[str, str]]]) -> tuple[int, int]:

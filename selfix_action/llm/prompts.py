@@ -208,16 +208,16 @@ def render_slices(wanted: dict[str, set[int]], read_file: ReadFile) -> str:
         except OSError:
             continue
         shown = sorted(n for n in lines if 1 <= n <= len(text))
-        lines = []
+        numbered: list[str] = []
         previous = 0
         for n in shown:
             if n > previous + 1:
-                lines.append("  ...")
-            lines.append(f"{n:>5} | {text[n - 1]}")
+                numbered.append("  ...")
+            numbered.append(f"{n:>5} | {text[n - 1]}")
             previous = n
         if previous < len(text):
-            lines.append("  ...")
-        body = "\n".join(lines)
+            numbered.append("  ...")
+        body = "\n".join(numbered)
         fenced = block(f"file {path}", body, code=True, limit=len(body) + 1)
         out.append(f"### {inline(path)} ({len(text)} lines)\n{fenced}")
     return "\n\n".join(out)

@@ -121,7 +121,8 @@ def inline_schema(model: type[BaseModel]) -> dict[str, Any]:
             return [resolve(item) for item in node]
         return node
 
-    return resolve(schema)
+    inlined: dict[str, Any] = resolve(schema)  # an object schema in, an object schema out
+    return inlined
 
 
 @dataclass(frozen=True)

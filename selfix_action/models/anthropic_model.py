@@ -198,7 +198,8 @@ def output_format_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
             return [clean(item) for item in node]
         return node
 
-    return clean(dict(schema))
+    cleaned: dict[str, Any] = clean(dict(schema))  # an object schema in, an object schema out
+    return cleaned
 
 
 def _response(message: Any, tool: str, mode: str) -> ModelResponse:
@@ -220,6 +221,7 @@ def _response(message: Any, tool: str, mode: str) -> ModelResponse:
     cut = message.stop_reason == "max_tokens"
     cut_error = "the answer was cut off at the output token limit; answer more briefly"
     chosen = next((c for c in calls if c.name == tool), None)
+    error: str | None
     if chosen is None:
         if calls:
             called = ", ".join(c.name for c in calls)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import email.utils
+import functools
 import json
 import random
 import time
@@ -206,7 +207,11 @@ class ChatModel(Protocol):
 
     provider: str
     model: str
-    structured: str  # the mode the next call uses
+
+    @property
+    def structured(self) -> str:
+        """The mode the next call uses."""
+        ...
 
     def complete(self, request: ModelRequest) -> ModelResponse: ...
 
@@ -348,7 +353,7 @@ class RetryPolicy:
     def wait_for(self, retry_number: int, retry_after: float | None) -> float:
         if retry_after is not None and retry_after >= 0:
             return min(retry_after, self.max_wait)
-        backoff = min(self.base_delay * 2 ** (retry_number - 1), self.max_backoff)
+        backoff = min(self.base_delay * 2.0 ** (retry_number - 1), self.max_backoff)
         return min(backoff * (1 - 0.25 * random.random()), self.max_wait)
 
 
@@ -408,7 +413,7 @@ def complete_stepping_down(
         mode = ladder.current
         try:
             response, retries = with_retries(
-                lambda mode=mode: attempt(mode, deadline),
+                functools.partial(attempt, mode, deadline),
                 policy,
                 sleep,
                 before_retry=before_retry,

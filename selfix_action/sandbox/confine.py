@@ -69,15 +69,15 @@ def _import_pyseccomp() -> ModuleType:
     stub.find_library = find_library  # type: ignore[attr-defined]
     had = sys.modules.get("ctypes.util")
     sys.modules["ctypes.util"] = stub
-    ctypes.util = stub  # type: ignore[attr-defined]
+    ctypes.util = stub
     try:
         import pyseccomp
     finally:
         if had is None:
             del sys.modules["ctypes.util"]
-            del ctypes.util  # type: ignore[attr-defined]
+            del ctypes.util
         else:
-            sys.modules["ctypes.util"] = ctypes.util = had  # type: ignore[attr-defined]
+            sys.modules["ctypes.util"] = ctypes.util = had
     return pyseccomp
 
 

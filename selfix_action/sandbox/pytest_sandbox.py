@@ -195,11 +195,11 @@ class PytestSandbox:
             yield
         finally:
             self._current = before
-            for rel, text in originals.items():
-                if text is None:
+            for rel, original in originals.items():
+                if original is None:
                     self._path(rel).unlink(missing_ok=True)
                 else:
-                    self._write(rel, text)
+                    self._write(rel, original)
 
     def _write(self, rel: str, text: str) -> None:
         with open(self._path(rel), "w", encoding="utf-8", newline="") as handle:
@@ -663,7 +663,7 @@ class PytestSandbox:
                         raise TypeError("frames is not a list")
                     result = TestResult(
                         nodeid=nodeid,
-                        status=TestStatus(record.get("status")),
+                        status=TestStatus(record["status"]),  # none: KeyError, skipped as malformed
                         duration=record.get("duration", 0.0),
                         exc_type=record.get("exc_type", ""),
                         message=record.get("message", ""),

@@ -87,8 +87,8 @@ def _scope_children(scope: ast.AST) -> list[ast.AST]:
         return [scope.body]
     if isinstance(scope, ast.DictComp):
         return [scope.key, scope.value, *scope.generators]
-    if isinstance(scope, COMP_TYPES):
-        return [scope.elt, *scope.generators]  # type: ignore[attr-defined]
+    if isinstance(scope, ast.ListComp | ast.SetComp | ast.GeneratorExp):
+        return [scope.elt, *scope.generators]
     return []
 
 
@@ -124,7 +124,7 @@ def scope_bindings(scope: ast.AST, called: set[str]) -> dict[str, Binding]:
             if arg is not None:
                 bind(arg.arg, "value", scope.lineno)
     if isinstance(scope, COMP_TYPES):
-        for generator in scope.generators:  # type: ignore[attr-defined]
+        for generator in scope.generators:
             for node in ast.walk(generator.target):
                 if isinstance(node, ast.Name):
                     bind(node.id, "value", node.lineno)
@@ -186,7 +186,7 @@ class FileFacts:
         # Attributes seen on each (base name, used as a call?), in first-use order.
         self.attrs_by_base: dict[tuple[str, bool], list[str]] = {}
         docstrings = {
-            id(node.body[0].value)  # type: ignore[attr-defined]
+            id(node.body[0].value)
             for node in ast.walk(tree)
             if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
             and node.body

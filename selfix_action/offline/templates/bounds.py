@@ -69,9 +69,12 @@ def subscript_bounds(ctx: Context, node: ast.Subscript) -> Iterator[Mutation | N
             if value is None:
                 continue
             yield from plus_minus(ctx, value)
-            fields = {"lower": index.lower, "upper": index.upper, "step": index.step, bound: None}
             start, end = ctx.facts.lines.span(value)
-            new = ast.Slice(**fields)
+            new = ast.Slice(
+                lower=None if bound == "lower" else index.lower,
+                upper=None if bound == "upper" else index.upper,
+                step=index.step,
+            )
             yield ctx.render.replace(OFF_BY_ONE, index, new, preferred=[[TextEdit(start, end, "")]])
     elif not isinstance(index, ast.Constant | ast.Tuple):
         yield from plus_minus(ctx, index)

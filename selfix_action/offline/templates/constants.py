@@ -4,7 +4,7 @@ missing an element the file uses elsewhere."""
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from selfix_action.offline.spans import TextEdit
 from selfix_action.offline.templates.family import Context, Family
@@ -47,13 +47,16 @@ def iterable_add(ctx: Context, node: ast.List | ast.Tuple | ast.Set) -> Iterator
         return
     if not all(isinstance(e, ast.Constant) for e in node.elts):
         return
-    values = [e.value for e in node.elts]  # type: ignore[attr-defined]
-    kinds = {type(v) for v in values}
-    if kinds == {str}:
-        lengths = sorted(len(v) for v in values)
+    values = [e.value for e in node.elts if isinstance(e, ast.Constant)]  # all of them (checked above)
+    strings = [v for v in values if type(v) is str]  # exactly str and int: never bool
+    numbers = [v for v in values if type(v) is int]
+    pool: Sequence[str | int]
+    if len(strings) == len(values):
+        lengths = sorted(len(v) for v in strings)
         median = lengths[len(lengths) // 2]
-        pool: list[object] = sorted((v for v in facts.str_pool if v not in values), key=lambda v: abs(len(v) - median))
-    elif kinds == {int}:
+        closest = sorted((v for v in facts.str_pool if v not in values), key=lambda v: abs(len(v) - median))
+        pool = closest
+    elif len(numbers) == len(values):
         pool = [v for v in facts.int_pool if v not in values]
     else:
         return
@@ -77,6 +80,6 @@ def iterable_add(ctx: Context, node: ast.List | ast.Tuple | ast.Set) -> Iterator
 
 BOOL_FLIP_FAMILY = Family("bool_flip", "expression", (ast.Constant,), (BOOL_FLIP,), bool_flip)
 LITERAL_TWEAK_FAMILY = Family("literal_tweak", "expression", (ast.Constant,), (LITERAL_TWEAK,), literal_tweak)
-ITERABLE_ADD_FAMILY = Family(
+ITERABLE_ADD_FAMILY: Family[ast.List | ast.Tuple | ast.Set] = Family(
     "iterable_add", "expression", (ast.List, ast.Tuple, ast.Set), (ITERABLE_ADD,), iterable_add
 )

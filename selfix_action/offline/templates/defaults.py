@@ -101,6 +101,6 @@ def _sentinel_edits(ctx: Context, func: Function, name: str, default: ast.expr, 
     return [TextEdit(start, end, "None"), TextEdit(at, at, guard)]
 
 
-MUTABLE_DEFAULT_FAMILY = Family(
+MUTABLE_DEFAULT_FAMILY: Family[ast.FunctionDef | ast.AsyncFunctionDef] = Family(
     "mutable_default", "function", (ast.FunctionDef, ast.AsyncFunctionDef), (MUTABLE_DEFAULT,), mutable_default
 )

@@ -131,7 +131,11 @@ def none_guard(ctx: Context, stmt: ast.stmt) -> Iterator[Mutation | None]:
                     siblings: list[ast.stmt] = siblings, index: int = index, guard: ast.If = guard
                 ) -> Callable[[], None]:
                     siblings.insert(index, guard)
-                    return lambda: siblings.pop(index)
+
+                    def undo() -> None:
+                        siblings.pop(index)
+
+                    return undo
 
                 where = "at the top of the function" if at_top else f"before line {anchor.lineno}"
                 description = f"insert `if {test_text}: {ret_text}` {where}"

@@ -241,4 +241,6 @@ ATTRIBUTE_REPLACE_FAMILY = Family(
     "attribute_replace", "expression", (ast.Attribute,), (ATTRIBUTE_REPLACE,), attribute_replace
 )
 SIBLING_CALL_FAMILY = Family("sibling_call", "expression", (ast.Call,), (SIBLING_CALL,), sibling_call)
-TARGET_SWAP_FAMILY = Family("target_swap", "expression", (ast.List, ast.Tuple), (TARGET_SWAP,), target_swap)
+TARGET_SWAP_FAMILY: Family[ast.List | ast.Tuple] = Family(
+    "target_swap", "expression", (ast.List, ast.Tuple), (TARGET_SWAP,), target_swap
+)

@@ -212,6 +212,7 @@ def none_check_statement(ctx: Context, stmt: ast.stmt) -> Iterator[Mutation | No
     slot = facts.slot(stmt)
     if slot is None or slot[2] is None:
         return
+    parent, field, index = slot[0], slot[1], slot[2]
     guarded = [v for v in receivers(facts, stmt) if may_be_none(facts, v)][:_RECEIVER_CAP]
     if not guarded:
         return
@@ -240,7 +241,6 @@ def none_check_statement(ctx: Context, stmt: ast.stmt) -> Iterator[Mutation | No
         edits = [TextEdit(at, at, f"{indent}if {name} is not None:{nl}{unit}")]
         edits += [TextEdit(lines.line_start(n), lines.line_start(n), unit) for n in range(first + 1, last + 1)]
         guard = ast.If(test=_is_not_none(value), body=[stmt], orelse=[])
-        parent, field, index = slot
         yield Mutation(
             NONE_CHECK,
             [edits],

@@ -28,7 +28,7 @@ def return_value(ctx: Context, stmt: ast.Return) -> Iterator[Mutation | None]:
     start = facts.lines.span(stmt)[0]
     if value is None:
         at = start + len("return")
-        choices = [
+        choices: list[tuple[Template, str, ast.expr]] = [
             (BOOL_FLIP, "True", ast.Constant(value=True)),
             (BOOL_FLIP, "False", ast.Constant(value=False)),
         ]
@@ -72,7 +72,7 @@ def stmt_delete(ctx: Context, stmt: ast.stmt) -> Iterator[Mutation | None]:
     slot = facts.slot(stmt)
     if slot is None or slot[2] is None:
         return
-    parent, name, index = slot
+    parent, name, index = slot[0], slot[1], slot[2]
     siblings: list[ast.stmt] = getattr(parent, name)
     described = f"delete `{shorten(ctx.render.text(stmt))}`"
     if len(siblings) == 1:
@@ -87,7 +87,11 @@ def stmt_delete(ctx: Context, stmt: ast.stmt) -> Iterator[Mutation | None]:
 
     def apply() -> Callable[[], None]:
         siblings.pop(index)
-        return lambda: siblings.insert(index, stmt)
+
+        def undo() -> None:
+            siblings.insert(index, stmt)
+
+        return undo
 
     yield Mutation(STMT_DELETE, [[TextEdit(whole[0], whole[1], "")]], apply, [parent], described)
 
@@ -98,12 +102,12 @@ def stmt_insert(ctx: Context, stmt: ast.stmt) -> Iterator[Mutation | None]:
     slot = facts.slot(stmt)
     if slot is None or slot[2] is None:
         return
-    parent, name, index = slot
+    parent, name, index = slot[0], slot[1], slot[2]
     siblings: list[ast.stmt] = getattr(parent, name)
     start, end = lines.span(stmt)
     if not lines.starts_line(start):
         return
-    container = None
+    container: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | None = None
     for ancestor in facts.ancestors(stmt):
         if isinstance(ancestor, ast.FunctionDef | ast.AsyncFunctionDef):
             container = ancestor
@@ -154,7 +158,11 @@ def stmt_insert(ctx: Context, stmt: ast.stmt) -> Iterator[Mutation | None]:
 
             def apply(position: int = position, copied: ast.stmt = copied) -> Callable[[], None]:
                 siblings.insert(position, copied)
-                return lambda: siblings.pop(position)
+
+                def undo() -> None:
+                    siblings.pop(position)
+
+                return undo
 
             description = f"insert `{shorten(text)}` {where}"
             yield Mutation(STMT_INSERT, [[TextEdit(at, at, insert_text)]], apply, [parent], description)

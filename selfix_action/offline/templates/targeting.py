@@ -44,8 +44,8 @@ def targets(facts: FileFacts, line: int) -> list[Target]:
             found.append((stmt, roots))
         if isinstance(stmt, ast.Try | ast.TryStar):
             for handler in stmt.handlers:
-                end = handler.type.end_lineno if handler.type is not None else handler.lineno
-                if handler.lineno <= line <= (end or handler.lineno):
+                handler_end = handler.type.end_lineno if handler.type is not None else handler.lineno
+                if handler.lineno <= line <= (handler_end or handler.lineno):
                     found.append((handler, [handler.type] if handler.type is not None else []))
         if isinstance(stmt, ast.Match):
             for case in stmt.cases:

@@ -24,7 +24,7 @@ _WANT_COVERAGE = os.environ.get("SELFIX_COVERAGE") == "1"
 _ROOT = os.path.realpath(os.environ.get("SELFIX_ROOT", os.getcwd()))
 _LINE_COLLECTOR = os.environ.get("SELFIX_LINE_COLLECTOR", "fallback")
 
-_state = {"cov": None, "lines": None, "phases": {}, "exc": {}}
+_state: dict = {"cov": None, "lines": None, "phases": {}, "exc": {}}
 
 
 class LineCollector:
