@@ -6,7 +6,7 @@ Both are public so that benchmarks gather evidence exactly as the healing loop d
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from selfix_action.engine.fingerprint import failure_signature
@@ -110,32 +110,24 @@ def reproduce(
             f"{len(sandbox_failures)} test(s) that passed in the CI report failed in the sandbox (first: "
             f"{sandbox_failures[0].nodeid}): left out of the tests to heal and of the passing tests"
         )
+    # What reproduction found before the re-runs; each way out below adds to it.
+    found_so_far = Reproduction(
+        baseline,
+        p2p=passing,
+        hung=hung,
+        notes=tuple(notes),
+        sandbox_failures=sandbox_failures,
+        junit_missing=missing,
+        seen_failures=seen,
+    )
     if not failing:
-        return Reproduction(
-            baseline,
-            p2p=passing,
-            hung=hung,
-            notes=tuple(notes),
-            sandbox_failures=sandbox_failures,
-            junit_missing=missing,
-            seen_failures=seen,
-        )
+        return found_so_far
     trace("reproduce", f"re-running {len(failing)} failing test(s) to check they fail every time")
     reproducible = set(failing)
     for attempt in range(1, (2 if junit_failing else 1) + 1):
         if (stop := budget.allows(1)) is not None:
             detail = f"{stop.why} reached before re-run {attempt} of the {len(failing)} failing test(s)"
-            halted = Stop(stop.reason, detail)
-            return Reproduction(
-                baseline,
-                p2p=passing,
-                hung=hung,
-                notes=tuple(notes),
-                sandbox_failures=sandbox_failures,
-                stop=halted,
-                junit_missing=missing,
-                seen_failures=seen,
-            )
+            return replace(found_so_far, stop=Stop(stop.reason, detail))
         rerun = verifier.run(failing)
         unrun = [n for n in failing if n not in rerun.results]
         if unrun:
@@ -144,25 +136,13 @@ def reproduce(
                 f"re-run {attempt} of the {len(failing)} failing test(s) gave no result for {len(unrun)} of them "
                 f"(first: {unrun[0]}), so they cannot be called flaky: {why.strip()[-1500:]}"
             )
-            stop = Stop(StopReason.SANDBOX_ERROR, detail)
-            return Reproduction(
-                baseline,
-                p2p=passing,
-                hung=hung,
-                notes=tuple(notes),
-                sandbox_failures=sandbox_failures,
-                stop=stop,
-                junit_missing=missing,
-                seen_failures=seen,
-            )
+            return replace(found_so_far, stop=Stop(StopReason.SANDBOX_ERROR, detail))
         reproducible &= set(rerun.failing())
     flaky = tuple(n for n in failing if n not in reproducible)
     if flaky:
         notes.append(f"{len(flaky)} failing test(s) passed on a re-run and were left out as flaky")
     f2p = tuple(n for n in failing if n in reproducible)
-    return Reproduction(
-        baseline, f2p, passing, flaky, hung, sandbox_failures, tuple(notes), junit_missing=missing, seen_failures=seen
-    )
+    return replace(found_so_far, f2p=f2p, flaky=flaky, notes=tuple(notes))
 
 
 def gather_evidence(

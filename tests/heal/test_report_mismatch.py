@@ -6,14 +6,13 @@ The reports are real pytest JUnit XML, written by a run of the project before it
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from selfix_action.cli import main
 from selfix_action.errors import ExitCode
+from tests.commands.test_fix_cmd import junit_report
 from tests.conftest import write_project
 
 CALC = {
@@ -23,20 +22,10 @@ CALC = {
 }
 
 
-def ci_report(repo: Path, report: Path) -> Path:
-    subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}"],
-        cwd=repo,
-        capture_output=True,
-        timeout=120,
-    )
-    return report
-
-
 def renamed_after_the_report(tmp_path: Path) -> tuple[Path, Path]:
     """The report of a run on the old layout; the checkout has the same tests under another file name."""
     repo = write_project(tmp_path / "p", CALC)
-    report = ci_report(repo, tmp_path / "junit.xml")
+    report = junit_report(repo, tmp_path / "junit.xml")
     (repo / "tests" / "test_calc.py").rename(repo / "tests" / "test_arithmetic.py")
     return repo, report
 
@@ -102,7 +91,7 @@ def test_a_report_some_of_whose_failing_tests_are_here_heals_those_and_names_the
         tmp_path / "p",
         {**CALC, "tests/test_gone.py": "def test_gone():\n    assert False\n"},
     )
-    report = ci_report(repo, tmp_path / "junit.xml")
+    report = junit_report(repo, tmp_path / "junit.xml")
     (repo / "tests" / "test_gone.py").unlink()
     code = main(["fix", str(repo), "--junit", str(report), "--quiet"])
     out = capsys.readouterr().out
