@@ -7,13 +7,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from selfix_action.action.policy import protected_patterns
 from selfix_action.action.settings import Settings
 from selfix_action.engine.loop import LoopConfig
 from selfix_action.errors import InputError
 from selfix_action.heal import EngineChoice, HealRequest, resolve_test_cmd
+from selfix_action.heal.request import price_pair, read_price_table
 from selfix_action.sandbox.isolation import IsolationConfig
 from selfix_action.sandbox.process import Limits
 
@@ -71,29 +70,13 @@ def isolation_config(settings: Settings) -> IsolationConfig:
 
 
 def read_prices_file(name: str, workspace: Path) -> dict[str, Any] | None:
-    """The ``prices_file`` input: a YAML/JSON price table inside the workspace (None: the built-in one)."""
+    """The ``prices_file`` input: a price table inside the workspace (None: the built-in one)."""
     if not name:
         return None
     path = (workspace / name).resolve()
     if not path.is_relative_to(workspace):
         raise InputError(f"prices_file must be a file inside the workspace, got {name!r}")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise InputError(f"cannot read the prices_file {name!r}: {exc}") from exc
-    if not isinstance(data, dict):
-        raise InputError(f"prices_file {name!r} must be a mapping of model names to prices")
-    return data
-
-
-def action_price(settings: Settings) -> tuple[float, float] | None:
-    """The ``price_per_mtok_in``/``_out`` inputs: given together or not at all."""
-    given = (settings.price_per_mtok_in, settings.price_per_mtok_out)
-    if given == (None, None):
-        return None
-    if given[0] is None or given[1] is None:
-        raise InputError("the price_per_mtok_in and price_per_mtok_out inputs go together: give both")
-    return (given[0], given[1])
+    return read_price_table(path, "prices_file")
 
 
 def heal_request(settings: Settings, env: Mapping[str, str], junit: tuple[Path, ...], hint: str) -> HealRequest:
@@ -101,9 +84,7 @@ def heal_request(settings: Settings, env: Mapping[str, str], junit: tuple[Path, 
     time_limit = settings.timeout_minutes * 60
     provider = settings.engine
     if provider == "auto":  # the LLM engine after the offline one: the one named, else the one whose key is given
-        provider = settings.provider or (
-            "anthropic" if settings.anthropic_api_key.get_secret_value() else "openai"
-        )
+        provider = settings.provider or ("anthropic" if settings.anthropic_api_key.get_secret_value() else "openai")
     key = settings.anthropic_api_key if provider == "anthropic" else settings.openai_api_key
     base_url = settings.anthropic_base_url if provider == "anthropic" else settings.openai_base_url
     return HealRequest(
@@ -125,7 +106,9 @@ def heal_request(settings: Settings, env: Mapping[str, str], junit: tuple[Path, 
             samples=settings.samples,
             max_output_tokens=settings.max_output_tokens,
             offline_candidates=settings.offline_candidates,
-            price=action_price(settings),
+            price=price_pair(
+                settings.price_per_mtok_in, settings.price_per_mtok_out, ("price_per_mtok_in", "price_per_mtok_out")
+            ),
             env={},  # keys come from the inputs only, never from the runner environment
             provider=provider if settings.engine == "auto" else "",
             structured=settings.structured,

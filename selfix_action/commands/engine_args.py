@@ -6,12 +6,8 @@ from __future__ import annotations
 import argparse
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
-import yaml
-
-from selfix_action.errors import InputError
-from selfix_action.heal.request import EngineChoice
+from selfix_action.heal.request import EngineChoice, price_pair, read_price_table
 
 ENGINE_KINDS = ("offline", "anthropic", "openai", "auto")
 
@@ -63,27 +59,6 @@ def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def read_prices(path: Path | None) -> dict[str, Any] | None:
-    if path is None:
-        return None
-    try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise InputError(f"cannot read the price table {path}: {exc}") from exc
-
-
-def read_price(args: argparse.Namespace) -> tuple[float, float] | None:
-    """``--price-per-mtok-in`` and ``--price-per-mtok-out``, given together or not at all."""
-    given = (args.price_per_mtok_in, args.price_per_mtok_out)
-    if given == (None, None):
-        return None
-    if None in given:
-        raise InputError("--price-per-mtok-in and --price-per-mtok-out go together: give both")
-    if min(given) < 0:
-        raise InputError("--price-per-mtok-in and --price-per-mtok-out cannot be negative")
-    return (float(given[0]), float(given[1]))
-
-
 def engine_choice(args: argparse.Namespace, kind: str, env: Mapping[str, str]) -> EngineChoice:
     """The ``EngineChoice`` for ``kind`` from the flags of ``add_llm_arguments`` (keys and base URLs not given
     as flags are looked up in ``env``)."""
@@ -95,8 +70,10 @@ def engine_choice(args: argparse.Namespace, kind: str, env: Mapping[str, str]) -
         max_calls=args.max_calls,
         max_tokens=args.max_tokens,
         max_cost_usd=args.max_cost,
-        prices=read_prices(args.prices) if kind != "offline" else None,
-        price=read_price(args),
+        prices=read_price_table(args.prices, "--prices") if args.prices and kind != "offline" else None,
+        price=price_pair(
+            args.price_per_mtok_in, args.price_per_mtok_out, ("--price-per-mtok-in", "--price-per-mtok-out")
+        ),
         max_retry_wait=args.max_retry_wait,
         request_timeout=args.request_timeout,
         structured=args.structured,

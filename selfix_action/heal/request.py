@@ -11,12 +11,37 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from selfix_action.engine.loop import LoopConfig
 from selfix_action.errors import InputError
 from selfix_action.sandbox.isolation import IsolationConfig
 from selfix_action.sandbox.process import Limits
 
 ENGINES = ("offline", "anthropic", "openai", "auto")
+
+
+def read_price_table(path: Path, named: str) -> dict[str, Any]:
+    """A YAML/JSON price table ({model: {input: USD per million tokens, output: ..., ...}}) that overrides the
+    built-in one; ``named`` is how the front end calls the setting, for the error."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise InputError(f"cannot read the price table {named} ({path}): {exc}") from exc
+    if not isinstance(data, dict):
+        raise InputError(f"the price table {named} ({path}) must be a mapping of model names to prices")
+    return data
+
+
+def price_pair(per_in: float | None, per_out: float | None, named: tuple[str, str]) -> tuple[float, float] | None:
+    """The price of a model outside the table, USD per million input and output tokens: both or neither."""
+    if per_in is None and per_out is None:
+        return None
+    if per_in is None or per_out is None:
+        raise InputError(f"{named[0]} and {named[1]} go together: give both")
+    if min(per_in, per_out) < 0:
+        raise InputError(f"{named[0]} and {named[1]} cannot be negative")
+    return (float(per_in), float(per_out))
 
 
 @dataclass(frozen=True)
