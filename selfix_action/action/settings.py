@@ -26,9 +26,9 @@ from pydantic import (
 )
 
 from selfix_action.errors import InputError
-from selfix_action.options import OPTIONS
+from selfix_action.options import BY_NAME, OPTIONS
 
-DEFAULT_CONFIG_FILE = ".github/selfix.yml"
+DEFAULT_CONFIG_FILE = BY_NAME["config_file"].default
 # How test runs are isolated (selfix_action.sandbox.isolation.IsolationConfig.mode): auto takes the best that works.
 IsolationMode = Literal["auto", "bwrap", "landlock", "unshare", "none"]
 # CI on a fix branch: pushes made with GITHUB_TOKEN start no workflow, so selfix dispatches the failed one there.
@@ -36,13 +36,9 @@ CiOnFixBranch = Literal["dispatch", "off"]
 MAX_CONFIG_BYTES = 256 * 1024
 # The memory of past fixes is off unless memory_path names a file: on the benchmark's project split it changed no
 # heal (docs/LEARNING.md, "Does learning help?"). `.selfix/memory.db` is the path the docs' cache workflow uses.
-DEFAULT_MEMORY_PATH = "none"
+DEFAULT_MEMORY_PATH = BY_NAME["memory_path"].default
 # memory_path values that turn the memory of past fixes off
 NO_MEMORY = frozenset({"none", "off", "false"})
-# Loop guards: at most this many open fix PRs per repository (a runaway failure cannot flood the PR list), and the
-# label that tells selfix to leave a pull request (or its own fix PR or escalation issue) alone.
-DEFAULT_MAX_OPEN_PRS = 3
-DEFAULT_OPT_OUT_LABEL = "selfix:skip"
 
 
 def _check_memory_path(value: str | None, *, allow_absolute: bool) -> str | None:
@@ -106,6 +102,12 @@ LIST_INPUTS = frozenset(o.name for o in OPTIONS if o.kind == "list")
 BOOL_INPUTS = frozenset(o.name for o in OPTIONS if o.kind == "bool")
 
 
+def _option(name: str) -> Any:
+    """A setting's default and bounds, as the options table declares them."""
+    option = BY_NAME[name]
+    return Field(option.default, **option.limits)
+
+
 class Settings(BaseModel):
     """Everything one action run may depend on, validated once and frozen."""
 
@@ -115,46 +117,46 @@ class Settings(BaseModel):
     github_token: SecretStr = SecretStr("")
     anthropic_api_key: SecretStr = SecretStr("")
     openai_api_key: SecretStr = SecretStr("")
-    anthropic_base_url: str = ""
-    openai_base_url: str = ""
-    engine: str = "offline"
-    provider: Literal["", "anthropic", "openai"] = ""
-    model: str = ""
-    structured: str = "auto"
-    request_timeout: float = Field(120.0, gt=0)
-    max_retry_wait: float = Field(30.0, ge=0)
-    max_calls: int = Field(40, ge=0)  # 0: no cap
-    max_tokens: int = Field(400_000, ge=0)  # 0: no cap
-    prices_file: str = ""  # a price table in the workspace
-    price_per_mtok_in: float | None = Field(None, ge=0)  # a model outside the price table: its price
-    price_per_mtok_out: float | None = Field(None, ge=0)
-    heal_seen_failures: bool = False
-    max_output_tokens: int = Field(0, ge=0)  # 0: each role's own
-    samples: int = Field(1, ge=1, le=8)
-    offline_candidates: int = Field(100, ge=0)
-    test_timeout: float = Field(120.0, gt=0)
-    jobs: int = Field(0, ge=0, le=64)  # 0: the runner's CPUs, at most 4
-    max_candidates: int = Field(500, ge=1)
-    test_command: str = ""
-    setup_command: str = ""
-    junit_paths: tuple[str, ...] = INPUT_DEFAULTS["junit_paths"]
-    junit_artifact: str = INPUT_DEFAULTS["junit_artifact"]
+    anthropic_base_url: str = _option("anthropic_base_url")
+    openai_base_url: str = _option("openai_base_url")
+    engine: str = "offline"  # the table's "" is resolved by load_settings: offline, or auto with a key
+    provider: Literal["", "anthropic", "openai"] = _option("provider")
+    model: str = _option("model")
+    structured: str = _option("structured")
+    request_timeout: float = _option("request_timeout")
+    max_retry_wait: float = _option("max_retry_wait")
+    max_calls: int = _option("max_calls")  # 0: no cap
+    max_tokens: int = _option("max_tokens")  # 0: no cap
+    prices_file: str = _option("prices_file")  # a price table in the workspace
+    price_per_mtok_in: float | None = _option("price_per_mtok_in")  # a model outside the price table: its price
+    price_per_mtok_out: float | None = _option("price_per_mtok_out")
+    heal_seen_failures: bool = _option("heal_seen_failures")
+    max_output_tokens: int = _option("max_output_tokens")  # 0: each role's own
+    samples: int = _option("samples")
+    offline_candidates: int = _option("offline_candidates")
+    test_timeout: float = _option("test_timeout")
+    jobs: int = _option("jobs")  # 0: the runner's CPUs, at most 4
+    max_candidates: int = _option("max_candidates")
+    test_command: str = _option("test_command")
+    setup_command: str = _option("setup_command")
+    junit_paths: tuple[str, ...] = _option("junit_paths")
+    junit_artifact: str = _option("junit_artifact")
     mode: Mode = Mode.PR
-    max_cost_usd: float = Field(2.0, ge=0)
-    max_attempts: int = Field(3, ge=1, le=20)
-    timeout_minutes: float = Field(15.0, gt=0, le=360)
-    allowed_users: tuple[str, ...] = ()
-    allowed_bots: tuple[str, ...] = ()
-    protected_paths: tuple[str, ...] = ()
-    labels: tuple[str, ...] = ("selfix",)
-    draft: bool = False
-    isolation: IsolationMode = "auto"
-    require_isolation: bool = False
-    memory_path: str = DEFAULT_MEMORY_PATH  # relative to the workspace; "none" turns the memory off
-    config_file: str = DEFAULT_CONFIG_FILE
-    ci_on_fix_branch: CiOnFixBranch = "dispatch"
-    max_open_prs: int = Field(DEFAULT_MAX_OPEN_PRS, ge=0)  # 0: no cap
-    opt_out_label: str = Field(DEFAULT_OPT_OUT_LABEL, min_length=1, max_length=50)
+    max_cost_usd: float = _option("max_cost_usd")
+    max_attempts: int = _option("max_attempts")
+    timeout_minutes: float = _option("timeout_minutes")
+    allowed_users: tuple[str, ...] = _option("allowed_users")
+    allowed_bots: tuple[str, ...] = _option("allowed_bots")
+    protected_paths: tuple[str, ...] = _option("protected_paths")
+    labels: tuple[str, ...] = _option("labels")
+    draft: bool = _option("draft")
+    isolation: IsolationMode = _option("isolation")
+    require_isolation: bool = _option("require_isolation")
+    memory_path: str = _option("memory_path")  # relative to the workspace; "none" turns the memory off
+    config_file: str = _option("config_file")
+    ci_on_fix_branch: CiOnFixBranch = _option("ci_on_fix_branch")
+    max_open_prs: int = _option("max_open_prs")  # 0: no cap
+    opt_out_label: str = _option("opt_out_label")
     rules: tuple[PathRule, ...] = ()
 
     # runner context
