@@ -39,6 +39,7 @@ PLUGIN_DIR = Path(__file__).parent / "plugin"
 # (tests/sandbox/test_project_pythons.py heals an example on each one the machine has).
 OLDEST_PROJECT_PYTHON = (3, 7)
 _MAX_HANG_RETRIES = 3
+_MIN_RUN_SECONDS = 0.5  # less left before the heal's deadline: no run is started
 # pytest's exit codes that mean the run could not report on the tests it was given (0: all passed, 1: some failed).
 _PYTEST_TROUBLE = {
     2: "pytest was interrupted (exit 2: errors during collection)",
@@ -259,7 +260,7 @@ class PytestSandbox:
         """``wall``, or less when this call's deadline comes first."""
         if self._deadline is None:
             return wall
-        return max(0.5, min(wall, self._deadline - time.monotonic()))
+        return max(_MIN_RUN_SECONDS, min(wall, self._deadline - time.monotonic()))
 
     def _deadline_binds(self) -> bool:
         """Would this call's deadline cut a run started now before the run's own wall limit?"""
@@ -283,7 +284,7 @@ class PytestSandbox:
             pending = None if nodeids is None else [n for n in nodeids if n not in results]
             if pending == []:
                 break
-            if self._deadline is not None and self._deadline - time.monotonic() <= 0.5:
+            if self._deadline is not None and self._deadline - time.monotonic() <= _MIN_RUN_SECONDS:
                 deadline_reached = True
                 break
             deadline_binds = self._deadline_binds()
@@ -481,15 +482,12 @@ class PytestSandbox:
             base = self._skeletons.get(rel)
             if base is None or (text != self._originals[rel] and skeleton(text) != base):
                 return None  # a module-level, signature or new-file change: needs a fresh import
+        changed = [rel for rel, text in wanted.items() if text != self._originals[rel]]
         return {
             # The worker holds the unpatched project and each check is a fresh fork of it: only changed files.
-            "files": {str(self._path(rel)): text for rel, text in wanted.items() if text != self._originals[rel]},
+            "files": {str(self._path(rel)): wanted[rel] for rel in changed},
             # Before Python 3.11 the worker matches definitions by compiling the unpatched source as well.
-            "originals": {
-                str(self._path(rel)): self._originals[rel]
-                for rel, text in wanted.items()
-                if text != self._originals[rel]
-            },
+            "originals": {str(self._path(rel)): self._originals[rel] for rel in changed},
             "nodeids": list(nodeids),
             "stop_first": stop_first,
             "results": str(results_file),
