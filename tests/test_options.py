@@ -98,3 +98,14 @@ def test_the_docs_table_of_inputs_is_the_table() -> None:
     text = (ROOT / "docs" / "ACTION.md").read_text(encoding="utf-8")
     for option in OPTIONS:
         assert f"| `{option.name}` |" in text
+
+
+def test_every_input_at_its_declared_default_as_the_runner_passes_them(tmp_path: Path) -> None:
+    """The runner passes every declared input, defaults included: that must be the same run as no input at all
+    (the token aside, whose default is the workflow's)."""
+    inputs = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))["inputs"]
+    env = {f"INPUT_{name.upper()}": str(spec["default"]) for name, spec in inputs.items()}
+    env["INPUT_GITHUB_TOKEN"] = "ghs_token"
+    base = {"GITHUB_WORKSPACE": str(tmp_path)}
+    passed = load_settings(env | base).model_dump(exclude={"github_token"})
+    assert passed == load_settings(base).model_dump(exclude={"github_token"})
