@@ -100,16 +100,35 @@ class Evidence(Frozen):
     covering_tests: dict[str, dict[int, tuple[str, ...]]] = Field(default_factory=dict)
 
 
+class Location(Frozen):
+    """One place in the project's source a hypothesis implicates: a file, the function, method or constant, and
+    its lines."""
+
+    file: str
+    symbol: str
+    lines: tuple[int, ...]
+
+
 class Hypothesis(Frozen):
     id: str
     rank: int
     title: str
     confidence: float
-    file: str
+    file: str  # the first place named (the one the fix starts at)
     symbol: str
     lines: tuple[int, ...]
     reasoning: str = ""
     proposed_fix: str = ""
+    # Other places the same root cause needs changed (a finder function and its caller): most real fixes touch
+    # several, and the Patcher sees the current code of each.
+    also: tuple[Location, ...] = ()
+    # What this hypothesis' own reproduction test showed on the unpatched code (set by the loop once the QA test
+    # ran: failed as predicted, with which error), for the Patcher.
+    reproduction: str = ""
+
+    def locations(self) -> tuple[Location, ...]:
+        """Every place named, the first one first."""
+        return (Location(file=self.file, symbol=self.symbol, lines=self.lines), *self.also)
 
 
 class QATest(Frozen):
