@@ -225,7 +225,7 @@ def _header_path(line: str) -> str | None:
 def _numbered(line: str) -> tuple[int, str] | None:
     """``"{n:>5} | {code}"`` as (n, code), else None (a ``...`` gap, anything else)."""
     number, sep, code = line.partition(" |")
-    if not sep or not number.strip().isdigit() or (number and number[0] not in " 0123456789"):
+    if not sep or not number.strip().isdigit():
         return None
     return int(number), code[1:] if code.startswith(" ") else code
 
@@ -354,7 +354,8 @@ def capture_evidence(
                 (task.f2p, task.p2p),
                 engine=engine,
             )
-        meta.update(stop_reason=fields.get("stop_reason"), test_runs=fields.get("test_runs"))
+            meta.update(stop_reason=fields.get("stop_reason"), test_runs=fields.get("test_runs"))
+            meta["notes"] = _report_notes(Path(tmp) / "out" / "report.json")  # why coverage was missing, say
         if engine.evidence is not None:
             _write_atomic(evidence_path(evidence_dir, task.id), engine.evidence.model_dump_json(indent=1) + "\n")
             meta["captured"] = True
@@ -365,6 +366,14 @@ def capture_evidence(
     meta["seconds"] = round(time.monotonic() - started, 1)
     _write_atomic(meta_path(evidence_dir, task.id), json.dumps(meta, indent=1) + "\n")
     return meta
+
+
+def _report_notes(path: Path) -> list[str]:
+    try:
+        notes = json.loads(path.read_text(encoding="utf-8")).get("notes", [])
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [str(n) for n in notes] if isinstance(notes, list) else []
 
 
 def load_evidence(evidence_dir: Path, task_id: str) -> Evidence | None:
@@ -657,19 +666,15 @@ def measure_all(options: RecallOptions, tasks: Sequence[AnyTask], log: Callable[
 
 # -- the table ---------------------------------------------------------------------------------------------
 COLUMNS = f"{'task':<22} {'hunks':>5} {'det':>4} {'pat-a':>5} {'pat-b':>5} {'reach':>5}   " + " ".join(
-    f"{role + ' ~tok':>14}" for role in ("det", "qa", "pat-a", "pat-b")
+    f"{role + ' chars':>12}" for role in ("det", "qa", "pat-a", "pat-b")
 )
-
-
-def _tokens(chars: int | None) -> str:
-    return "-" if chars is None else str(chars // 4)
 
 
 def format_row(record: Mapping[str, Any]) -> str:
     if "error" in record:
         return f"{record['id']:<22.22} {record['error']}"
     chars = record["chars"]
-    sizes = " ".join(f"{_tokens(chars[role]):>14}" for role in ROLES)
+    sizes = " ".join(f"{'-' if chars[role] is None else chars[role]:>12}" for role in ROLES)
     return (
         f"{record['id']:<22.22} {record['hunks']:>5} {record['detective']:>4} {record['patcher_a']:>5} "
         f"{record['patcher_b']:>5} {record['reachable']:>5}   {sizes}"
@@ -724,6 +729,13 @@ def compare(records: Sequence[Mapping[str, Any]], other: Sequence[Mapping[str, A
     for task_id in shared:
         a, b = ours[task_id], theirs[task_id]
         deltas = [f"{f} {a[f] - b[f]:+d}" for f in FIGURES if a[f] != b[f]]
+        deltas += [
+            f"{role} {(a['chars'][role] - b['chars'][role]) // 4:+d} ~tok"
+            for role in ROLES
+            if a["chars"].get(role) is not None
+            and b["chars"].get(role) is not None
+            and abs(a["chars"][role] - b["chars"][role]) >= 4
+        ]
         if deltas:
             out.append(f"  {task_id:<22} " + ", ".join(deltas))
     for figure in FIGURES:
