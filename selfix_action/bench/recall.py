@@ -64,7 +64,7 @@ from selfix_action.errors import InputError
 from selfix_action.llm.budget import Budget
 from selfix_action.llm.engine import LLMEngine
 from selfix_action.llm.schemas import DETECTIVE_TOOL, PATCHER_TOOL, QA_TOOL
-from selfix_action.models.base import ModelRequest, ModelResponse, TokenUsage
+from selfix_action.models.base import ModelRequest, ModelResponse, PreflightResult, TokenUsage
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
 
@@ -402,6 +402,7 @@ class RecordingModel:
 
     provider = "scripted"
     model = "recall"
+    structured = "tools"
 
     def __init__(self, answers: Mapping[str, dict[str, Any]]) -> None:
         self.answers = answers
@@ -411,6 +412,12 @@ class RecordingModel:
         self.requests.append(request)
         answer = self.answers[request.tool]
         return ModelResponse(json.dumps(answer), request.tool, answer, TokenUsage(), "scripted")
+
+    def step_down(self) -> str | None:
+        return None
+
+    def preflight(self) -> PreflightResult:
+        return PreflightResult(models=(self.model,), note="in-process scripted model")
 
     def first(self, tool: str, since: int = 0) -> ModelRequest | None:
         return next((r for r in self.requests[since:] if r.tool == tool), None)

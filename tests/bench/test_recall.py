@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -159,7 +160,7 @@ def test_the_shared_context_is_parsed_as_rendered() -> None:
 
 
 # -- totals and comparisons -------------------------------------------------------------------------------
-def _record(task: str, shown: list[bool], tokens: int) -> dict[str, object]:
+def _record(task: str, shown: list[bool], tokens: int) -> dict[str, Any]:
     rows = [
         {"key": f"m.py:{n}", "detective": s, "patcher_a": True, "patcher_b": True, "reachable": True}
         for n, s in enumerate(shown, 1)
