@@ -584,6 +584,7 @@ class RecallOptions:
     compare: Path | None = None
     recapture: bool = False  # capture again even where evidence (or a failed capture) is cached
     capture_only: bool = False  # capture the missing evidence, measure nothing
+    measure_only: bool = False  # measure the tasks whose evidence is cached, capture nothing
     time_limit: float = CAPTURE_TIME_LIMIT
     match: str = ""
     limit: int = 0
@@ -794,7 +795,10 @@ def run_recall(options: RecallOptions, log: Callable[[str], None] = print) -> li
     realbugs.set_mirror_dir(options.mirror_dir)
     tasks = load_recall_tasks(options.tasks, options.match, options.limit)
     options.evidence_dir.mkdir(parents=True, exist_ok=True)
-    capture_missing(options, tasks, log)
+    if options.capture_only and options.measure_only:
+        raise InputError("--capture-only and --measure-only exclude each other")
+    if not options.measure_only:
+        capture_missing(options, tasks, log)
     if options.capture_only:
         return []
     log("context recall, measured with no model\n" + DEFINITIONS)
@@ -843,6 +847,9 @@ def add_recall_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--recapture", action="store_true", help="capture the evidence again, even where cached")
     parser.add_argument("--capture-only", action="store_true", help="capture the missing evidence, measure nothing")
     parser.add_argument(
+        "--measure-only", action="store_true", help="measure the tasks whose evidence is cached, capture nothing"
+    )
+    parser.add_argument(
         "--time-limit", type=float, default=CAPTURE_TIME_LIMIT, help="seconds per evidence capture (900)"
     )
     parser.add_argument("--match", default="", help="only task ids containing this")
@@ -860,6 +867,7 @@ def options_from(args: argparse.Namespace) -> RecallOptions:
         compare=args.compare,
         recapture=args.recapture,
         capture_only=args.capture_only,
+        measure_only=args.measure_only,
         time_limit=args.time_limit,
         match=args.match,
         limit=args.limit,
