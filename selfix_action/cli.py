@@ -111,8 +111,16 @@ def _add_learning_commands(sub: argparse._SubParsersAction) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:2] == ["bench", "recall"]:  # a command of its own under bench, beside bench's TASKS argument
+        args = argparse.Namespace(command="bench recall", recall_argv=arguments[2:])
+    else:
+        args = build_parser().parse_args(arguments)
     try:
+        if args.command == "bench recall":
+            from selfix_action.commands.bench_cmd import run_recall_command
+
+            return run_recall_command(args.recall_argv, _Parser)
         if args.command == "junit":
             from selfix_action.commands.junit_cmd import run_junit
 

@@ -133,18 +133,20 @@ def heal(
     label: str,
     out_dir: Path,
     ci: tuple[Sequence[str], Sequence[str]] = ((), ()),
+    engine: Engine | None = None,
 ) -> tuple[dict[str, str], dict[str, str], dict[str, Any]]:
     """The product's heal pipeline on ``repo``: (edited files, their originals, record fields).
 
     The tasks are our pinned libraries, run unisolated by default so figures compare across machines, one
-    check at a time (the runner runs tasks side by side)."""
+    check at a time (the runner runs tasks side by side). ``engine``: an engine object to heal with instead of
+    ``settings.mode`` (the recall benchmark's, which keeps the evidence it is given)."""
     junit: tuple[Path, ...] = ()
     if settings.junit:
         out_dir.mkdir(parents=True, exist_ok=True)
         ci_report = out_dir.parent / "ci-junit.xml"
         ci_report.write_text(junit_report(*ci), encoding="utf-8")
         junit = (ci_report,)
-    custom = settings.mode not in ENGINES
+    custom = engine is not None or settings.mode not in ENGINES
     choice = EngineChoice() if custom else engine_choice(settings.mode, settings.engine_json, label)
     request = HealRequest(
         repo=repo,
@@ -160,10 +162,10 @@ def heal(
     )
     healer = heal_in_sandbox
     if custom:
-        engine = make_engine(settings.mode)
+        chosen = engine if engine is not None else make_engine(settings.mode)
 
         def healer(context: HealContext) -> HealResult:
-            return heal_in_sandbox(dataclasses.replace(context, engine=engine))
+            return heal_in_sandbox(dataclasses.replace(context, engine=chosen))
 
     try:
         outcome = heal_pipeline(request, healer=healer)

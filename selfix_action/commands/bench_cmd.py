@@ -6,6 +6,7 @@ import argparse
 import dataclasses
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from selfix_action.commands.engine_args import ENGINE_KINDS, add_llm_arguments, engine_choice
@@ -14,7 +15,13 @@ from selfix_action.errors import InputError
 
 def add_bench_parser(sub: argparse._SubParsersAction, parser_class: type[argparse.ArgumentParser]) -> None:
     bench = sub.add_parser("bench", help="run benchmark tasks (bench/tasks) and report the resolve rate")
-    bench.add_argument("tasks", nargs="?", default="bench/tasks", type=Path, help="task directory or file")
+    bench.add_argument(
+        "tasks",
+        nargs="?",
+        default="bench/tasks",
+        type=Path,
+        help="task directory or file (selfix bench recall --help: the context recall of the LLM engine's requests)",
+    )
     bench.add_argument("--out", type=Path, default=Path("results"), help="results root (default: results)")
     bench.add_argument("--run", default="", help="run name: results go to OUT/RUN (default: the mode)")
     bench.add_argument(
@@ -94,4 +101,18 @@ def run_bench_command(args: argparse.Namespace) -> int:
         return 0 if resolved == len(records) else 1
     if mode == "noop":
         return 0 if resolved == 0 else 1
+    return 0
+
+
+def run_recall_command(argv: Sequence[str], parser_class: type[argparse.ArgumentParser]) -> int:
+    """``selfix bench recall TASKS``: the share of the developers' fix hunks the Detective's and the Patcher's
+    requests show (selfix_action/bench/recall.py), measured with no model."""
+    from selfix_action.bench.recall import add_recall_arguments, options_from, run_recall
+
+    parser = parser_class(
+        prog="selfix bench recall",
+        description="context recall: the developers' fix hunks the LLM engine's requests show, with no model",
+    )
+    add_recall_arguments(parser)
+    run_recall(options_from(parser.parse_args(argv)), log=lambda m: print(m, flush=True))
     return 0
