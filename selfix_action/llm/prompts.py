@@ -9,6 +9,8 @@ after the system prompt, so the providers can cache that stable prefix across ev
 from __future__ import annotations
 
 import ast
+import dataclasses
+import itertools
 import re
 from collections.abc import Callable, Iterable, Sequence
 
@@ -21,8 +23,8 @@ from selfix_action.untrusted import block, inline
 MAX_FAILURES = 5
 MAX_MESSAGE_LINES = 8
 MAX_MESSAGE_CHARS = 600
-MAX_RANKED_LINES = 12
-MAX_FUNCTIONS = 5
+MAX_RANKED_LINES = 20
+MAX_FUNCTIONS = 8
 MAX_FUNCTION_LINES = 60
 WINDOW = 10
 MAX_WINDOWS = 6
@@ -140,6 +142,8 @@ def source_slices(evidence: Evidence, read_file: ReadFile) -> dict[str, set[int]
     """
     source_files = _known(read_file)
     ranked = [item for item in evidence.suspicious_lines[:MAX_RANKED_LINES] if source_files(item.file)]
+    # Lines ranked just below those listed still open windows in long functions shown anyway.
+    wider = evidence.suspicious_lines[MAX_RANKED_LINES : MAX_RANKED_LINES * 2]
     functions = [f for f in evidence.suspicious_functions[:MAX_FUNCTIONS] if source_files(f.file)]
     frames = _project_frames(evidence, source_files)
     named = _modules_named(evidence, source_files)
@@ -151,12 +155,14 @@ def source_slices(evidence: Evidence, read_file: ReadFile) -> dict[str, set[int]
         except (OSError, UnicodeDecodeError):
             continue
         tree = _parse(text)
-        spans = function_spans(path, text)
+        spans = _with_decorators(function_spans(path, text), tree)
         lines = wanted.setdefault(path, set())
         lines |= _module_outline(tree)
         by_rank = [item.line for item in ranked if item.file == path]
+        windows = by_rank + [item.line for item in wider if item.file == path]
+        decorated = _decorator_starts(tree)
         for func in (f for f in functions if f.file == path):
-            lines |= _function_lines(func.start, func.end, by_rank)
+            lines |= _function_lines(decorated.get(func.start, func.start), func.end, windows)
         for line in by_rank + [line for file, line in frames if file == path]:
             lines |= _around(spans, line, by_rank)
         if path in named and tree is not None:
@@ -218,6 +224,23 @@ def _modules_named(evidence: Evidence, known: Callable[[str], bool]) -> list[str
     return list(dict.fromkeys(found))
 
 
+def _decorator_starts(tree: ast.Module | None) -> dict[int, int]:
+    """A decorated function's ``def`` line -> its first decorator's line."""
+    if tree is None:
+        return {}
+    return {
+        node.lineno: min(d.lineno for d in node.decorator_list)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.decorator_list
+    }
+
+
+def _with_decorators(spans: list[FunctionSpan], tree: ast.Module | None) -> list[FunctionSpan]:
+    """The spans starting at their first decorator (``@click.option(...)`` lines are part of the function)."""
+    first = _decorator_starts(tree)
+    return [dataclasses.replace(span, start=first.get(span.start, span.start)) for span in spans]
+
+
 def _span(span: FunctionSpan) -> set[int]:
     return set(range(span.start, span.end + 1))
 
@@ -236,7 +259,7 @@ def symbol_slice(path: str, symbol: str, around: Sequence[int], read_file: ReadF
         text = read_file(path)
     except OSError:
         return {}
-    for span in function_spans(path, text):
+    for span in _with_decorators(function_spans(path, text), _parse(text)):
         if span.name == symbol or span.name.endswith("." + symbol):
             return {path: _function_lines(span.start, span.end, list(around))}
     tree = _parse(text)
@@ -270,7 +293,8 @@ def frames_slice(text: str, read_file: ReadFile, skip: dict[str, set[int]]) -> d
         path, line = match.group(1), int(match.group(2))
         if line in skip.get(path, set()) or not known(path):
             continue
-        spans = function_spans(path, read_file(path))
+        text = read_file(path)
+        spans = _with_decorators(function_spans(path, text), _parse(text))
         wanted.setdefault(path, set()).update(_around(spans, line, [line]))
         if len(wanted) >= MAX_FRAMES_PER_FAILURE:
             break
@@ -392,6 +416,8 @@ def render_slices(wanted: dict[str, set[int]], read_file: ReadFile) -> str:
         except OSError:
             continue
         shown = sorted(n for n in lines if 1 <= n <= len(text))
+        # A gap of one line costs what its "..." marker costs: show the line instead.
+        shown = sorted({*shown, *(n + 1 for n, m in itertools.pairwise(shown) if m == n + 2)})
         numbered: list[str] = []
         previous = 0
         for n in shown:

@@ -325,3 +325,14 @@ def test_the_qa_request_lists_the_fixtures_and_plugins_a_reproduction_test_can_u
     text = qa_request(hypothesis, "test_qa_h1.py", environment=qa_environment(ev))
     assert "conftest.py: account" in text and "tmp_path" in text and "installed pytest plugins: pytest-mock" in text
     assert "deep" not in text
+
+
+def test_a_decorated_function_is_shown_with_its_decorators() -> None:
+    module = "import click\n\n\n@click.command()\n@click.option('--n', default=1)\ndef main(n):\n    return n + 1\n"
+    read = files_reader({"cli.py": module, "tests/test_m.py": "def test_it():\n    assert 1 == 2\n"})
+    ev = evidence(
+        suspicious_lines=(SuspiciousLine(file="cli.py", line=7, score=1.0, function="main"),),
+        suspicious_functions=(SuspiciousFunction(file="cli.py", name="main", start=6, end=7, score=1.0),),
+    )
+    context = build_context(ev, read)
+    assert numbered(5, "@click.option('--n', default=1)") in context and numbered(4, "@click.command()") in context
