@@ -271,14 +271,14 @@ def _class_outline(tree: ast.Module, qualified: str) -> set[int]:
 
 
 # -- role requests -------------------------------------------------------------------------------------
-def detective_request(count: int) -> str:
+def detective_request(count: int, asks_left: int = 0) -> str:
     return f"""\
 Role: Detective.
 From the evidence above, give up to {count} genuinely different root-cause hypotheses for the failing tests,
 most likely first. Different means a different location or a different mechanism, not a rewording. Each names
 a project source file shown above (never a test file), the function, method (Class.method) or module
 constant, the line range, the reasoning that ties it to the tracebacks and the ranking, and the fix you
-propose. Confidence is your probability that the hypothesis is the root cause.
+propose. Confidence is your probability that the hypothesis is the root cause.{ask_offer(asks_left)}
 Call the report_hypotheses tool."""
 
 
@@ -317,7 +317,9 @@ how we rule it out.{retry}
 Call the write_reproduction_test tool."""
 
 
-def patcher_request(hypothesis: Hypothesis, code: str, attempts: Sequence[str], correction: str = "") -> str:
+def patcher_request(
+    hypothesis: Hypothesis, code: str, attempts: Sequence[str], correction: str = "", asks_left: int = 0
+) -> str:
     previous = ""
     if attempts:
         previous = "\n\nEarlier attempts for this hypothesis, and why they failed (do not repeat them):\n" + "\n".join(
@@ -334,7 +336,7 @@ Current code at that location:
 Return the smallest search/replace edits that fix it. Each search text is copied verbatim from the current
 file (indentation included, line numbers excluded) and must match exactly one place in that file; include a
 few surrounding lines if needed. Edit only the project's source files. Never edit tests, conftest.py,
-configuration or CI files.
+configuration or CI files.{ask_offer(asks_left)}
 Call the propose_edits tool.{correction}"""
 
 
@@ -347,4 +349,18 @@ def corrective_request(tool: str, problem: str) -> str:
     return (
         f"Your previous answer could not be used: {problem}\n"
         f"Call the {tool} tool again with a corrected, complete answer."
+    )
+
+
+def ask_offer(asks_left: int) -> str:
+    """The paragraph of the Detective's and the Patcher's requests that offers asks for more context ("" when none
+    are left)."""
+    if asks_left <= 0:
+        return ""
+    return (
+        "\nIf what is shown is not enough to answer with confidence, ask instead of guessing: answer with only "
+        f"`asks` (at most 4 per answer; {asks_left} left in this run), each a file's line range (kind file, path, "
+        "line_start, line_end), a definition (kind symbol, name: a function, Class.method, class or constant) or a "
+        "search of the source and test files (kind search, pattern, regex true for a regular expression, "
+        "case-sensitive). The answers come back, then you give your answer."
     )
