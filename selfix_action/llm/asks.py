@@ -98,7 +98,7 @@ def normalized(path: str) -> str:
     return path
 
 
-def test_files_of(nodeids: Iterable[str], read_file: ReadFile) -> list[str]:
+def evidence_test_files(nodeids: Iterable[str], read_file: ReadFile) -> list[str]:
     """The test files the evidence names (node ids' files) and the conftest.py files above them, in order."""
     files = dict.fromkeys(nodeid.partition("::")[0] for nodeid in nodeids if nodeid)
     conftests: dict[str, None] = {}
@@ -242,7 +242,9 @@ class RepositoryView:
             return None, "the file is not UTF-8 text (binary files are not shown)"
         except IsADirectoryError:
             return None, "that is a folder; ask for a file in it"
-        except (OSError, ValueError, SelfixError):
+        except SelfixError:  # the sandbox's own check: the path (a link in it) leads out of the copy
+            return None, "the path leads outside the repository copy (a link); it is not shown"
+        except (OSError, ValueError):
             known = sorted({*self.source_files, *self.test_files})
             close = [p for p in known if PurePosixPath(p).name == PurePosixPath(path).name][:3]
             hint = f" (files of that name: {', '.join(close)})" if close else ""
@@ -289,6 +291,9 @@ class RepositoryView:
         if ":" in wanted:  # "path.py:name" or "path.py::name"
             where, _, wanted = wanted.rpartition(":")
             files = [normalized(where.rstrip(":"))]
+            text, problem = self._text(files[0])
+            if text is None:
+                return AskReply(heading, problem, refused=True)
         else:
             files = list(dict.fromkeys([*self.source_files, *self.test_files]))
         if not wanted:

@@ -26,7 +26,7 @@ from selfix_action.engine.models import CandidatePatch, Evidence, Hypothesis, QA
 from selfix_action.engine.patches import changed_line_count, program_key
 from selfix_action.engine.protocols import EngineStopped, Sandbox
 from selfix_action.engine.report import Confidence, StopReason
-from selfix_action.llm.asks import AskReply, RepositoryView, ask_heading, reply_message, test_files_of
+from selfix_action.llm.asks import AskReply, RepositoryView, ask_heading, evidence_test_files, reply_message
 from selfix_action.llm.budget import Budget
 from selfix_action.llm.edits import Edit, EditError, apply_edits, normalize_path
 from selfix_action.llm.prompts import (
@@ -80,10 +80,11 @@ ASKING_ROLES: dict[str, type[DetectiveAnswer] | type[PatcherAnswer]] = {
 class InvalidAnswer(Exception):
     """A model answer that cannot be used; the message goes back to the model in the corrective re-ask."""
 
-    def __init__(self, problem: str, *, partial: Any = None, repeated: bool = False) -> None:
+    def __init__(self, problem: str, *, partial: Any = None, repeated: bool = False, asked: bool = False) -> None:
         super().__init__(problem)
         self.partial = partial  # what was usable anyway (valid hypotheses among invalid ones)
         self.repeated = repeated  # an identical edit to one already tried
+        self.asked = asked  # more asks after being told none are left
 
 
 class EnvironmentDiagnosis(Exception):
@@ -404,7 +405,7 @@ class LLMEngine:
                 if response.parse_error:
                     raise InvalidAnswer(response.parse_error)
                 if asks:
-                    raise InvalidAnswer(self._ask_refusal(rounds))
+                    raise InvalidAnswer(self._ask_refusal(rounds), asked=True)
                 return validate(response)
             except EnvironmentDiagnosis as diagnosis:
                 some = f" ({len(diagnosis.tests)} failing test(s))" if diagnosis.tests else ""
@@ -440,6 +441,13 @@ class LLMEngine:
             raise EngineStopped(
                 StopReason.REPEATED_EDIT,
                 f"the {role} proposed the same edit again after being told it had already failed",
+            )
+        if problem.asked and role == "detective":
+            # No hypothesis at all: say why, rather than "every hypothesis was tried".
+            raise EngineStopped(
+                StopReason.HYPOTHESES_EXHAUSTED,
+                f"the detective gave no hypothesis: it kept asking for more context after being told to answer "
+                f"({self.budget.asks} ask(s) answered; {problem})",
             )
         return problem.partial or None
 
@@ -519,7 +527,7 @@ class LLMEngine:
             self._view = RepositoryView(
                 sandbox.read_file,
                 sandbox.source_files(),
-                test_files_of([*evidence.f2p_tests, *evidence.p2p_tests], sandbox.read_file),
+                evidence_test_files([*evidence.f2p_tests, *evidence.p2p_tests], sandbox.read_file),
                 focus,
             )
             self._view_evidence = evidence
