@@ -163,24 +163,30 @@ AGREEMENT_MARGIN = 5  # lines around the hypothesis' range that still count as t
 def _agreement(hypothesis: Hypothesis, exposure: Exposure, originals: dict[str, str], files: dict[str, str]) -> str:
     """Why the hypothesis, its QA test and the verification agree on the winner, or "" when they do not: a QA
     test of its own exposed it (failed on the unpatched code for a real reason; the winner passed it with the
-    failing tests), and the patch edits the file and lines, or the function, the hypothesis named."""
+    failing tests), and the patch edits the file and lines, or the function, of a place the hypothesis named."""
     if exposure.qa is None or not exposure.exposed or not hypothesis.file:
         return ""
-    low = min(hypothesis.lines, default=0) - AGREEMENT_MARGIN
-    high = max(hypothesis.lines, default=0) + AGREEMENT_MARGIN
-    symbol = hypothesis.symbol.strip().strip("`").removesuffix("()").rsplit(".", 1)[-1]
-    for hunk in hunks(originals, files):
-        if hunk.path != hypothesis.file:
-            continue
-        start, end = hunk.original_lines
-        span = enclosing_function(function_spans(hunk.path, originals.get(hunk.path, "")), start)
-        in_range = hypothesis.lines and start <= high and end >= low
-        if in_range or (span is not None and symbol and span.name.rsplit(".", 1)[-1] == symbol):
-            return (
-                f"the hypothesis named {hypothesis.file}:{hypothesis.symbol}, its own reproduction test failed "
-                "there on the unpatched code and passes with the patch"
-            )
+    for location in hypothesis.locations():
+        low = min(location.lines, default=0) - AGREEMENT_MARGIN
+        high = max(location.lines, default=0) + AGREEMENT_MARGIN
+        symbol = location.symbol.strip().strip("`").removesuffix("()").rsplit(".", 1)[-1]
+        for hunk in hunks(originals, files):
+            if hunk.path != location.file:
+                continue
+            start, end = hunk.original_lines
+            span = enclosing_function(function_spans(hunk.path, originals.get(hunk.path, "")), start)
+            in_range = location.lines and start <= high and end >= low
+            if in_range or (span is not None and symbol and span.name.rsplit(".", 1)[-1] == symbol):
+                return (
+                    f"the hypothesis named {location.file}:{location.symbol}, its own reproduction test failed "
+                    "there on the unpatched code and passes with the patch"
+                )
     return ""
+
+
+def _reproduction(exposure: Exposure) -> str:
+    """What a hypothesis' own QA test showed on the unpatched code, in a line or a few."""
+    return f"{exposure.how}\n{exposure.output}".strip() if exposure.output else exposure.how
 
 
 def _paths_changed(winner: _Winner) -> int:
@@ -300,6 +306,9 @@ class HealingLoop:
             # (LoopConfig.alternatives, within a share of the time left), so that the most plausible passing one
             # is taken, not merely the first (6.). Candidates static sanity refuses never run a test.
             qa = exposure.qa
+            if qa is not None:
+                # The Patcher is told what the reproduction test showed on the unpatched code.
+                hypothesis = hypothesis.model_copy(update={"reproduction": _reproduction(exposure)})
             history: list[Verification] = []
             tried = 0
             passing: list[_Passing] = []

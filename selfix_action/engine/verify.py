@@ -153,7 +153,9 @@ class Exposure:
     exposed: bool
     how: str
     broken: bool = False  # the QA test itself is broken (not collected, or failing in its own code)
-    output: str = ""  # a broken QA test's error and where it was raised: what a re-ask is told
+    # The QA test's error and where it was raised: what a re-ask is told when it is broken, what the Patcher is
+    # told when it exposed the hypothesis.
+    output: str = ""
 
 
 @dataclass(frozen=True)
@@ -306,8 +308,15 @@ class Verifier:
         failed = [r for r in results if r.status is not TestStatus.PASSED]  # a skipped QA test exposes nothing
         real = [r for r in failed if _real_failure(r)]
         if real:
-            where = f" raised in {real[0].frames[-1].file}" if _raised_in_project(real[0]) else ""
-            return Exposure(qa, True, f"QA test fails on the unpatched code with {real[0].exc_type}{where}")
+            first = real[0]
+            where = f" raised in {first.frames[-1].file}" if _raised_in_project(first) else ""
+            at = f" at {first.frames[-1].file}:{first.frames[-1].line}" if first.frames else ""
+            return Exposure(
+                qa,
+                True,
+                f"QA test fails on the unpatched code with {first.exc_type}{where}",
+                output=f"{first.exc_type}{at}: {first.message[:800]}".strip(),
+            )
         if failed:
             kinds = ", ".join(sorted({f"{r.status.value} {r.exc_type}".strip() for r in failed}))
             first = failed[0]

@@ -426,19 +426,14 @@ def ask_heading(ask: AskAnswer) -> str:
     return f"search {'regex' if ask.regex else 'text'} {ask.pattern!r}"
 
 
-def reply_message(replies: Sequence[AskReply], tool: str, asks_left: int, rounds_left: int) -> str:
-    """The user turn that answers one round of asks and says what may come next."""
+def reply_message(replies: Sequence[AskReply], asks_left: int, rounds_left: int) -> str:
+    """The user turn that answers one round of asks and says what may come next (the adapter adds the form of the
+    answer in its structured mode's words)."""
     parts = ["Here are the answers to your asks (code is numbered as above; line numbers are not part of the file)."]
     parts += [reply.render(number) for number, reply in enumerate(replies, 1)]
     if asks_left <= 0 or rounds_left <= 0:
         why = "in this run" if asks_left <= 0 else "for this answer"
-        parts.append(
-            f"You have no asks left {why}: give your final answer now by calling the {tool} tool, without asks "
-            "(another ask is refused)."
-        )
+        parts.append(f"You have no asks left {why}: give your final answer now, without asks (another ask is refused).")
     else:
-        parts.append(
-            f"Now give your answer by calling the {tool} tool, or ask again if you still need to "
-            f"({asks_left} ask(s) left in this run)."
-        )
+        parts.append(f"Now give your answer, or ask again if you still need to ({asks_left} ask(s) left in this run).")
     return "\n\n".join(parts)

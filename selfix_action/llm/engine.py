@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from selfix_action.engine.models import CandidatePatch, Evidence, Hypothesis, QATest, Verification
+from selfix_action.engine.models import CandidatePatch, Evidence, Hypothesis, Location, QATest, Verification
 from selfix_action.engine.patches import changed_line_count, program_key
 from selfix_action.engine.protocols import EngineStopped, Sandbox
 from selfix_action.engine.report import Confidence, StopReason
@@ -35,10 +35,12 @@ from selfix_action.llm.prompts import (
     corrective_request,
     describe_failure,
     detective_request,
+    frames_slice,
+    locations_slice,
     patcher_request,
     qa_request,
     render_slices,
-    symbol_slice,
+    source_slices,
 )
 from selfix_action.llm.schemas import (
     DETECTIVE_TOOL,
@@ -48,6 +50,7 @@ from selfix_action.llm.schemas import (
     AskAnswer,
     DetectiveAnswer,
     HypothesisAnswer,
+    LocationAnswer,
     PatcherAnswer,
     ProjectBounds,
     QAAnswer,
@@ -65,6 +68,7 @@ from selfix_action.models.base import (
 
 Trace = Callable[..., None]  # trace(step, message, **data), as the loop's
 A = TypeVar("A", bound=BaseModel)
+L = TypeVar("L", HypothesisAnswer, LocationAnswer)
 R = TypeVar("R")
 
 DEFAULT_OUTPUT_TOKENS = {"detective": 2500, "qa": 1500, "patcher": 2000}
@@ -99,6 +103,10 @@ class EnvironmentDiagnosis(Exception):
 
 def _noop_trace(step: str, message: str = "", **data: Any) -> None:
     return None
+
+
+def _unread(path: str) -> str:
+    raise OSError(f"no sandbox yet to read {path}")
 
 
 class LLMEngine:
@@ -141,7 +149,8 @@ class LLMEngine:
         self.prior_attempts = ""
         self._tools: tuple[Any, ...] | None = None  # built from the first sandbox seen (see _tools_for)
         self.preflight: PreflightResult | None = None  # what the check before the run found (heal.engines)
-        self._file_lines: dict[str, int] = {}
+        self._file_lines: dict[str, int] = {}  # source file shown -> its line count (the schemas' bounds)
+        self._read: Callable[[str], str] = _unread
         self._yielded_programs: set[str] = set()  # engine.patches.program_key of every candidate handed out
         self._context_evidence: Evidence | None = None
         self._context = ""
@@ -169,25 +178,16 @@ class LLMEngine:
             answer = _parse(response, DetectiveAnswer)
             if not answer.hypotheses:
                 raise EnvironmentDiagnosis("detective", answer.environment_problem, answer.environment_tests)
-            usable, problems = [], []
+            usable: list[HypothesisAnswer] = []
+            problems: list[str] = []
             for number, item in enumerate(answer.hypotheses, 1):
-                path = normalize_path(item.file)
-                if path in editable:
-                    length = self._file_lines.get(path)
-                    if length is not None and item.line_start > length:
-                        problems.append(
-                            f"hypotheses.{number}.line_start: {item.line_start} is past the end of {path} "
-                            f"({length} lines)"
-                        )
-                        continue
-                    end = min(item.line_end, length) if length is not None else item.line_end
-                    usable.append(item.model_copy(update={"file": path, "line_end": end}))
-                    continue
-                close = difflib.get_close_matches(path, sorted(editable), n=1)
-                hint = f" (did you mean {close[0]}?)" if close else ""
-                problems.append(
-                    f"hypotheses.{number}.file: {item.file!r} is not one of the project's source files{hint}"
-                )
+                first = self._place(item, f"hypotheses.{number}", editable, problems)
+                also = [
+                    self._place(place, f"hypotheses.{number}.also.{n}", editable, problems)
+                    for n, place in enumerate(item.also, 1)
+                ]
+                if first is not None and all(place is not None for place in also):
+                    usable.append(first.model_copy(update={"also": also}))
             if problems:
                 raise InvalidAnswer("; ".join(problems), partial=usable)
             if answer.environment_problem.strip() and answer.environment_tests:
@@ -216,9 +216,35 @@ class LLMEngine:
                 lines=tuple(range(item.line_start, item.line_end + 1))[:MAX_HYPOTHESIS_LINES],
                 reasoning=item.reasoning,
                 proposed_fix=item.proposed_fix,
+                also=tuple(
+                    Location(
+                        file=place.file,
+                        symbol=place.symbol,
+                        lines=tuple(range(place.line_start, place.line_end + 1))[:MAX_HYPOTHESIS_LINES],
+                    )
+                    for place in item.also
+                    if (place.file, place.symbol) != (item.file, item.symbol)
+                ),
             )
             for rank, item in enumerate(merged[:count], 1)
         ]
+
+    def _place(self, item: L, where: str, editable: set[str], problems: list[str]) -> L | None:
+        """``item`` with its file normalized and its last line within the file, or None with the problem noted."""
+        path = normalize_path(item.file)
+        if path not in editable:
+            close = difflib.get_close_matches(path, sorted(editable), n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            problems.append(f"{where}.file: {item.file!r} is not one of the project's source files{hint}")
+            return None
+        length = self._file_lines.get(path)
+        if length is None:
+            length = _line_count(self._read, path)
+        if length is not None and item.line_start > length:
+            problems.append(f"{where}.line_start: {item.line_start} is past the end of {path} ({length} lines)")
+            return None
+        end = min(item.line_end, length) if length is not None else item.line_end
+        return item.model_copy(update={"file": path, "line_end": end})
 
     def accepts(self, patch: CandidatePatch, confidence: Confidence | None) -> bool:
         return True  # the last engine asked: its best patch is the answer
@@ -255,11 +281,10 @@ class LLMEngine:
         history: Sequence[Verification],
     ) -> Iterator[CandidatePatch]:
         editable = set(sandbox.source_files())
-        code = render_slices(
-            symbol_slice(hypothesis.file, hypothesis.symbol, hypothesis.lines, sandbox.read_file),
-            sandbox.read_file,
-        )
+        places = locations_slice(hypothesis.locations(), sandbox.read_file)
+        code = render_slices(places, sandbox.read_file)
         attempts: list[str] = []  # what was tried for this hypothesis and how it failed, fed back each time
+        implicated = ""  # the code the last failed attempt's output points at, beside the places named
 
         def validate(response: ModelResponse, *, refuse_repeats: bool = True) -> tuple[PatcherAnswer, dict[str, str]]:
             answer = _parse(response, PatcherAnswer)
@@ -287,7 +312,7 @@ class LLMEngine:
         for round_number in range(1, self.patch_retries + 2):
             if passed:
                 return
-            request = patcher_request(hypothesis, code, attempts, asks_left=self._asks_left())
+            request = patcher_request(hypothesis, code, attempts, implicated, asks_left=self._asks_left())
             if round_number == 1 and self._stashed_patch is not None:
                 proposals, self._stashed_patch = [self._stashed_patch], None
             elif round_number == 1 and self._sample_count() > 1:
@@ -316,6 +341,7 @@ class LLMEngine:
                 # and the loop is looking at alternatives (engine.loop's window of passing candidates).
                 if len(history) > before:
                     outcome = describe_failure(history[-1])
+                    implicated = _implicated(history[-1], places, sandbox)
                 elif duplicate:
                     outcome = "skipped as a duplicate"
                 else:
@@ -398,7 +424,7 @@ class LLMEngine:
                 rounds += 1
                 messages += [
                     Message("assistant", response.text.strip()),
-                    Message("user", self._answer_asks(role, tool, asks, evidence, sandbox, rounds)),
+                    Message("user", self._answer_asks(role, asks, evidence, sandbox, rounds)),
                 ]
                 response = self._call(role, tool, context, messages)
             try:
@@ -434,7 +460,7 @@ class LLMEngine:
                 )
                 messages += [
                     Message("assistant", response.text.strip() or "(no answer)"),
-                    Message("user", corrective_request(tool, str(bad))),
+                    Message("user", corrective_request(str(bad))),
                 ]
         assert problem is not None
         if problem.repeated:
@@ -491,7 +517,7 @@ class LLMEngine:
         return list(answer.asks)
 
     def _answer_asks(
-        self, role: str, tool: str, asks: Sequence[AskAnswer], evidence: Evidence, sandbox: Sandbox, rounds: int
+        self, role: str, asks: Sequence[AskAnswer], evidence: Evidence, sandbox: Sandbox, rounds: int
     ) -> str:
         """One round of asks answered through the sandbox's copy (as many as are left), as the next user turn."""
         view = self._view_of(evidence, sandbox)
@@ -504,7 +530,7 @@ class LLMEngine:
             reply = view.answer(ask)
             self.asked_files.update(reply.files)
             replies.append(reply)
-        text = reply_message(replies, tool, self._asks_left(), MAX_ASK_ROUNDS - rounds)
+        text = reply_message(replies, self._asks_left(), MAX_ASK_ROUNDS - rounds)
         answered = sum(not r.refused for r in replies)
         self.trace(
             "ask",
@@ -609,8 +635,7 @@ class LLMEngine:
             )
 
     def _context_of(self, evidence: Evidence, sandbox: Sandbox) -> str:
-        if self._tools is None:
-            self._tools = self._tools_for(sandbox)
+        self._read = sandbox.read_file
         if self._context_evidence is not evidence:
             if self._context_evidence is not None:
                 # Other tests to make pass (the loop left the environment's out): earlier verdicts are stale.
@@ -618,20 +643,38 @@ class LLMEngine:
                 self._yielded_programs.clear()
             similar = self.similar_fixes(evidence) if self.similar_fixes else ""
             self._context = build_context(evidence, sandbox.read_file, similar)
+            if self._tools is None:
+                editable = set(sandbox.source_files())
+                shown = [path for path in source_slices(evidence, sandbox.read_file) if path in editable]
+                self._tools = self._tools_for(sandbox, shown)
             if self.prior_attempts:
                 self._context += "\n" + self.prior_attempts
             self._context_evidence = evidence
         return self._context
 
-    def _tools_for(self, sandbox: Sandbox) -> tuple[Any, ...]:
-        """The three tools with schemas pinned to this project (files as an enum, line numbers in range), the
-        same for every call of the run so the cached prefix stays identical."""
-        for path in sandbox.source_files():
-            try:
-                self._file_lines[path] = max(1, len(sandbox.read_file(path).splitlines()))
-            except (OSError, UnicodeDecodeError):
-                continue
+    def _tools_for(self, sandbox: Sandbox, shown: Sequence[str]) -> tuple[Any, ...]:
+        """The three tools with schemas pinned to what the model was shown (its source files as an enum, line
+        numbers in range), the same for every call of the run so the cached prefix stays identical. With
+        nothing shown (no localization), every source file."""
+        for path in shown or sandbox.source_files():
+            count = _line_count(sandbox.read_file, path)
+            if count is not None:
+                self._file_lines[path] = count
         return tool_specs(ProjectBounds(dict(self._file_lines), hypotheses=self.n_hypotheses, asks=self.max_asks > 0))
+
+
+def _line_count(read_file: Callable[[str], str], path: str) -> int | None:
+    try:
+        return max(1, len(read_file(path).splitlines()))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+
+
+def _implicated(verdict: Verification, places: Mapping[str, set[int]], sandbox: Sandbox) -> str:
+    """The current code of the project lines a failed verification's output names, beyond the places already
+    shown: where the attempt's failure surfaced."""
+    wanted = frames_slice(verdict.detail, sandbox.read_file, dict(places))
+    return render_slices(wanted, sandbox.read_file) if wanted else ""
 
 
 # -- helpers ------------------------------------------------------------------------------------------

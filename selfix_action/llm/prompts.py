@@ -9,10 +9,12 @@ after the system prompt, so the providers can cache that stable prefix across ev
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable, Iterable, Sequence
 
-from selfix_action.engine.localize import function_spans
-from selfix_action.engine.models import Evidence, Hypothesis, Verification
+from selfix_action.engine.localize import FunctionSpan, enclosing_function, function_spans
+from selfix_action.engine.models import Evidence, Hypothesis, Location, Verification
+from selfix_action.engine.paths import is_test_path
 from selfix_action.untrusted import NOTICE as UNTRUSTED_NOTICE
 from selfix_action.untrusted import block, inline
 
@@ -23,7 +25,9 @@ MAX_RANKED_LINES = 12
 MAX_FUNCTIONS = 5
 MAX_FUNCTION_LINES = 60
 WINDOW = 10
-MAX_MODULE_LINES = 20
+MAX_WINDOWS = 6
+MAX_MODULE_LINES = 30
+MAX_FRAMES_PER_FAILURE = 3
 MAX_TEST_FUNCTIONS = 3
 MAX_TEST_LINES = 30
 NEIGHBOUR_LINES = 2
@@ -42,7 +46,7 @@ Rules:
   or CI files; such edits are refused.
 - Ground every claim in the evidence below: failing tests, tracebacks, the localization ranking and the code.
 - Keep fixes minimal: change the fewest lines that make the failing tests pass without breaking others.
-- Always answer by calling the tool named in the request, with arguments matching its schema.
+- Answer each request in the form named at its end, matching the schema given there exactly.
 - If the evidence shows the failure comes from the environment the tests run in (a missing service or network,
   an unwritable home, cache or temp folder, the locale, the terminal, an installed package's version) and not
   from the project's code, say so in environment_problem, with the evidence, and propose no code change.
@@ -123,34 +127,107 @@ def _clip(message: str) -> str:
 
 # -- slices ----------------------------------------------------------------------------------------------
 def source_slices(evidence: Evidence, read_file: ReadFile) -> dict[str, set[int]]:
-    """Lines to show per source file: the top suspicious functions (a window around the suspicious lines
-    for long ones), the header and attributes of their classes, the module's imports and constants, and
-    the neighbourhood of suspicious module-level lines."""
+    """Lines to show per source file, so that what localization ranks highest is always in view:
+
+    - every line of the ranking shown in the prompt (``MAX_RANKED_LINES``), inside its enclosing function, whole
+      when it fits (``MAX_FUNCTION_LINES``), else the signature and a window around the line; the top
+      suspicious functions the same way, with windows around their ranked lines, highest ranked first;
+    - the header and attributes of the classes of the methods shown;
+    - the functions of the project's own traceback frames (where the failure was raised);
+    - the modules an error message names (``module 'x.y' has no attribute 'z'``, ``cannot import name 'z' from
+      'x.y'``): their imports, constants and the list of what they define;
+    - for every file shown, its imports and module constants.
+    """
+    source_files = _known(read_file)
+    ranked = [item for item in evidence.suspicious_lines[:MAX_RANKED_LINES] if source_files(item.file)]
+    functions = [f for f in evidence.suspicious_functions[:MAX_FUNCTIONS] if source_files(f.file)]
+    frames = _project_frames(evidence, source_files)
+    named = _modules_named(evidence, source_files)
+    order = [f.file for f in functions] + [s.file for s in ranked] + [f[0] for f in frames] + named
     wanted: dict[str, set[int]] = {}
-    suspicious_by_file: dict[str, set[int]] = {}
-    for item in evidence.suspicious_lines[: MAX_RANKED_LINES * 2]:
-        suspicious_by_file.setdefault(item.file, set()).add(item.line)
-    functions = list(evidence.suspicious_functions[:MAX_FUNCTIONS])
-    files = list(
-        dict.fromkeys([f.file for f in functions] + [s.file for s in evidence.suspicious_lines[:MAX_RANKED_LINES]])
-    )
-    for path in files:
+    for path in dict.fromkeys(order):
         try:
             text = read_file(path)
-        except OSError:
+        except (OSError, UnicodeDecodeError):
             continue
-        lines = wanted.setdefault(path, set())
         tree = _parse(text)
-        lines |= _module_outline(tree)
-        for func in (f for f in functions if f.file == path):
-            lines |= _function_lines(func.start, func.end, suspicious_by_file.get(path, set()))
-            if "." in func.name and tree is not None:
-                lines |= _class_outline(tree, func.name.rsplit(".", 1)[0])
         spans = function_spans(path, text)
-        for line in suspicious_by_file.get(path, set()):
-            if not any(s.start <= line <= s.end for s in spans):
-                lines |= set(range(line - NEIGHBOUR_LINES, line + NEIGHBOUR_LINES + 1))
+        lines = wanted.setdefault(path, set())
+        lines |= _module_outline(tree)
+        by_rank = [item.line for item in ranked if item.file == path]
+        for func in (f for f in functions if f.file == path):
+            lines |= _function_lines(func.start, func.end, by_rank)
+        for line in by_rank + [line for file, line in frames if file == path]:
+            lines |= _around(spans, line, by_rank)
+        if path in named and tree is not None:
+            lines |= _definitions_index(tree)
+        if tree is not None:
+            for name in {span.name.rsplit(".", 1)[0] for span in spans if "." in span.name and lines & _span(span)}:
+                lines |= _class_outline(tree, name)
     return wanted
+
+
+def _known(read_file: ReadFile) -> Callable[[str], bool]:
+    """Whether a path names a project source file (not a test, not a library's file): one that can be read."""
+
+    def known(path: str) -> bool:
+        if not path or path.startswith("/") or is_test_path(path):
+            return False
+        try:
+            read_file(path)
+        except (OSError, UnicodeDecodeError, ValueError):
+            return False
+        return True
+
+    return known
+
+
+def _project_frames(evidence: Evidence, known: Callable[[str], bool]) -> list[tuple[str, int]]:
+    """(file, line) of the innermost project source frames of the failures shown, innermost first."""
+    found: list[tuple[str, int]] = []
+    for failure in evidence.failures[:MAX_FAILURES]:
+        inner = [f for f in failure.frames if known(f.file)][-MAX_FRAMES_PER_FAILURE:]
+        found += [(f.file, f.line) for f in reversed(inner)]
+    return list(dict.fromkeys(found))
+
+
+# Error messages that name a module (Python's own wording): the module is where the missing name belongs.
+MODULE_IN_MESSAGE = (
+    re.compile(r"module '([\w.]+)' has no attribute '\w+'"),
+    re.compile(r"cannot import name '\w+' from '([\w.]+)'"),
+    re.compile(r"No module named '([\w.]+)'"),
+)
+
+
+def _modules_named(evidence: Evidence, known: Callable[[str], bool]) -> list[str]:
+    """Source files of the modules the failures' messages name (for a missing submodule, its nearest parent)."""
+    found: list[str] = []
+    for failure in evidence.failures[:MAX_FAILURES]:
+        for pattern in MODULE_IN_MESSAGE:
+            for match in pattern.finditer(failure.message):
+                parts = match.group(1).split(".")
+                for size in range(len(parts), 0, -1):
+                    stem = "/".join(parts[:size])
+                    candidates = [
+                        f"{root}{stem}{end}" for root in ("", "src/", "lib/") for end in (".py", "/__init__.py")
+                    ]
+                    path = next((c for c in candidates if known(c)), None)
+                    if path is not None:
+                        found.append(path)
+                        break
+    return list(dict.fromkeys(found))
+
+
+def _span(span: FunctionSpan) -> set[int]:
+    return set(range(span.start, span.end + 1))
+
+
+def _around(spans: Sequence[FunctionSpan], line: int, ranked: Sequence[int]) -> set[int]:
+    """A line inside its enclosing function (whole when it fits), or its neighbours at module level."""
+    span = enclosing_function(spans, line)
+    if span is None:
+        return set(range(line - NEIGHBOUR_LINES, line + NEIGHBOUR_LINES + 1))
+    return _function_lines(span.start, span.end, [line, *ranked])
 
 
 def symbol_slice(path: str, symbol: str, around: Sequence[int], read_file: ReadFile) -> dict[str, set[int]]:
@@ -161,7 +238,7 @@ def symbol_slice(path: str, symbol: str, around: Sequence[int], read_file: ReadF
         return {}
     for span in function_spans(path, text):
         if span.name == symbol or span.name.endswith("." + symbol):
-            return {path: _function_lines(span.start, span.end, set(around))}
+            return {path: _function_lines(span.start, span.end, list(around))}
     tree = _parse(text)
     lines = _class_outline(tree, symbol) if tree is not None else set()
     for line in around:
@@ -169,33 +246,140 @@ def symbol_slice(path: str, symbol: str, around: Sequence[int], read_file: ReadF
     return {path: lines}
 
 
+def locations_slice(locations: Sequence[Location], read_file: ReadFile) -> dict[str, set[int]]:
+    """The current code of every place a hypothesis names, each file with its imports and constants (is the
+    helper the fix needs imported?)."""
+    wanted: dict[str, set[int]] = {}
+    for location in locations:
+        for path, lines in symbol_slice(location.file, location.symbol, location.lines, read_file).items():
+            wanted.setdefault(path, set()).update(lines)
+    for path, lines in wanted.items():
+        try:
+            lines |= _module_outline(_parse(read_file(path)))
+        except (OSError, UnicodeDecodeError):
+            continue
+    return wanted
+
+
+def frames_slice(text: str, read_file: ReadFile, skip: dict[str, set[int]]) -> dict[str, set[int]]:
+    """The functions of the project source lines a test output names (``path.py:12``), except those in ``skip``:
+    what a failed attempt's traceback implicates beside the hypothesis' own places."""
+    known = _known(read_file)
+    wanted: dict[str, set[int]] = {}
+    for match in FILE_LINE.finditer(text):
+        path, line = match.group(1), int(match.group(2))
+        if line in skip.get(path, set()) or not known(path):
+            continue
+        spans = function_spans(path, read_file(path))
+        wanted.setdefault(path, set()).update(_around(spans, line, [line]))
+        if len(wanted) >= MAX_FRAMES_PER_FAILURE:
+            break
+    return wanted
+
+
+FILE_LINE = re.compile(r"([\w./-]+\.py)\W{1,2}(\d+)")
+
+
 def test_slices(evidence: Evidence, read_file: ReadFile) -> dict[str, set[int]]:
-    """The failing test functions and their module's imports, so QA tests can import the same way."""
+    """The failing test functions with what they use: their module's imports, their class's header, setup
+    methods and attributes, the fixtures they ask for (from the test module or a conftest.py on its path) and
+    the module's own helper functions they call; so QA tests can import and set up the same way."""
     wanted: dict[str, set[int]] = {}
     seen = 0
     for nodeid in evidence.f2p_tests:
         if seen >= MAX_TEST_FUNCTIONS:
             break
         path, _, rest = nodeid.partition("::")
-        name = rest.split("::")[-1].split("[")[0]
+        parts = [p.split("[")[0] for p in rest.split("::") if p]
         try:
             text = read_file(path)
-        except OSError:
+        except (OSError, UnicodeDecodeError):
             continue
         tree = _parse(text)
-        if tree is None:
+        if tree is None or not parts:
             continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name:
-                first = min([d.lineno for d in node.decorator_list] + [node.lineno])
-                last = min(node.end_lineno or node.lineno, first + MAX_TEST_LINES - 1)
-                lines = wanted.setdefault(path, set())
-                if not lines:
-                    lines |= _module_outline(tree)
-                lines |= set(range(first, last + 1))
-                seen += 1
+        found = _find_test(tree, parts)
+        if found is None:
+            continue
+        node, owner = found
+        lines = wanted.setdefault(path, set())
+        lines |= _module_outline(tree)
+        lines |= _node_lines(node, MAX_TEST_LINES)
+        if owner is not None:
+            lines |= _class_outline(tree, owner.name)
+            for stmt in owner.body:
+                if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and (
+                    stmt.name in SETUP_METHODS or _is_fixture(stmt)
+                ):
+                    lines |= _node_lines(stmt, MAX_TEST_LINES)
+        helpers = {n.func.id for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+        fixtures = {a.arg for a in node.args.args} - {"self", "cls"}
+        for stmt in tree.body:
+            if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and (
+                stmt.name in helpers or (stmt.name in fixtures and _is_fixture(stmt))
+            ):
+                lines |= _node_lines(stmt, MAX_TEST_LINES)
+                fixtures.discard(stmt.name)
+        for conftest in _conftests(path):
+            if not fixtures:
                 break
+            try:
+                conf_tree = _parse(read_file(conftest))
+            except (OSError, UnicodeDecodeError):
+                continue
+            for stmt in conf_tree.body if conf_tree is not None else []:
+                if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.name in fixtures:
+                    conf_lines = wanted.setdefault(conftest, set())
+                    conf_lines |= _module_outline(conf_tree)
+                    conf_lines |= _node_lines(stmt, MAX_TEST_LINES)
+                    fixtures.discard(stmt.name)
+        seen += 1
     return wanted
+
+
+SETUP_METHODS = frozenset(
+    {"setUp", "setUpClass", "asyncSetUp", "setup_method", "setup_class", "setup", "get_app", "setUpTestData"}
+)
+
+
+def _find_test(
+    tree: ast.Module, parts: Sequence[str]
+) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, ast.ClassDef | None] | None:
+    """The test function a node id names (``Class::test`` or ``test``), and its class; a test a class inherits
+    from a base class of the same module is found there."""
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    name = parts[-1]
+    if len(parts) == 1:
+        for stmt in tree.body:
+            if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.name == name:
+                return stmt, None
+        return None
+    queue = [classes.get(parts[-2])]
+    while queue:
+        owner = queue.pop(0)
+        if owner is None:
+            continue
+        for stmt in owner.body:
+            if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.name == name:
+                return stmt, owner
+        queue += [classes.get(b.id) for b in owner.bases if isinstance(b, ast.Name)]
+    return None
+
+
+def _is_fixture(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    return any("fixture" in ast.unparse(d) for d in node.decorator_list)
+
+
+def _node_lines(node: ast.stmt, limit: int) -> set[int]:
+    first = min([d.lineno for d in getattr(node, "decorator_list", [])] + [node.lineno])
+    last = min(node.end_lineno or node.lineno, first + limit - 1)
+    return set(range(first, last + 1))
+
+
+def _conftests(test_path: str) -> list[str]:
+    """The conftest.py files whose fixtures a test module sees, nearest first."""
+    parts = test_path.split("/")[:-1]
+    return [("/".join(parts[:n]) + "/conftest.py").lstrip("/") for n in range(len(parts), -1, -1)]
 
 
 def render_slices(wanted: dict[str, set[int]], read_file: ReadFile) -> str:
@@ -230,28 +414,36 @@ def _parse(text: str) -> ast.Module | None:
         return None
 
 
-def _function_lines(start: int, end: int, suspicious: set[int]) -> set[int]:
+def _function_lines(start: int, end: int, ranked: Sequence[int]) -> set[int]:
+    """A function whole when it fits, else its signature and a window around each of its ``ranked`` lines,
+    highest ranked first (never the first few by position: the top line must be in view)."""
     if end - start + 1 <= MAX_FUNCTION_LINES:
         return set(range(start, end + 1))
     lines = set(range(start, start + 3))  # the signature
-    inside = sorted(line for line in suspicious if start <= line <= end) or [start]
-    for line in inside[:6]:
+    inside = list(dict.fromkeys(line for line in ranked if start <= line <= end)) or [start]
+    for line in inside[:MAX_WINDOWS]:
         lines |= set(range(max(start, line - WINDOW), min(end, line + WINDOW) + 1))
     return lines
 
 
 def _module_outline(tree: ast.Module | None) -> set[int]:
-    """Imports and module-level assignments (not the docstring), up to ``MAX_MODULE_LINES`` lines."""
+    """Imports and module-level assignments (not the docstring), up to ``MAX_MODULE_LINES`` lines: imports first,
+    then constants; a statement too long for what is left is skipped, not the rest."""
     lines: set[int] = set()
     if tree is None:
         return lines
-    for node in tree.body:
-        if isinstance(node, ast.Import | ast.ImportFrom | ast.Assign | ast.AnnAssign | ast.AugAssign):
-            span = set(range(node.lineno, (node.end_lineno or node.lineno) + 1))
-            if len(lines) + len(span) > MAX_MODULE_LINES:
-                break
+    imports = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
+    constants = [n for n in tree.body if isinstance(n, ast.Assign | ast.AnnAssign | ast.AugAssign)]
+    for node in imports + constants:
+        span = set(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+        if len(lines) + len(span) <= MAX_MODULE_LINES:
             lines |= span
     return lines
+
+
+def _definitions_index(tree: ast.Module) -> set[int]:
+    """The first line of every top-level definition: what a module offers, for an error naming it."""
+    return {n.lineno for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)}
 
 
 def _class_outline(tree: ast.Module, qualified: str) -> set[int]:
@@ -278,16 +470,22 @@ From the evidence above, give up to {count} genuinely different root-cause hypot
 most likely first. Different means a different location or a different mechanism, not a rewording. Each names
 a project source file shown above (never a test file), the function, method (Class.method) or module
 constant, the line range, the reasoning that ties it to the tracebacks and the ranking, and the fix you
-propose. Confidence is your probability that the hypothesis is the root cause.{ask_offer(asks_left)}
-Call the report_hypotheses tool."""
+propose. When the same root cause needs changes in more than one place (a function and its caller, a
+definition and where it is used), name the first place as the hypothesis' location and the others in
+"also". Confidence is your probability that the hypothesis is the root cause.{ask_offer(asks_left)}"""
+
+
+def describe_location(location: Location) -> str:
+    lines = f"{location.lines[0]}-{location.lines[-1]}" if location.lines else "?"
+    return f"{location.file} {location.symbol} (lines {lines})"
 
 
 def describe_hypothesis(hypothesis: Hypothesis) -> str:
-    lines = f"{hypothesis.lines[0]}-{hypothesis.lines[-1]}" if hypothesis.lines else "?"
+    also = "".join(f"\n  also: {describe_location(place)}" for place in hypothesis.also)
     return (
         f"{hypothesis.id}: {hypothesis.title}\n"
-        f"  location: {hypothesis.file} {hypothesis.symbol} (lines {lines}), "
-        f"confidence {hypothesis.confidence:.2f}\n"
+        f"  location: {describe_location(hypothesis.locations()[0])}, "
+        f"confidence {hypothesis.confidence:.2f}{also}\n"
         f"  reasoning: {hypothesis.reasoning}\n"
         f"  proposed fix: {hypothesis.proposed_fix}"
     )
@@ -313,31 +511,44 @@ FAIL on the current code with an AssertionError (or the exception the hypothesis
 the hypothesized fix is applied. It must not fail because of an import error, a typo or a missing
 fixture. Use one or two test functions, plain asserts, no network, no files outside a tmp_path,
 nothing from conftest.py. If the hypothesis is wrong, an honest test passes on the current code: that is
-how we rule it out.{retry}
-Call the write_reproduction_test tool."""
+how we rule it out.{retry}"""
 
 
 def patcher_request(
-    hypothesis: Hypothesis, code: str, attempts: Sequence[str], correction: str = "", asks_left: int = 0
+    hypothesis: Hypothesis,
+    code: str,
+    attempts: Sequence[str],
+    implicated: str = "",
+    correction: str = "",
+    asks_left: int = 0,
 ) -> str:
+    """The Patcher's request: the hypothesis, what its reproduction test showed, the current code of every place
+    it names, the earlier attempts with their failing output and the code that output implicates."""
+    reproduction = ""
+    if hypothesis.reproduction:
+        reproduction = "\n\nIts reproduction test, run on the current code:\n" + block(
+            "QA test result", hypothesis.reproduction, limit=1200
+        )
+    places = "that location" if not hypothesis.also else f"the {len(hypothesis.locations())} places it names"
     previous = ""
     if attempts:
         previous = "\n\nEarlier attempts for this hypothesis, and why they failed (do not repeat them):\n" + "\n".join(
             f"- attempt {n}: {text}" for n, text in enumerate(attempts, 1)
         )
+    if implicated:
+        previous += "\n\nCode the last attempt's failing output points at:\n" + implicated
     return f"""\
 Role: Patcher.
 Fix the bug described by this hypothesis:
-{describe_hypothesis(hypothesis)}
+{describe_hypothesis(hypothesis)}{reproduction}
 
-Current code at that location:
+Current code at {places} (unpatched: every attempt starts from it):
 {code}{previous}
 
 Return the smallest search/replace edits that fix it. Each search text is copied verbatim from the current
 file (indentation included, line numbers excluded) and must match exactly one place in that file; include a
 few surrounding lines if needed. Edit only the project's source files. Never edit tests, conftest.py,
-configuration or CI files.{ask_offer(asks_left)}
-Call the propose_edits tool.{correction}"""
+configuration or CI files.{ask_offer(asks_left)}{correction}"""
 
 
 def describe_failure(verdict: Verification) -> str:
@@ -345,11 +556,8 @@ def describe_failure(verdict: Verification) -> str:
     return f"verification failed at {verdict.stage.value}:\n" + block("verification output", detail, limit=1500)
 
 
-def corrective_request(tool: str, problem: str) -> str:
-    return (
-        f"Your previous answer could not be used: {problem}\n"
-        f"Call the {tool} tool again with a corrected, complete answer."
-    )
+def corrective_request(problem: str) -> str:
+    return f"Your previous answer could not be used: {problem}\nAnswer again, corrected and complete."
 
 
 def ask_offer(asks_left: int) -> str:

@@ -19,6 +19,22 @@ class _Answer(BaseModel):
     model_config = ConfigDict(extra="ignore", str_strip_whitespace=True)
 
 
+class LocationAnswer(_Answer):
+    file: str = Field(min_length=1, description="Repository-relative path of the source file.")
+    symbol: str = Field(min_length=1, description="Function, method (Class.method) or module constant.")
+    line_start: int = Field(ge=1)
+    line_end: int = Field(ge=1)
+
+    @model_validator(mode="after")
+    def _ordered_lines(self) -> LocationAnswer:
+        if self.line_end < self.line_start:
+            self.line_start, self.line_end = self.line_end, self.line_start
+        return self
+
+
+MAX_ALSO = 3
+
+
 class HypothesisAnswer(_Answer):
     title: str = Field(min_length=3, max_length=200, description="One line: what is wrong, where.")
     confidence: float = Field(ge=0.0, le=1.0, description="Probability that this is the root cause.")
@@ -28,6 +44,11 @@ class HypothesisAnswer(_Answer):
     line_end: int = Field(ge=1)
     reasoning: str = Field(min_length=1, description="Why the evidence points here (tracebacks, ranking).")
     proposed_fix: str = Field(min_length=1, description="The change you would make, in one or two sentences.")
+    also: list[LocationAnswer] = Field(
+        default_factory=list,
+        max_length=MAX_ALSO,
+        description="Other places the same fix must change (a caller, a second function); empty when one suffices.",
+    )
 
     @model_validator(mode="after")
     def _ordered_lines(self) -> HypothesisAnswer:
@@ -158,10 +179,10 @@ def inline_schema(model: type[BaseModel]) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class ProjectBounds:
-    """What the schemas can pin down about one project: its editable source files (an ``enum`` for every
+    """What the schemas can pin down about one project: the source files shown to the model (an ``enum`` for every
     ``file``), their line counts (line numbers in range), and how many hypotheses and edits an answer may hold."""
 
-    files: Mapping[str, int] = field(default_factory=dict)  # source file -> number of lines
+    files: Mapping[str, int] = field(default_factory=dict)  # source file shown to the model -> number of lines
     hypotheses: int = 3
     edits: int = 4
     asks: bool = True  # the Detective and the Patcher may ask for more context (False: no ``asks`` field)
@@ -212,6 +233,10 @@ def constrained_schema(model: type[BaseModel], bounds: ProjectBounds | None) -> 
                 node["enum"] = sorted(bounds.files)
             if name in ("line_start", "line_end") and node.get("type") == "integer":
                 node["maximum"] = max(1, *bounds.files.values())
+                # The schema has one bound for every file; each file's own is said here, and checked on answer.
+                node["description"] = "A line of the file named; files have " + ", ".join(
+                    f"{path}: 1-{count}" for path, count in sorted(bounds.files.items())
+                )
         if bounds is not None and node.get("type") == "array":
             if name == "hypotheses":
                 node["maxItems"] = max(1, bounds.hypotheses)

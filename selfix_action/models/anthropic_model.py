@@ -22,8 +22,8 @@ from selfix_action.models.base import (
     PreflightResult,
     RetryPolicy,
     TokenUsage,
+    answer_instruction,
     complete_stepping_down,
-    json_instruction,
     parse_json_object,
     preflight_result,
     preflight_status_error,
@@ -132,6 +132,7 @@ class AnthropicModel:
         system[-1]["cache_control"] = {"type": "ephemeral"}
         messages = [{"role": m.role, "content": m.content} for m in request.messages]
         spec = next(t for t in request.tools if t.name == request.tool)
+        messages[-1] = {**messages[-1], "content": messages[-1]["content"] + answer_instruction(mode, spec)}
         kwargs: dict[str, Any] = {}
         if mode == "tools":
             kwargs["tools"] = [
@@ -139,16 +140,7 @@ class AnthropicModel:
             ]
             kwargs["tool_choice"] = {"type": "tool", "name": request.tool, "disable_parallel_tool_use": True}
         elif mode == "json-schema":
-            messages[-1] = {
-                **messages[-1],
-                "content": f"{messages[-1]['content']}\n\nAnswer with only a JSON object ({spec.description}).",
-            }
             kwargs["output_config"] = {"format": {"type": "json_schema", "schema": output_format_schema(spec.schema)}}
-        else:
-            messages[-1] = {
-                **messages[-1],
-                "content": messages[-1]["content"] + json_instruction(spec.description, spec.schema),
-            }
         client = self._client
         if deadline is not None:
             left = deadline - self._clock()

@@ -251,6 +251,16 @@ class ModeLadder:
         return self.current
 
 
+def answer_instruction(mode: str, spec: ToolSpec) -> str:
+    """The last words of a request in ``mode``: the form of the answer, said once and only in that mode's terms
+    (a JSON mode never asks for a tool call). The role prompts themselves name no form."""
+    if mode == "tools":
+        return f"\n\nAnswer by calling the {spec.name} tool, with arguments matching its schema."
+    if mode == "json-schema":
+        return f"\n\nAnswer with only a JSON object ({spec.description})."
+    return json_instruction(spec.description, spec.schema)
+
+
 def json_instruction(description: str, schema: Mapping[str, Any]) -> str:
     """The prompt suffix of the "json" mode: the schema spelled out, since nothing enforces it."""
     return (

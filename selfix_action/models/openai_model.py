@@ -22,8 +22,8 @@ from selfix_action.models.base import (
     PreflightResult,
     RetryPolicy,
     TokenUsage,
+    answer_instruction,
     complete_stepping_down,
-    json_instruction,
     parse_json_object,
     preflight_result,
     preflight_status_error,
@@ -129,6 +129,7 @@ class OpenAIModel:
         messages += [{"role": m.role, "content": m.content} for m in request.messages]
         kwargs: dict[str, Any] = {self._token_param: request.max_tokens}
         spec = next(t for t in request.tools if t.name == request.tool)
+        messages[-1] = {**messages[-1], "content": messages[-1]["content"] + answer_instruction(mode, spec)}
         if mode == "tools":
             kwargs["tools"] = [
                 {
@@ -139,18 +140,11 @@ class OpenAIModel:
             ]
             kwargs["tool_choice"] = {"type": "function", "function": {"name": request.tool}}
         elif mode == "json-schema":
-            last = messages[-1]
-            messages[-1] = {
-                **last,
-                "content": f"{last['content']}\n\nAnswer with only a JSON object ({spec.description}).",
-            }
             kwargs["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {"name": spec.name, "description": spec.description, "schema": dict(spec.schema)},
             }
         else:
-            last = messages[-1]
-            messages[-1] = {**last, "content": last["content"] + json_instruction(spec.description, spec.schema)}
             kwargs["response_format"] = {"type": "json_object"}
         client = self._client
         if deadline is not None:

@@ -293,7 +293,9 @@ def test_the_detective_asks_for_a_symbol_gets_it_then_answers_and_the_heal_heals
 
     asks = [e for e in trace if e["step"] == "ask"]
     assert len(asks) == 1 and asks[0]["role"] == "detective" and asks[0]["asks_left"] == 7
-    assert asks[0]["asks"][0]["name"] == "tally" and asks[0]["answer_chars"] == len(answer_text)
+    reply, instruction = answer_text.split("\n\nAnswer by calling")  # the tools mode's words, added by the adapter
+    assert asks[0]["asks"][0]["name"] == "tally" and asks[0]["answer_chars"] == len(reply)
+    assert instruction == " the report_hypotheses tool, with arguments matching its schema."
     calls = [e for e in trace if e["step"] == "model_call" and e["role"] == "detective"]
     assert json.loads(calls[0]["response"]) == SYMBOL_ASK  # the transcript holds the ask and, next, its answer
     assert any("tally.py: function tally" in m["content"] for m in calls[1]["prompt"])

@@ -69,7 +69,12 @@ def test_tool_use_answer_and_usage() -> None:
     assert [t["name"] for t in body["tools"]] == ["answer", "other"]
     assert body["tools"][0]["input_schema"]["required"] == ["x"]
     assert body["tool_choice"] == {"type": "tool", "name": "answer", "disable_parallel_tool_use": True}
-    assert body["messages"] == [{"role": "user", "content": "answer please"}]
+    assert body["messages"] == [
+        {
+            "role": "user",
+            "content": "answer please\n\nAnswer by calling the answer tool, with arguments matching its schema.",
+        }
+    ]
     assert request.headers.get("x-stainless-retry-count") == "0"
 
 

@@ -42,7 +42,11 @@ def test_tool_call_answer_and_usage() -> None:
     assert request.headers["authorization"] == "Bearer sk-test"
     body = request.body
     assert body["messages"][0] == {"role": "system", "content": "you are a test\n\n# Evidence\nstable context"}
-    assert body["messages"][1] == {"role": "user", "content": "answer please"}
+    # The tool mode's own words end the request (a JSON mode never asks for a tool call).
+    assert body["messages"][1] == {
+        "role": "user",
+        "content": "answer please\n\nAnswer by calling the answer tool, with arguments matching its schema.",
+    }
     assert body["tools"][0]["function"]["name"] == "answer"
     assert body["tool_choice"] == {"type": "function", "function": {"name": "answer"}}
     assert body["max_tokens"] == 300  # a base URL means an OpenAI-compatible server: the classic parameter

@@ -1,0 +1,305 @@
+"""What the model sees (issue 23): slices that hold what localization ranks highest, the code errors and
+tracebacks name, the fixtures and helpers the failing tests use; hypotheses naming several places and a Patcher
+that sees each; the QA result and the failing output's code fed to the Patcher; prompts in the words of the
+structured mode in use; schemas bounded by what was shown."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from selfix_action.engine.models import (
+    Evidence,
+    Frame,
+    Hypothesis,
+    Location,
+    SuspiciousFunction,
+    SuspiciousLine,
+    TestResult,
+    TestStatus,
+    Verification,
+    VerifyStage,
+)
+from selfix_action.llm.budget import Budget
+from selfix_action.llm.engine import LLMEngine
+from selfix_action.llm.prompts import SYSTEM_PROMPT, build_context, detective_request, qa_request
+from selfix_action.llm.schemas import DETECTIVE_TOOL, ProjectBounds, tool_specs
+from selfix_action.models.base import ModelRequest, ModelResponse, TokenUsage, answer_instruction
+from tests.llm.conftest import CachedSandbox
+
+
+def files_reader(files: dict[str, str]) -> Callable[[str], str]:
+    def read(path: str) -> str:
+        if path not in files:
+            raise FileNotFoundError(path)
+        return files[path]
+
+    return read
+
+
+def numbered(n: int, code: str) -> str:
+    return f"{n:>5} | {code}"
+
+
+def failure(nodeid: str, message: str = "assert 1 == 2", frames: tuple[Frame, ...] = ()) -> TestResult:
+    return TestResult(
+        nodeid=nodeid, status=TestStatus.FAILED, exc_type="AssertionError", message=message, frames=frames
+    )
+
+
+def evidence(**fields: Any) -> Evidence:
+    base: dict[str, Any] = {
+        "f2p_tests": ("tests/test_m.py::test_it",),
+        "p2p_tests": (),
+        "failures": (failure("tests/test_m.py::test_it"),),
+        "suspicious_lines": (),
+        "suspicious_functions": (),
+        "coverage_used": True,
+    }
+    base.update(fields)
+    return Evidence(**base)
+
+
+# A long function: its top-ranked line sits after many lower-ranked ones.
+LONG = ["def long_one(x):"] + [f"    x = x + {n}" for n in range(1, 90)] + ["    return x"]
+SHORT = ["", "", "def short_one(y):", "    y = y * 2", "    return y - 1"]
+MODULE = "\n".join(["import os", "", *LONG, *SHORT]) + "\n"
+TOP_LINE = 80  # "    x = x + 78"
+
+
+def test_the_top_ranked_line_is_shown_even_after_many_lower_ranked_ones() -> None:
+    read = files_reader({"m.py": MODULE, "tests/test_m.py": "def test_it():\n    assert 1 == 2\n"})
+    lower = [SuspiciousLine(file="m.py", line=n, score=0.5, function="long_one") for n in range(4, 12)]
+    ev = evidence(
+        suspicious_lines=(SuspiciousLine(file="m.py", line=TOP_LINE, score=1.0, function="long_one"), *lower),
+        suspicious_functions=(SuspiciousFunction(file="m.py", name="long_one", start=3, end=93, score=1.0),),
+    )
+    context = build_context(ev, read)
+    assert numbered(TOP_LINE, MODULE.splitlines()[TOP_LINE - 1]) in context
+
+
+def test_a_ranked_line_outside_the_top_functions_is_shown_in_its_function() -> None:
+    read = files_reader({"m.py": MODULE, "tests/test_m.py": "def test_it():\n    assert 1 == 2\n"})
+    short_line = MODULE.splitlines().index("    y = y * 2") + 1
+    ev = evidence(
+        suspicious_lines=(SuspiciousLine(file="m.py", line=short_line, score=0.9, function="short_one"),),
+        suspicious_functions=(),  # the function ranking has nothing for it
+    )
+    context = build_context(ev, read)
+    assert numbered(short_line, "    y = y * 2") in context
+    assert numbered(short_line - 1, "def short_one(y):") in context and numbered(1, "import os") in context
+
+
+def test_a_module_an_error_names_and_the_traceback_frames_are_shown() -> None:
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/codec.py": "import json\n\nSEP = ','\n\n\ndef encode(x):\n    return json.dumps(x)\n",
+        "pkg/run.py": "from pkg import codec\n\n\ndef go(x):\n    y = x + 1\n    return codec.decode(y)\n",
+        "tests/test_m.py": "from pkg.run import go\n\n\ndef test_it():\n    assert go(1)\n",
+    }
+    frames = (
+        Frame(file="tests/test_m.py", line=5, function="test_it", code="assert go(1)"),
+        Frame(file="pkg/run.py", line=6, function="go", code="return codec.decode(y)"),
+    )
+    ev = evidence(
+        failures=(failure("tests/test_m.py::test_it", "module 'pkg.codec' has no attribute 'decode'", frames),),
+    )
+    context = build_context(ev, files_reader(files))
+    # No localization at all: the frame's function and the module the message names are still shown.
+    assert numbered(6, "    return codec.decode(y)") in context and numbered(4, "def go(x):") in context
+    assert "### pkg/codec.py" in context and numbered(6, "def encode(x):") in context
+    assert numbered(3, "SEP = ','") in context
+
+
+CONFTEST = "import pytest\n\n\n@pytest.fixture\ndef account():\n    return {'balance': 10}\n"
+TEST_MODULE = """\
+import pytest
+
+from bank import withdraw
+
+
+def make_amount(n):
+    return n * 2
+
+
+def unrelated():
+    return 0
+
+
+class TestBank:
+    RATE = 3
+
+    def setUp(self):
+        self.fee = 1
+
+    def test_withdraw(self, account):
+        assert withdraw(account, make_amount(2)) == 6
+"""
+
+
+def test_the_failing_tests_fixtures_setup_and_helpers_are_shown() -> None:
+    read = files_reader(
+        {
+            "bank.py": "def withdraw(a, n):\n    return a['balance'] - n\n",
+            "tests/test_bank.py": TEST_MODULE,
+            "tests/conftest.py": CONFTEST,
+        }
+    )
+    ev = evidence(
+        f2p_tests=("tests/test_bank.py::TestBank::test_withdraw",),
+        failures=(failure("tests/test_bank.py::TestBank::test_withdraw"),),
+    )
+    context = build_context(ev, read)
+    lines = TEST_MODULE.splitlines()
+    for code in (
+        "def make_amount(n):",
+        "    def setUp(self):",
+        "    RATE = 3",
+        "    def test_withdraw(self, account):",
+    ):
+        assert numbered(lines.index(code) + 1, code) in context, code
+    assert "def unrelated" not in context
+    assert "### tests/conftest.py" in context and numbered(5, "def account():") in context
+
+
+def test_prompts_name_no_answer_form_and_each_mode_says_its_own() -> None:
+    spec = tool_specs()[0]
+    texts = [SYSTEM_PROMPT, detective_request(3)]
+    assert not any("call" in t.lower() and "tool" in t.lower() for t in texts)
+    assert "calling the report_hypotheses tool" in answer_instruction("tools", spec)
+    for mode in ("json-schema", "json"):
+        assert "tool" not in answer_instruction(mode, spec) and "JSON object" in answer_instruction(mode, spec)
+    hypothesis = Hypothesis(id="H1", rank=1, title="t", confidence=0.5, file="a.py", symbol="f", lines=(1,))
+    assert "tool" not in qa_request(hypothesis, "test_qa_h1.py")
+
+
+def test_schemas_list_the_files_shown_with_their_own_line_bounds() -> None:
+    (detective, _, _) = tool_specs(ProjectBounds({"a.py": 40, "pkg/b.py": 300}))
+    item = detective.schema["properties"]["hypotheses"]["items"]
+    assert item["properties"]["file"]["enum"] == ["a.py", "pkg/b.py"]
+    assert "a.py: 1-40" in item["properties"]["line_start"]["description"]
+    also = item["properties"]["also"]["items"]["properties"]
+    assert also["file"]["enum"] == ["a.py", "pkg/b.py"] and "pkg/b.py: 1-300" in also["line_end"]["description"]
+
+
+# -- the engine's requests, recorded from a scripted model over a real sandbox ---------------------------
+FINDER = {
+    "finder.py": """\
+import re
+
+WORD = re.compile(r"\\w+")
+
+
+def find(words, target):
+    for i, word in enumerate(words):
+        if word == target:
+            return i + 1
+    return -1
+"""
+    + "".join(f"\n\ndef filler_{n}(x):\n    return x + {n}\n" for n in range(40))
+    + """
+
+def lookup(text, target):
+    words = WORD.findall(text)
+    index = find(words, target)
+    return words[index - 1] if index > 0 else None
+""",
+    "tests/test_finder.py": """\
+from finder import find, lookup
+
+
+def test_find():
+    assert find(["a", "b"], "b") == 1
+
+
+def test_lookup():
+    assert lookup("a b", "b") == "b"
+""",
+}
+
+
+class RecordingModel:
+    """A scripted ``ChatModel``: answers each tool from a queue, records every request."""
+
+    provider = "scripted"
+    model = "scripted"
+    structured = "json-schema"
+
+    def __init__(self, answers: dict[str, list[dict[str, Any]]]) -> None:
+        self.answers = answers
+        self.requests: list[ModelRequest] = []
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        self.requests.append(request)
+        answer = self.answers[request.tool].pop(0)
+        return ModelResponse(json.dumps(answer), request.tool, answer, TokenUsage(10, 10), "scripted")
+
+    def text(self, tool: str) -> list[str]:
+        return [r.context + "\n".join(m.content for m in r.messages) for r in self.requests if r.tool == tool]
+
+
+def lines_of(source: str, code: str) -> int:
+    return source.splitlines().index(code) + 1
+
+
+def test_the_detective_may_name_several_places_and_the_patcher_sees_each(
+    project_sandbox: Callable[..., CachedSandbox],
+) -> None:
+    sandbox = project_sandbox(files=FINDER)
+    source = sandbox.read_file("finder.py")
+    find_line = lines_of(source, "            return i + 1")
+    lookup_line = lines_of(source, "    return words[index - 1] if index > 0 else None")
+    ev = evidence(
+        f2p_tests=("tests/test_finder.py::test_find",),
+        failures=(failure("tests/test_finder.py::test_find", "assert 2 == 1"),),
+        suspicious_lines=(SuspiciousLine(file="finder.py", line=find_line, score=1.0, function="find"),),
+        suspicious_functions=(SuspiciousFunction(file="finder.py", name="find", start=6, end=10, score=1.0),),
+    )
+    hypothesis = {
+        "title": "find returns a 1-based index",
+        "confidence": 0.8,
+        "file": "finder.py",
+        "symbol": "find",
+        "line_start": find_line,
+        "line_end": find_line,
+        "reasoning": "test_find expects 1 for the second word",
+        "proposed_fix": "return i, and lookup uses the index as is",
+        "also": [{"file": "finder.py", "symbol": "lookup", "line_start": lookup_line, "line_end": lookup_line}],
+    }
+    fix = {"explanation": "0-based", "edits": [{"file": "finder.py", "search": "return i + 1", "replace": "return i"}]}
+    again = {
+        "explanation": "0-based",
+        "edits": [{"file": "finder.py", "search": "return i + 1", "replace": "return i + 0"}],
+    }
+    model = RecordingModel({DETECTIVE_TOOL: [{"hypotheses": [hypothesis]}], "propose_edits": [fix, again]})
+    engine = LLMEngine(model, Budget(model="scripted"))
+    (found,) = engine.hypotheses(ev, sandbox, 3)
+    assert found.also == (Location(file="finder.py", symbol="lookup", lines=(lookup_line,)),)
+    # The context shows find, not lookup (nothing ranks it); the Patcher's request shows both, with imports.
+    assert numbered(lookup_line, "    return words[index - 1] if index > 0 else None") not in model.requests[0].context
+    exposed = found.model_copy(update={"reproduction": "QA test fails on the unpatched code with AssertionError"})
+    history: list[Verification] = []
+    candidates = engine.candidates(exposed, ev, sandbox, history)
+    next(candidates)
+    (first,) = model.text("propose_edits")
+    assert numbered(lookup_line, "    return words[index - 1] if index > 0 else None") in first
+    assert numbered(find_line, "            return i + 1") in first and numbered(1, "import re") in first
+    assert "also: finder.py lookup" in first and "QA test fails on the unpatched code with AssertionError" in first
+    # A failed attempt whose output points elsewhere (filler_7) shows that code in the retry.
+    filler = lines_of(source, "def filler_7(x):") + 1
+    history.append(
+        Verification(
+            candidate_id="H1-P1",
+            ok=False,
+            stage=VerifyStage.P2P,
+            failing_tests=("tests/test_finder.py::test_lookup",),
+            detail=f"tests/test_finder.py::test_lookup: TypeError at finder.py:{filler}: bad operand",
+        )
+    )
+    next(candidates)
+    second = model.text("propose_edits")[1]
+    assert numbered(filler, "    return x + 7") in second and "failing output points at" in second
+    # The schemas' file enum holds the files shown, not every source file.
+    detective_spec = next(t for t in model.requests[0].tools if t.name == DETECTIVE_TOOL)
+    assert detective_spec.schema["properties"]["hypotheses"]["items"]["properties"]["file"]["enum"] == ["finder.py"]
