@@ -189,6 +189,8 @@ def gather_evidence(
         coverage_used=found.coverage_used,
         localization_note=note,
         user_hint=user_hint,
+        pytest_plugins=baseline.pytest_plugins,
+        root_fixtures=baseline.root_fixtures,
         covering_tests={p: {ln: tuple(sorted(t)) for ln, t in lines.items()} for p, lines in covering.items()},
     )
 

@@ -58,6 +58,10 @@ class TestRun(Frozen):
     returncode: int | None = None
     duration: float = 0.0
     output_tail: str = ""  # last lines of the run's output, for reports when nothing else explains a failure
+    # What a test module at the repository's root can use: the installed pytest plugins, and its fixtures with
+    # where each comes from (pytest, a plugin's name, conftest.py). Empty when pytest did not say.
+    pytest_plugins: tuple[str, ...] = ()
+    root_fixtures: tuple[tuple[str, str], ...] = ()
     # Why the run could not report on every test it was asked for: the sandbox could not run it, or pytest ended
     # with a usage error, an internal error, an interruption (collection errors) or no test collected. A test
     # without a result was not run: it never reads as passed. Empty for an ordinary run (tests passed or failed).
@@ -96,6 +100,9 @@ class Evidence(Frozen):
     coverage_used: bool
     localization_note: str = ""
     user_hint: str = ""  # free text from the user ("/selfix fix <text>")
+    # What a reproduction test under the scratch folder can use (the baseline run's TestRun fields of these names).
+    pytest_plugins: tuple[str, ...] = ()
+    root_fixtures: tuple[tuple[str, str], ...] = ()
     # p2p test -> lines it covers, to pick the passing tests that guard an edited line
     covering_tests: dict[str, dict[int, tuple[str, ...]]] = Field(default_factory=dict)
 

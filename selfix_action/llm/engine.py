@@ -38,6 +38,7 @@ from selfix_action.llm.prompts import (
     frames_slice,
     locations_slice,
     patcher_request,
+    qa_environment,
     qa_request,
     render_slices,
     source_slices,
@@ -261,7 +262,9 @@ class LLMEngine:
                 raise InvalidAnswer(problem)
             return answer
 
-        answer = self._ask("qa", QA_TOOL, qa_request(hypothesis, path, feedback), evidence, sandbox, validate)
+        answer = self._ask(
+            "qa", QA_TOOL, qa_request(hypothesis, path, feedback, qa_environment(evidence)), evidence, sandbox, validate
+        )
         if answer is None:
             self.trace(
                 "qa_fallback",

@@ -491,9 +491,26 @@ def describe_hypothesis(hypothesis: Hypothesis) -> str:
     )
 
 
-def qa_request(hypothesis: Hypothesis, path: str, feedback: str = "") -> str:
+def qa_environment(evidence: Evidence) -> str:
+    """What a reproduction test can use, as pytest reported it on the baseline run: fixtures by origin, plugins."""
+    by_origin: dict[str, list[str]] = {}
+    for name, origin in evidence.root_fixtures:
+        by_origin.setdefault(origin, []).append(name)
+    if not by_origin and not evidence.pytest_plugins:
+        return ""
+    parts = [f"{origin}: {', '.join(sorted(names)[:40])}" for origin, names in sorted(by_origin.items())]
+    if evidence.pytest_plugins:
+        parts.append(f"installed pytest plugins: {', '.join(evidence.pytest_plugins[:40])}")
+    return "Fixtures a test there can ask for by name (and where each comes from) and plugins:\n" + block(
+        "pytest fixtures and plugins", "\n".join(parts), limit=2500
+    )
+
+
+def qa_request(hypothesis: Hypothesis, path: str, feedback: str = "", environment: str = "") -> str:
     """The QA request; ``feedback`` says why the previous reproduction test was broken (it failed in its own
-    code, or could not be collected), as untrusted test output."""
+    code, or could not be collected), as untrusted test output; ``environment`` what the test may use
+    (``qa_environment``)."""
+    uses = f"\n{environment}" if environment else ""
     retry = ""
     if feedback:
         retry = (
@@ -509,9 +526,10 @@ Write a small pytest module (it is saved as _selfix_qa/{path} and run from the r
 the project importable exactly as the failing tests import it) that reproduces THIS hypothesis. It must
 FAIL on the current code with an AssertionError (or the exception the hypothesis predicts), and PASS once
 the hypothesized fix is applied. It must not fail because of an import error, a typo or a missing
-fixture. Use one or two test functions, plain asserts, no network, no files outside a tmp_path,
-nothing from conftest.py. If the hypothesis is wrong, an honest test passes on the current code: that is
-how we rule it out.{retry}"""
+fixture. Use one or two test functions, plain asserts, no network, no files outside a tmp_path; never
+import conftest.py (ask for its fixtures by name instead, those listed below only: fixtures of a conftest.py
+in a test folder are not visible there). If the hypothesis is wrong, an honest test passes on the current
+code: that is how we rule it out.{uses}{retry}"""
 
 
 def patcher_request(

@@ -23,6 +23,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -51,6 +52,20 @@ _PYTEST_TROUBLE = {
 
 def _copy_ignore(directory: str, names: list[str]) -> set[str]:
     return {n for n in names if n in IGNORED_DIR_NAMES or n.endswith(".egg-info") or n.endswith(".pyc")}
+
+
+def _test_environment(record: dict[str, Any]) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]] | None:
+    """The plugins and root fixtures a run's collector reported, checked (it is the project's process talking)."""
+    plugins, fixtures = record.get("plugins"), record.get("fixtures")
+    if not isinstance(plugins, list) or not isinstance(fixtures, list):
+        return None
+    names = tuple(str(p)[:80] for p in plugins if isinstance(p, str))[:100]
+    pairs = tuple(
+        (str(f[0])[:80], str(f[1])[:80])
+        for f in fixtures
+        if isinstance(f, list) and len(f) == 2 and all(isinstance(x, str) for x in f)
+    )[:300]
+    return names, pairs
 
 
 class PytestSandbox:
@@ -279,6 +294,7 @@ class PytestSandbox:
         timed_out = False
         deadline_reached = False
         collector = ""
+        environment: tuple[tuple[str, ...], tuple[tuple[str, str], ...]] = ((), ())
         limit = self.limits.wall_seconds
         for _attempt in range(_MAX_HANG_RETRIES + 1):
             pending = None if nodeids is None else [n for n in nodeids if n not in results]
@@ -300,6 +316,8 @@ class PytestSandbox:
                     collector = self.coverage_collector = str(record.get("collector", ""))[:40]
                 elif record["event"] == "coverage_unavailable" and isinstance(record.get("reason"), str):
                     note = record["reason"]
+                elif record["event"] == "test_environment":
+                    environment = _test_environment(record) or environment
             if not proc.timed_out:
                 break
             timed_out = True
@@ -324,6 +342,8 @@ class PytestSandbox:
             coverage=coverage_data,
             coverage_note=note,
             coverage_collector=collector if coverage_data is not None else "",
+            pytest_plugins=environment[0],
+            root_fixtures=environment[1],
             timed_out=timed_out,
             deadline_reached=deadline_reached,
             returncode=proc.returncode,

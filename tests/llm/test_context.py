@@ -23,7 +23,7 @@ from selfix_action.engine.models import (
 )
 from selfix_action.llm.budget import Budget
 from selfix_action.llm.engine import LLMEngine
-from selfix_action.llm.prompts import SYSTEM_PROMPT, build_context, detective_request, qa_request
+from selfix_action.llm.prompts import SYSTEM_PROMPT, build_context, detective_request, qa_environment, qa_request
 from selfix_action.llm.schemas import DETECTIVE_TOOL, ProjectBounds, tool_specs
 from selfix_action.models.base import ModelRequest, ModelResponse, TokenUsage, answer_instruction
 from tests.llm.conftest import CachedSandbox
@@ -303,3 +303,25 @@ def test_the_detective_may_name_several_places_and_the_patcher_sees_each(
     # The schemas' file enum holds the files shown, not every source file.
     detective_spec = next(t for t in model.requests[0].tools if t.name == DETECTIVE_TOOL)
     assert detective_spec.schema["properties"]["hypotheses"]["items"]["properties"]["file"]["enum"] == ["finder.py"]
+
+
+def test_the_qa_request_lists_the_fixtures_and_plugins_a_reproduction_test_can_use(
+    project_sandbox: Callable[..., CachedSandbox],
+) -> None:
+    sandbox = project_sandbox(
+        files={
+            "conftest.py": "import pytest\n\n\n@pytest.fixture\ndef account():\n    return 1\n",
+            "tests/conftest.py": "import pytest\n\n\n@pytest.fixture\ndef deep():\n    return 2\n",
+            "m.py": "def f():\n    return 1\n",
+            "tests/test_m.py": "from m import f\n\n\ndef test_f(account, deep):\n    assert f() == 2\n",
+        }
+    )
+    run = sandbox.inner.run_tests(coverage=True)  # the real collector in the project's pytest, uncached
+    fixtures = dict(run.root_fixtures)
+    # The root conftest's fixture is visible under the scratch folder; the test folder's is not.
+    assert fixtures["account"] == "conftest.py" and fixtures["tmp_path"] == "pytest" and "deep" not in fixtures
+    ev = evidence(pytest_plugins=("pytest-mock",), root_fixtures=run.root_fixtures)
+    hypothesis = Hypothesis(id="H1", rank=1, title="t", confidence=0.5, file="m.py", symbol="f", lines=(1,))
+    text = qa_request(hypothesis, "test_qa_h1.py", environment=qa_environment(ev))
+    assert "conftest.py: account" in text and "tmp_path" in text and "installed pytest plugins: pytest-mock" in text
+    assert "deep" not in text

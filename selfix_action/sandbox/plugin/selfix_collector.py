@@ -174,6 +174,63 @@ def pytest_configure(config):
     _state["cov"] = cov
 
 
+def _plugin_names(config):
+    names = set()
+    try:
+        pairs = config.pluginmanager.list_plugin_distinfo()
+    except Exception:  # an old or odd pluggy: no names, nothing else lost
+        return []
+    for _plugin, dist in pairs:
+        name = getattr(dist, "project_name", None)
+        if not name:
+            try:
+                name = dist.metadata["name"]
+            except Exception:
+                name = None
+        if name:
+            names.add(str(name))
+    return sorted(names)
+
+
+def _root_fixtures(session):
+    """Fixtures a test module at the repository's root sees: pytest's own, the plugins', the root conftest's."""
+    manager = session._fixturemanager
+    # The registry's name changed over the years; only its keys (the fixture names) are read.
+    names = {}
+    for attr in ("_arg2node2fixturedefs", "_arg2nodeid2fixturedefs", "_arg2fixturedefs"):
+        names = getattr(manager, attr, None) or names
+    found = {}
+    for name in list(names):
+        if name.startswith("_") or name == "request":
+            continue
+        try:
+            defs = manager.getfixturedefs(name, session)  # pytest >= 8: a node
+        except (TypeError, AttributeError):
+            defs = manager.getfixturedefs(name, "")  # older: a node id
+        if not defs:
+            continue  # defined deeper (a test folder's conftest.py, a test module): not visible at the root
+        module = getattr(getattr(defs[-1], "func", None), "__module__", "") or ""
+        if module.startswith("_pytest") or module == "pytest":
+            origin = "pytest"
+        elif module == "conftest" or module.endswith("conftest"):
+            origin = "conftest.py"
+        else:
+            origin = module.split(".")[0]
+        found[name] = origin
+    return sorted(found.items())
+
+
+def pytest_collection_finish(session):
+    if not _OUT:
+        return
+    try:
+        fixtures = _root_fixtures(session)
+        plugins = _plugin_names(session.config)
+    except Exception:  # never fail a run over what is only a hint for the prompt
+        return
+    _emit({"event": "test_environment", "plugins": plugins, "fixtures": fixtures})
+
+
 def pytest_runtest_logstart(nodeid, location):
     _emit({"event": "start", "nodeid": nodeid})
     cov = _state["cov"]
