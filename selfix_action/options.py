@@ -214,6 +214,15 @@ OPTIONS = _options(
         limits={"ge": 1, "le": 8},
     ),
     Option(
+        "max_asks",
+        "int",
+        8,
+        "Asks for more context (a file's lines, a definition, a search of the project) the LLM engine's Detective "
+        "and Patcher may make in one heal, within the call and token budgets (default: 8; 0: none).",
+        cli=("--max-asks",),
+        limits={"ge": 0, "le": 50},
+    ),
+    Option(
         "offline_candidates",
         "int",
         100,

@@ -376,6 +376,8 @@ def _mechanics_line(report: HealReport) -> str:
             f"{usage['calls']} model call(s), {usage.get('input_tokens', 0)} tokens in, "
             f"{usage.get('output_tokens', 0)} out, {usage.get('cache_read_tokens', 0)} cached; "
         )
+        if usage.get("asks"):
+            calls += f"asks: {usage['asks']}; "
     return confidence + (
         f"**Cost:** {calls}${cost_usd(report):.4f}, {tokens(report)} tokens (engine `{report.engine}`"
         + ("" if usage.get("price_known", True) else "; its price is not in the table, so the cost counts 0")

@@ -104,6 +104,7 @@ def heal_request(settings: Settings, env: Mapping[str, str], junit: tuple[Path, 
             prices=read_prices_file(settings.prices_file, workspace) if settings.engine != "offline" else None,
             max_retry_wait=settings.max_retry_wait,
             samples=settings.samples,
+            max_asks=settings.max_asks,
             max_output_tokens=settings.max_output_tokens,
             offline_candidates=settings.offline_candidates,
             price=price_pair(

@@ -133,6 +133,7 @@ class Settings(BaseModel):
     heal_seen_failures: bool = _option("heal_seen_failures")
     max_output_tokens: int = _option("max_output_tokens")  # 0: each role's own
     samples: int = _option("samples")
+    max_asks: int = _option("max_asks")  # 0: the model is offered no asks
     offline_candidates: int = _option("offline_candidates")
     test_timeout: float = _option("test_timeout")
     jobs: int = _option("jobs")  # 0: the runner's CPUs, at most 4

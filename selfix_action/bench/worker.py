@@ -192,9 +192,10 @@ def heal(
 
 
 def usage_fields(usage: Mapping[str, Any]) -> dict[str, Any]:
-    """What a heal spent on the model, for the record: calls, tokens in/out/cached, cost, model seconds."""
+    """What a heal spent on the model, for the record: calls, asks, tokens in/out/cached, cost, model seconds."""
     return {
         "calls": int(usage.get("calls", 0) or 0),
+        "asks": int(usage.get("asks", 0) or 0),  # asks for more context answered (llm.asks)
         "tokens": int(usage.get("tokens", 0) or 0),
         "input_tokens": int(usage.get("input_tokens", 0) or 0),
         "output_tokens": int(usage.get("output_tokens", 0) or 0),

@@ -43,6 +43,12 @@ def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
         "--max-output-tokens", type=int, default=0, help="output tokens per answer at most (0: the roles' defaults)"
     )
     llm.add_argument("--samples", type=int, default=1, help="Patcher answers per hypothesis if the budget allows (1)")
+    llm.add_argument(
+        "--max-asks",
+        type=int,
+        default=8,
+        help="asks for more context (a file's lines, a definition, a search) the model may make per heal (8; 0: none)",
+    )
     llm.add_argument("--provider", choices=["anthropic", "openai"], help="the LLM engine --engine auto falls back to")
     llm.add_argument(
         "--replay",
@@ -78,6 +84,7 @@ def engine_choice(args: argparse.Namespace, kind: str, env: Mapping[str, str]) -
         request_timeout=args.request_timeout,
         structured=args.structured,
         samples=args.samples,
+        max_asks=args.max_asks,
         max_output_tokens=args.max_output_tokens,
         provider=args.provider or "",
         offline_candidates=args.offline_candidates,

@@ -444,6 +444,7 @@ def render_usage(usage: dict[str, Any]) -> list[str]:
     rows.append("")
     rows.append(
         f"Model `{model}`; retries {usage.get('retries', 0)}; invalid answers {usage.get('invalid_answers', 0)}; "
+        f"asks: {usage.get('asks', 0)}; "
         f"price known: {usage.get('price_known', 'n/a')}; limits: {usage.get('limits', {})}."
     )
     return rows

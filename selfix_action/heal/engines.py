@@ -76,6 +76,7 @@ def build_engine(
         "request_timeout": choice.request_timeout,
         "structured": choice.structured,
         "samples": choice.samples,
+        "max_asks": choice.max_asks,
         "max_output_tokens": choice.max_output_tokens,
         "fixes": dict(choice.fixes),
         "trace": trace,

@@ -61,6 +61,7 @@ class EngineChoice:
     request_timeout: float = 120.0  # seconds one model request may take
     structured: str = "auto"  # auto | tools | json-schema | json (models.base.STRUCTURED_CHOICES)
     samples: int = 1  # Patcher answers per hypothesis when the call budget allows
+    max_asks: int = 8  # asks for more context per heal (0: none offered)
     max_output_tokens: int = 0  # > 0: caps every answer (below the roles' defaults)
     # "auto": the LLM provider after the offline engine ("" : the one whose key is set, anthropic first), and
     # the offline engine's share: candidates at most and a fraction of the time limit.

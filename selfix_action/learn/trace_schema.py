@@ -17,6 +17,8 @@ an event ``{"t": seconds since start, "step": ..., "message": ..., <step fields>
 ``confirm``     the whole suite on the patched copy
 ``stop``        the loop's stop reason, counts and engine usage (:class:`StopEvent`)
 ``model_call``  one LLM request: role, prompt, response, tokens, cost (:class:`ModelCallEvent`)
+``ask``         one round of the Detective's or the Patcher's asks for more context: role, the asks, the size of
+                the answers, asks left (the answers themselves are in the next ``model_call``'s prompt)
 ``outcome``     the final outcome as ``selfix fix`` saw it: healed?, the patch and its confidence, tokens and
                 cost (:class:`OutcomeEvent`)
 ==============  ======================================================================================

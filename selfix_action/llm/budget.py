@@ -168,6 +168,7 @@ class Budget:
         self.by_role: dict[str, _Tally] = {role: _Tally() for role in ROLES}
         self.retries = 0
         self.invalid_answers = 0
+        self.asks = 0  # asks for more context answered (the Detective's and the Patcher's, llm.asks)
 
     def elapsed(self) -> float:
         return self._clock() - self._started
@@ -237,6 +238,7 @@ class Budget:
             "by_role": {role: tally.as_dict() for role, tally in self.by_role.items()},
             "retries": self.retries,
             "invalid_answers": self.invalid_answers,
+            "asks": self.asks,
             "elapsed_seconds": round(self.elapsed(), 3),
             "price_per_million_tokens": price,
             "price_known": self.price is not None,

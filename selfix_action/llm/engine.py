@@ -26,6 +26,7 @@ from selfix_action.engine.models import CandidatePatch, Evidence, Hypothesis, Lo
 from selfix_action.engine.patches import changed_line_count, program_key
 from selfix_action.engine.protocols import EngineStopped, Sandbox
 from selfix_action.engine.report import Confidence, StopReason
+from selfix_action.llm.asks import AskReply, RepositoryView, ask_heading, evidence_test_files, reply_message
 from selfix_action.llm.budget import Budget
 from selfix_action.llm.edits import Edit, EditError, apply_edits, normalize_path
 from selfix_action.llm.prompts import (
@@ -44,8 +45,10 @@ from selfix_action.llm.prompts import (
 )
 from selfix_action.llm.schemas import (
     DETECTIVE_TOOL,
+    MAX_ASKS_PER_ANSWER,
     PATCHER_TOOL,
     QA_TOOL,
+    AskAnswer,
     DetectiveAnswer,
     HypothesisAnswer,
     LocationAnswer,
@@ -72,15 +75,21 @@ R = TypeVar("R")
 DEFAULT_OUTPUT_TOKENS = {"detective": 2500, "qa": 1500, "patcher": 2000}
 SIMILAR = 0.6  # difflib ratio above which two hypotheses at one location are the same idea
 MAX_HYPOTHESIS_LINES = 60
+MAX_ASK_ROUNDS = 3  # rounds of asks one role call may make before it must answer
+ASKING_ROLES: dict[str, type[DetectiveAnswer] | type[PatcherAnswer]] = {
+    "detective": DetectiveAnswer,
+    "patcher": PatcherAnswer,
+}
 
 
 class InvalidAnswer(Exception):
     """A model answer that cannot be used; the message goes back to the model in the corrective re-ask."""
 
-    def __init__(self, problem: str, *, partial: Any = None, repeated: bool = False) -> None:
+    def __init__(self, problem: str, *, partial: Any = None, repeated: bool = False, asked: bool = False) -> None:
         super().__init__(problem)
         self.partial = partial  # what was usable anyway (valid hypotheses among invalid ones)
         self.repeated = repeated  # an identical edit to one already tried
+        self.asked = asked  # more asks after being told none are left
 
 
 class EnvironmentDiagnosis(Exception):
@@ -116,6 +125,7 @@ class LLMEngine:
         similar_fixes: Callable[[Evidence], str] | None = None,
         output_tokens: Mapping[str, int] | None = None,
         samples: int = 1,
+        max_asks: int = 8,
     ) -> None:
         self.model = model
         self.budget = budget
@@ -129,6 +139,12 @@ class LLMEngine:
         # Patcher answers asked for at a hypothesis's first attempt, when the call budget has room for them
         # (Agentless-style sampling: normalized, deduplicated, the most often proposed verified first).
         self.samples = max(1, samples)
+        # Asks for more context (a file's lines, a symbol, a search) the Detective and the Patcher may make in the
+        # whole heal; 0: they are not offered (no ``asks`` field in the schemas, no word of them in the prompts).
+        self.max_asks = max(0, max_asks)
+        self.asked_files: set[str] = set()  # files whose text an ask showed (the lead adds them to the file enums)
+        self._view: RepositoryView | None = None
+        self._view_evidence: Evidence | None = None
         # What the offline engine tried before this engine was called (--engine auto): the evidence it had and
         # the candidates that failed, shown to every role as negative examples.
         self.prior_attempts = ""
@@ -150,6 +166,7 @@ class LLMEngine:
     def usage(self) -> dict[str, Any]:
         usage = {"provider": self.model.provider, "model": self.model.model, **self.budget.usage()}
         usage["structured"] = getattr(self.model, "structured", "tools")
+        usage["limits"] = {**usage.get("limits", {}), "max_asks": self.max_asks}
         if self.preflight is not None:
             usage["preflight"] = {"models_listed": len(self.preflight.models), "note": self.preflight.note}
         return usage
@@ -185,7 +202,8 @@ class LLMEngine:
         if self._stashed_hypotheses is not None:
             answers, self._stashed_hypotheses = self._stashed_hypotheses, None
         else:
-            answers = self._ask("detective", DETECTIVE_TOOL, detective_request(count), evidence, sandbox, validate)
+            request = detective_request(count, asks_left=self._asks_left())
+            answers = self._ask("detective", DETECTIVE_TOOL, request, evidence, sandbox, validate)
         merged = merge_near_duplicates(answers or [])
         merged.sort(key=lambda h: -h.confidence)  # stable: the model's order breaks ties
         return [
@@ -297,7 +315,7 @@ class LLMEngine:
         for round_number in range(1, self.patch_retries + 2):
             if passed:
                 return
-            request = patcher_request(hypothesis, code, attempts, implicated)
+            request = patcher_request(hypothesis, code, attempts, implicated, asks_left=self._asks_left())
             if round_number == 1 and self._stashed_patch is not None:
                 proposals, self._stashed_patch = [self._stashed_patch], None
             elif round_number == 1 and self._sample_count() > 1:
@@ -394,15 +412,29 @@ class LLMEngine:
         sandbox: Sandbox,
         validate: Callable[[ModelResponse], R],
     ) -> R | None:
-        """The validated answer, or None once a corrective re-ask also failed (a failed attempt)."""
+        """The validated answer, or None once a corrective re-ask also failed (a failed attempt).
+
+        An answer that only asks for more context (the Detective's and the Patcher's ``asks``) is answered from
+        the sandbox's copy and the same role is called again: not an invalid answer, up to ``MAX_ASK_ROUNDS``
+        rounds per call and ``max_asks`` asks per heal; an ask past those is an invalid answer."""
         context = self._context_of(evidence, sandbox)
         messages = [Message("user", request)]
         problem: InvalidAnswer | None = None
+        rounds = 0
         for attempt in (1, 2):
             response = self._call(role, tool, context, messages)
+            while (asks := self._asks_in(role, response)) and not self._ask_refusal(rounds):
+                rounds += 1
+                messages += [
+                    Message("assistant", response.text.strip()),
+                    Message("user", self._answer_asks(role, asks, evidence, sandbox, rounds)),
+                ]
+                response = self._call(role, tool, context, messages)
             try:
                 if response.parse_error:
                     raise InvalidAnswer(response.parse_error)
+                if asks:
+                    raise InvalidAnswer(self._ask_refusal(rounds), asked=True)
                 return validate(response)
             except EnvironmentDiagnosis as diagnosis:
                 some = f" ({len(diagnosis.tests)} failing test(s))" if diagnosis.tests else ""
@@ -439,7 +471,96 @@ class LLMEngine:
                 StopReason.REPEATED_EDIT,
                 f"the {role} proposed the same edit again after being told it had already failed",
             )
+        if problem.asked and role == "detective":
+            # No hypothesis at all: say why, rather than "every hypothesis was tried".
+            raise EngineStopped(
+                StopReason.HYPOTHESES_EXHAUSTED,
+                f"the detective gave no hypothesis: it kept asking for more context after being told to answer "
+                f"({self.budget.asks} ask(s) answered; {problem})",
+            )
         return problem.partial or None
+
+    # -- asks for more context ----------------------------------------------------------------------------
+    def _asks_left(self) -> int:
+        return max(0, self.max_asks - self.budget.asks)
+
+    def _ask_refusal(self, rounds: int) -> str:
+        """Why another round of asks is not answered ("" when it is)."""
+        if self.max_asks <= 0:
+            return "asks for more context are not available in this run; answer with what is shown, without asks"
+        if self._asks_left() <= 0:
+            return f"all {self.max_asks} asks of this run are spent; give your final answer now, without asks"
+        if rounds >= MAX_ASK_ROUNDS:
+            return (
+                f"{MAX_ASK_ROUNDS} rounds of asks is the most for one answer; give your final answer now, without asks"
+            )
+        return ""
+
+    def _asks_in(self, role: str, response: ModelResponse) -> list[AskAnswer]:
+        """The asks of an answer that only asks (no hypotheses or edits, no environment diagnosis); [] for any
+        other answer, whose asks, if any, are ignored (said in the trace)."""
+        schema = ASKING_ROLES.get(role)
+        if schema is None or response.parse_error or response.tool_input is None:
+            return []
+        try:
+            answer = schema.model_validate(response.tool_input)
+        except ValidationError:
+            return []  # the role's validation says what is wrong
+        if not answer.asks:
+            return []
+        content = answer.hypotheses if isinstance(answer, DetectiveAnswer) else answer.edits
+        if content or answer.environment_problem.strip():
+            self.trace(
+                "ask_ignored",
+                f"{role}: the answer carries both an answer and {len(answer.asks)} ask(s); the asks are ignored",
+                role=role,
+                asks=[a.model_dump() for a in answer.asks],
+            )
+            return []
+        return list(answer.asks)
+
+    def _answer_asks(
+        self, role: str, asks: Sequence[AskAnswer], evidence: Evidence, sandbox: Sandbox, rounds: int
+    ) -> str:
+        """One round of asks answered through the sandbox's copy (as many as are left), as the next user turn."""
+        view = self._view_of(evidence, sandbox)
+        replies: list[AskReply] = []
+        for ask in asks[:MAX_ASKS_PER_ANSWER]:
+            if self._asks_left() <= 0:
+                replies.append(AskReply(ask_heading(ask), "no asks are left in this run", refused=True))
+                continue
+            self.budget.asks += 1
+            reply = view.answer(ask)
+            self.asked_files.update(reply.files)
+            replies.append(reply)
+        text = reply_message(replies, self._asks_left(), MAX_ASK_ROUNDS - rounds)
+        answered = sum(not r.refused for r in replies)
+        self.trace(
+            "ask",
+            f"{role}: {len(replies)} ask(s) ({'; '.join(ask_heading(a) for a in asks)}), {answered} answered, "
+            f"{len(text)} characters back; {self._asks_left()} ask(s) left",
+            role=role,
+            round=rounds,
+            asks=[a.model_dump() for a in asks],
+            answers=[{"heading": r.heading, "refused": r.refused, "chars": len(r.body)} for r in replies],
+            answer_chars=len(text),
+            asks_left=self._asks_left(),
+        )
+        return text
+
+    def _view_of(self, evidence: Evidence, sandbox: Sandbox) -> RepositoryView:
+        if self._view is None or self._view_evidence is not evidence:
+            focus: dict[str, list[int]] = {}
+            for item in evidence.suspicious_lines:
+                focus.setdefault(item.file, []).append(item.line)
+            self._view = RepositoryView(
+                sandbox.read_file,
+                sandbox.source_files(),
+                evidence_test_files([*evidence.f2p_tests, *evidence.p2p_tests], sandbox.read_file),
+                focus,
+            )
+            self._view_evidence = evidence
+        return self._view
 
     def _call(self, role: str, tool: str, context: str, messages: Sequence[Message]) -> ModelResponse:
         """One answer; when the server shows it ignored the structured mode (a forced tool never called) and the
@@ -542,7 +663,7 @@ class LLMEngine:
             count = _line_count(sandbox.read_file, path)
             if count is not None:
                 self._file_lines[path] = count
-        return tool_specs(ProjectBounds(dict(self._file_lines), hypotheses=self.n_hypotheses))
+        return tool_specs(ProjectBounds(dict(self._file_lines), hypotheses=self.n_hypotheses, asks=self.max_asks > 0))
 
 
 def _line_count(read_file: Callable[[str], str], path: str) -> int | None:

@@ -68,6 +68,7 @@ def build_engine(
     request_timeout: float = 120.0,
     structured: str = "auto",
     samples: int = 1,
+    max_asks: int = 8,
     fixes: Mapping[str, str] | None = None,
     max_output_tokens: int = 0,
     replay: Path | None = None,
@@ -78,8 +79,9 @@ def build_engine(
     ``max_retry_wait`` caps any single wait before a retry (a provider's ``retry-after`` included);
     ``request_timeout`` caps one request; ``structured`` (auto, tools, json-schema, json) picks how the server
     returns structured answers (auto: tools, stepping down when the server ignores them); ``samples`` Patcher
-    answers per hypothesis when the budget allows; ``max_output_tokens`` (> 0) caps every answer below the roles'
-    defaults (a slow local server: one rambling answer cannot spend the run); ``fixes`` names, for the
+    answers per hypothesis when the budget allows; ``max_asks`` asks for more context per heal (0: none offered);
+    ``max_output_tokens`` (> 0) caps every answer below the roles' defaults (a slow local server: one rambling
+    answer cannot spend the run); ``fixes`` names, for the
     preflight's messages, the variable, flag or input that sets the key, the base URL and the model
     (``{"api_key": ..., "base_url": ..., "model": ...}``). ``replay``: a trace whose recorded answers stand in
     for the model (``models.replay``; no key, no server). ``price``: USD per million input and output tokens of
@@ -108,6 +110,8 @@ def build_engine(
         raise InputError("the output token cap cannot be negative")
     if samples < 1:
         raise InputError("the number of Patcher samples must be at least 1")
+    if max_asks < 0:
+        raise InputError("the number of asks cannot be negative (0: the model is offered none)")
     if price is not None:
         if min(price) < 0:
             raise InputError("a price per million tokens cannot be negative")
@@ -153,6 +157,7 @@ def build_engine(
         trace=trace,
         similar_fixes=similar_fixes,
         samples=samples,
+        max_asks=max_asks,
         output_tokens=(
             {role: min(tokens, max_output_tokens) for role, tokens in DEFAULT_OUTPUT_TOKENS.items()}
             if max_output_tokens > 0

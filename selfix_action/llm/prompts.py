@@ -489,7 +489,7 @@ def _class_outline(tree: ast.Module, qualified: str) -> set[int]:
 
 
 # -- role requests -------------------------------------------------------------------------------------
-def detective_request(count: int) -> str:
+def detective_request(count: int, asks_left: int = 0) -> str:
     return f"""\
 Role: Detective.
 From the evidence above, give up to {count} genuinely different root-cause hypotheses for the failing tests,
@@ -498,7 +498,7 @@ a project source file shown above (never a test file), the function, method (Cla
 constant, the line range, the reasoning that ties it to the tracebacks and the ranking, and the fix you
 propose. When the same root cause needs changes in more than one place (a function and its caller, a
 definition and where it is used), name the first place as the hypothesis' location and the others in
-"also". Confidence is your probability that the hypothesis is the root cause."""
+"also". Confidence is your probability that the hypothesis is the root cause.{ask_offer(asks_left)}"""
 
 
 def describe_location(location: Location) -> str:
@@ -559,7 +559,12 @@ code: that is how we rule it out.{uses}{retry}"""
 
 
 def patcher_request(
-    hypothesis: Hypothesis, code: str, attempts: Sequence[str], implicated: str = "", correction: str = ""
+    hypothesis: Hypothesis,
+    code: str,
+    attempts: Sequence[str],
+    implicated: str = "",
+    correction: str = "",
+    asks_left: int = 0,
 ) -> str:
     """The Patcher's request: the hypothesis, what its reproduction test showed, the current code of every place
     it names, the earlier attempts with their failing output and the code that output implicates."""
@@ -587,7 +592,7 @@ Current code at {places} (unpatched: every attempt starts from it):
 Return the smallest search/replace edits that fix it. Each search text is copied verbatim from the current
 file (indentation included, line numbers excluded) and must match exactly one place in that file; include a
 few surrounding lines if needed. Edit only the project's source files. Never edit tests, conftest.py,
-configuration or CI files.{correction}"""
+configuration or CI files.{ask_offer(asks_left)}{correction}"""
 
 
 def describe_failure(verdict: Verification) -> str:
@@ -597,3 +602,17 @@ def describe_failure(verdict: Verification) -> str:
 
 def corrective_request(problem: str) -> str:
     return f"Your previous answer could not be used: {problem}\nAnswer again, corrected and complete."
+
+
+def ask_offer(asks_left: int) -> str:
+    """The paragraph of the Detective's and the Patcher's requests that offers asks for more context ("" when none
+    are left)."""
+    if asks_left <= 0:
+        return ""
+    return (
+        "\nIf what is shown is not enough to answer with confidence, ask instead of guessing: answer with only "
+        f"`asks` (at most 4 per answer; {asks_left} left in this run), each a file's line range (kind file, path, "
+        "line_start, line_end), a definition (kind symbol, name: a function, Class.method, class or constant) or a "
+        "search of the source and test files (kind search, pattern, regex true for a regular expression, "
+        "case-sensitive). The answers come back, then you give your answer."
+    )

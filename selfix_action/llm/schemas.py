@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -68,6 +68,35 @@ ENVIRONMENT_TESTS_DESCRIPTION = (
 )
 
 
+MAX_ASKS_PER_ANSWER = 4
+ASKS_DESCRIPTION = (
+    "Leave empty unless you need more of the repository to answer: then ask (and give nothing else) for a file's "
+    "line range, a symbol's definition or a search; the answers come back and you answer then."
+)
+
+
+class AskAnswer(_Answer):
+    """A request for more of the repository: a file's line range, a definition, or a search."""
+
+    kind: Literal["file", "symbol", "search"] = Field(
+        description="file: a line range of a file; symbol: a definition; search: matching lines of the project."
+    )
+    path: str = Field(default="", description="file: the repository-relative path to show.")
+    line_start: int = Field(default=1, ge=1, description="file: the first line to show.")
+    line_end: int = Field(default=0, ge=0, description="file: the last line to show (0: up to 200 lines).")
+    name: str = Field(default="", description="symbol: a function, Class.method, class or module constant.")
+    pattern: str = Field(default="", description="search: the text to find, case-sensitive.")
+    regex: bool = Field(default=False, description="search: true if pattern is a Python regular expression.")
+    why: str = Field(default="", description="In a few words, what you expect to learn.")
+
+    @model_validator(mode="after")
+    def _complete(self) -> AskAnswer:
+        needed = {"file": "path", "symbol": "name", "search": "pattern"}[self.kind]
+        if not getattr(self, needed).strip():
+            raise ValueError(f"an ask of kind {self.kind!r} needs {needed}")
+        return self
+
+
 class DetectiveAnswer(_Answer):
     hypotheses: list[HypothesisAnswer] = Field(
         default_factory=list, description="Genuinely different root causes, most likely first."
@@ -76,10 +105,11 @@ class DetectiveAnswer(_Answer):
     environment_tests: list[str] = Field(
         default_factory=list, max_length=200, description=ENVIRONMENT_TESTS_DESCRIPTION
     )
+    asks: list[AskAnswer] = Field(default_factory=list, max_length=MAX_ASKS_PER_ANSWER, description=ASKS_DESCRIPTION)
 
     @model_validator(mode="after")
     def _something(self) -> DetectiveAnswer:
-        if not self.hypotheses and not self.environment_problem.strip():
+        if not self.hypotheses and not self.environment_problem.strip() and not self.asks:
             raise ValueError("give at least one hypothesis, or environment_problem when no code is at fault")
         return self
 
@@ -112,10 +142,11 @@ class PatcherAnswer(_Answer):
     environment_tests: list[str] = Field(
         default_factory=list, max_length=200, description=ENVIRONMENT_TESTS_DESCRIPTION
     )
+    asks: list[AskAnswer] = Field(default_factory=list, max_length=MAX_ASKS_PER_ANSWER, description=ASKS_DESCRIPTION)
 
     @model_validator(mode="after")
     def _something(self) -> PatcherAnswer:
-        if not self.edits and not self.environment_problem.strip():
+        if not self.edits and not self.environment_problem.strip() and not self.asks:
             raise ValueError("give at least one edit, or environment_problem when no code is at fault")
         return self
 
@@ -154,6 +185,7 @@ class ProjectBounds:
     files: Mapping[str, int] = field(default_factory=dict)  # source file shown to the model -> number of lines
     hypotheses: int = 3
     edits: int = 4
+    asks: bool = True  # the Detective and the Patcher may ask for more context (False: no ``asks`` field)
 
 
 # Caps on free-text fields: a model that rambles inside a schema-enforced string stops at these (the grammar
@@ -169,6 +201,10 @@ STRING_CAPS = {
     "search": 2000,
     "replace": 2000,
     "environment_problem": 600,
+    "path": 300,
+    "name": 200,
+    "pattern": 300,
+    "why": 200,
 }
 
 
@@ -176,17 +212,22 @@ def constrained_schema(model: type[BaseModel], bounds: ProjectBounds | None) -> 
     """``model``'s inlined schema, tightened with what is known of the project: string lengths always; with
     ``bounds``, ``file`` as an enum of the source files, line numbers up to the longest file, list lengths."""
     schema = inline_schema(model)
+    if bounds is not None and not bounds.asks and "asks" in schema.get("properties", {}):
+        del schema["properties"]["asks"]
+        schema["required"] = [name for name in schema.get("required", []) if name != "asks"]
 
-    def tighten(node: Any, name: str = "") -> None:
+    def tighten(node: Any, name: str = "", ask: bool = False) -> None:
+        # ``ask``: inside an ask, whose path and lines may be any readable file's (a test file, a config file),
+        # not only the source files' the enum and the line maximum pin down.
         if isinstance(node, list):
             for item in node:
-                tighten(item)
+                tighten(item, ask=ask)
             return
         if not isinstance(node, dict):
             return
         if node.get("type") == "string" and name in STRING_CAPS:
             node["maxLength"] = min(node.get("maxLength", STRING_CAPS[name]), STRING_CAPS[name])
-        if bounds is not None and bounds.files:
+        if bounds is not None and bounds.files and not ask:
             if name == "file" and node.get("type") == "string":
                 node.pop("minLength", None)
                 node["enum"] = sorted(bounds.files)
@@ -202,10 +243,10 @@ def constrained_schema(model: type[BaseModel], bounds: ProjectBounds | None) -> 
             if name == "edits":
                 node["maxItems"] = max(1, bounds.edits)
         for key, value in node.get("properties", {}).items():
-            tighten(value, key)
+            tighten(value, key, ask or key == "asks")
         for key in ("items", "anyOf", "oneOf", "allOf"):
             if key in node:
-                tighten(node[key])
+                tighten(node[key], ask=ask)
 
     tighten(schema)
     return schema
