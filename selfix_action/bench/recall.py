@@ -20,8 +20,8 @@ Definitions (also printed above the table):
 - **Patcher (a)**: the Patcher's first request for a hypothesis naming the first fix hunk's location only (file,
   enclosing function or method, the hunk's lines); **Patcher (b)**: the same with every other hunk's location in
   ``Hypothesis.also``.
-- **reachable**: the engine's ask tools could show the hunk (``reachable_by_asking``); until the asks land this
-  is "the hunk's file is one of the sandbox's source files" (approximate).
+- **reachable**: the engine's ask tools show the hunk: a file ask for its lines, answered by
+  ``llm.asks.RepositoryView`` as the engine answers it, shows every buggy line (``reachable_by_asking``).
 - **size**: characters of each role's request, and chars / 4 as a rough token count.
 
     selfix bench recall bench/realbugs/tasks bench/tasks --mirror-dir DIR [--evidence-dir results/evidence]
@@ -37,6 +37,7 @@ import argparse
 import ast
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -61,6 +62,7 @@ from selfix_action.engine.paths import is_source_path
 from selfix_action.engine.protocols import EngineStopped, Sandbox
 from selfix_action.engine.report import Confidence, StopReason
 from selfix_action.errors import InputError
+from selfix_action.llm.asks import RepositoryView
 from selfix_action.llm.budget import Budget
 from selfix_action.llm.engine import LLMEngine
 from selfix_action.llm.schemas import DETECTIVE_TOOL, PATCHER_TOOL, QA_TOOL
@@ -71,7 +73,7 @@ from selfix_action.sandbox.pytest_sandbox import PytestSandbox
 AnyTask = Task | RealBugTask
 ROLES = ("detective", "qa", "patcher_a", "patcher_b")
 FIGURES = ("detective", "patcher_a", "patcher_b", "reachable")
-REACHABLE_NOTE = "(approximate until asks land)"
+REACHABLE_NOTE = "(a file ask for its lines)"
 CAPTURE_TIME_LIMIT = 900.0  # seconds the heal may take to reproduce and localize (the loop stops it there)
 CAPTURE_GRACE = 300.0  # on top, for materializing the tree and building the task's Python
 GIT_DIFF_TIMEOUT = 60
@@ -258,16 +260,16 @@ def is_shown(hunk: Hunk, shown: Mapping[str, Mapping[int, str]]) -> bool:
 
 
 def reachable_by_asking(hunk: Hunk, sandbox: Sandbox) -> bool:
-    """Can the engine's ask tools (the Detective's and Patcher's requests for a file range, a symbol or a search)
-    show this hunk's buggy lines? Approximate until the asks land on main: the hunk's file is one of the
-    sandbox's source files and holds the lines."""
-    if hunk.file not in set(sandbox.source_files()):
+    """Can the engine's ask tools show this hunk's buggy lines? Asked through the tools themselves
+    (``llm.asks.RepositoryView``, as the engine answers a file ask): the answer to "file F, lines a-b" must show
+    every buggy line numbered."""
+    view = RepositoryView(sandbox.read_file, sandbox.source_files())
+    low, high = min(hunk.lines), max(hunk.lines)
+    reply = view.file_range(hunk.file, low, high)
+    if reply.refused:
         return False
-    try:
-        length = len(sandbox.read_file(hunk.file).splitlines())
-    except (OSError, UnicodeDecodeError):
-        return False
-    return all(1 <= n <= max(1, length) for n in hunk.lines)
+    shown = {int(m.group(1)) for m in re.finditer(r"^\s*(\d+) \| ", reply.body, flags=re.MULTILINE)}
+    return all(n in shown for n in hunk.lines)
 
 
 # -- evidence capture ------------------------------------------------------------------------------------

@@ -142,7 +142,7 @@ class LLMEngine:
         # Asks for more context (a file's lines, a symbol, a search) the Detective and the Patcher may make in the
         # whole heal; 0: they are not offered (no ``asks`` field in the schemas, no word of them in the prompts).
         self.max_asks = max(0, max_asks)
-        self.asked_files: set[str] = set()  # files whose text an ask showed (the lead adds them to the file enums)
+        self.asked_files: set[str] = set()  # files whose text an ask showed (their source files join the file enums)
         self._view: RepositoryView | None = None
         self._view_evidence: Evidence | None = None
         # What the offline engine tried before this engine was called (--engine auto): the evidence it had and
@@ -533,6 +533,12 @@ class LLMEngine:
             reply = view.answer(ask)
             self.asked_files.update(reply.files)
             replies.append(reply)
+        editable = set(sandbox.source_files())
+        new = sorted(path for path in self.asked_files if path in editable and path not in self._file_lines)
+        if new:
+            # A source file an ask showed may be named in an answer: the schemas' file enum grows to hold it
+            # (the tools change, so the cached prefix is rebuilt once for the calls after this one).
+            self._tools = self._tools_for(sandbox, [*self._file_lines, *new])
         text = reply_message(replies, self._asks_left(), MAX_ASK_ROUNDS - rounds)
         answered = sum(not r.refused for r in replies)
         self.trace(

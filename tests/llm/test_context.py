@@ -336,3 +336,42 @@ def test_a_decorated_function_is_shown_with_its_decorators() -> None:
     )
     context = build_context(ev, read)
     assert numbered(5, "@click.option('--n', default=1)") in context and numbered(4, "@click.command()") in context
+
+
+def test_a_source_file_an_ask_showed_joins_the_file_enum(project_sandbox: Callable[..., CachedSandbox]) -> None:
+    sandbox = project_sandbox(files=FINDER | {"helpers.py": "def unused(x):\n    return x\n"})
+    ev = evidence(
+        f2p_tests=("tests/test_finder.py::test_find",),
+        failures=(failure("tests/test_finder.py::test_find", "assert 2 == 1"),),
+        suspicious_lines=(SuspiciousLine(file="finder.py", line=9, score=1.0, function="find"),),
+        suspicious_functions=(SuspiciousFunction(file="finder.py", name="find", start=6, end=10, score=1.0),),
+    )
+    elsewhere = {
+        "title": "helpers.unused is the culprit",
+        "confidence": 0.4,
+        "file": "helpers.py",
+        "symbol": "unused",
+        "line_start": 1,
+        "line_end": 2,
+        "reasoning": "asked for it",
+        "proposed_fix": "change it",
+    }
+    model = RecordingModel(
+        {
+            DETECTIVE_TOOL: [
+                {"asks": [{"kind": "file", "path": "helpers.py", "line_start": 1, "line_end": 2}]},
+                {"hypotheses": [elsewhere]},
+            ]
+        }
+    )
+    engine = LLMEngine(model, Budget(model="scripted"))
+    (found,) = engine.hypotheses(ev, sandbox, 3)
+    assert found.file == "helpers.py"
+
+    def enum(request: ModelRequest) -> list[str]:
+        spec = next(t for t in request.tools if t.name == DETECTIVE_TOOL)
+        return spec.schema["properties"]["hypotheses"]["items"]["properties"]["file"]["enum"]
+
+    first, second = model.requests
+    assert enum(first) == ["finder.py"] and enum(second) == ["finder.py", "helpers.py"]
+    assert numbered(2, "    return x") in second.messages[-1].content
