@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from selfix_action.bench import realbugs
-from selfix_action.bench.realbugs import RealBugTask, build_task, code_units, compare_to_fix, judge
-from selfix_action.bench.report import realbug_section, score_realbugs
-from selfix_action.bench.tasks import load_bench_tasks
+from selfix_bench import realbugs
+from selfix_bench.realbugs import RealBugTask, build_task, code_units, compare_to_fix, judge
+from selfix_bench.report import realbug_section, score_realbugs
+from selfix_bench.tasks import load_bench_tasks
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 

@@ -5,11 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from selfix_action.bench.generate import bug_report, splice_of
-from selfix_action.bench.tasks import Bug, apply_bug, leak_reasons, load_task, load_tasks, materialize, reference_fix
 from selfix_action.engine.models import TestResult, TestRun, TestStatus
 from selfix_action.errors import InputError
 from selfix_action.offline.templates import candidate_edits
+from selfix_bench.generate import bug_report, splice_of
+from selfix_bench.tasks import Bug, apply_bug, leak_reasons, load_task, load_tasks, materialize, reference_fix
 
 TASKS = Path(__file__).parent / "fixtures" / "tasks"
 SOURCE = "def f(xs, t):\n    count = 0\n    for x in xs:\n        if x > t:\n            count += 1\n    return count\n"

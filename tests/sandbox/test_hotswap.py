@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from selfix_action.bench.tasks import load_task, materialize
 from selfix_action.engine.config import LoopConfig
 from selfix_action.engine.models import CandidateCheck, TestStatus
 from selfix_action.engine.verify import Verifier
@@ -15,6 +14,7 @@ from selfix_action.errors import InputError
 from selfix_action.sandbox.hotswap import skeleton
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
+from selfix_bench.tasks import load_task, materialize
 
 TASKS = Path(__file__).parents[1] / "bench" / "fixtures" / "tasks"
 F2P = "tests/test_mathx.py::test_clamp_high"

@@ -7,7 +7,7 @@ of passing candidates, confirmed with per-test coverage). It prints candidates, 
 the default's confidence level and the reasons that kept it from high, whether both found the same patch, and
 the median ratios default/first.
 
-    .venv/bin/python bench/bench_verdicts.py [--repeat N] [EXAMPLE ...]
+    .venv/bin/python -m selfix_bench.bench_verdicts [--repeat N] [EXAMPLE ...]
 """
 
 from __future__ import annotations

@@ -8,10 +8,10 @@ Sizes are characters and a rough token estimate (chars / 4); the ratio is baseli
 ``--pad N`` appends N unrelated helper functions to each example's source files first, to show how the two
 grow with file size (real modules are rarely 30 lines long). ``--tasks DIR`` measures real libraries instead:
 the benchmark's bug-injected toolz/boltons tasks (fetched from PyPI by pinned sha256, see
-selfix_action/bench/tasks.py), the Patcher scripted with each task's reference fix.
+selfix_bench/tasks.py), the Patcher scripted with each task's reference fix.
 
-    .venv/bin/python bench/prompt_size.py [--pad N] [EXAMPLE ...]
-    .venv/bin/python bench/prompt_size.py --tasks bench/tasks --match toolz --limit 3
+    .venv/bin/python -m selfix_bench.prompt_size [--pad N] [EXAMPLE ...]
+    .venv/bin/python -m selfix_bench.prompt_size --tasks bench/tasks --match toolz --limit 3
 """
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ def measure(example: Path, fix: dict[str, Any], pad: int) -> dict[str, tuple[int
 
 def measure_task(task: Any) -> dict[str, tuple[int, int]]:
     """The same on a benchmark task: the real library with its injected bug; the reference fix scripted."""
-    from selfix_action.bench.tasks import materialize
+    from selfix_bench.tasks import materialize
 
     with tempfile.TemporaryDirectory(prefix="selfix-prompt-") as tmp:
         repo = materialize(task, Path(tmp) / task.id)
@@ -178,7 +178,7 @@ def main() -> int:
     args = parser.parse_args()
     jobs: list[tuple[str, Any]] = []
     if args.tasks is not None:
-        from selfix_action.bench.tasks import load_tasks
+        from selfix_bench.tasks import load_tasks
 
         tasks = [t for t in load_tasks(args.tasks) if args.match in t.id][: args.limit]
         jobs = [(t.id, lambda t=t: measure_task(t)) for t in tasks]

@@ -25,7 +25,7 @@ Definitions (also printed above the table):
 - **size**: characters of each role's request, and chars / 4 as a rough token count.
 
     selfix bench recall bench/realbugs/tasks bench/tasks --mirror-dir DIR [--evidence-dir results/evidence]
-    python -m selfix_action.bench.recall TASKS ... [--json OUT] [--compare OTHER.json]
+    python -m selfix_bench.recall TASKS ... [--json OUT] [--compare OTHER.json]
 
 The evidence (an ``Evidence`` as JSON, ``ID.json``, and what its capture did, ``ID.meta.json``) is cached in the
 evidence folder: capturing takes 20-120 s per real bug, measuring again after a prompt change seconds.
@@ -50,13 +50,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from selfix_action.bench import realbugs
-from selfix_action.bench.realbugs import RealBugTask
-from selfix_action.bench.runner import run_module
-from selfix_action.bench.stats import median, paired_comparison, wilson_interval
-from selfix_action.bench.tasks import Task, apply_bug, load_bench_task, load_bench_tasks, pristine_tree, reference_fix
-from selfix_action.bench.worker import HealSettings
-from selfix_action.bench.worker import heal as heal_task
 from selfix_action.engine.models import CandidatePatch, Evidence, Hypothesis, Location, QATest, Verification
 from selfix_action.engine.paths import is_source_path
 from selfix_action.engine.protocols import EngineStopped, Sandbox
@@ -69,6 +62,13 @@ from selfix_action.llm.schemas import DETECTIVE_TOOL, PATCHER_TOOL, QA_TOOL
 from selfix_action.models.base import ModelRequest, ModelResponse, PreflightResult, TokenUsage
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
+from selfix_bench import realbugs
+from selfix_bench.realbugs import RealBugTask
+from selfix_bench.runner import run_module
+from selfix_bench.stats import median, paired_comparison, wilson_interval
+from selfix_bench.tasks import Task, apply_bug, load_bench_task, load_bench_tasks, pristine_tree, reference_fix
+from selfix_bench.worker import HealSettings
+from selfix_bench.worker import heal as heal_task
 
 AnyTask = Task | RealBugTask
 ROLES = ("detective", "qa", "patcher_a", "patcher_b")
@@ -306,7 +306,7 @@ class EvidenceCapture:
 def _task_command(task: AnyTask) -> tuple[str, ...]:
     if isinstance(task, RealBugTask):
         return (realbugs.task_python(task), "-m", "pytest", *task.test_modules)
-    from selfix_action.bench.tasks import test_python
+    from selfix_bench.tasks import test_python
 
     return (test_python(task), "-m", "pytest")
 
@@ -314,7 +314,7 @@ def _task_command(task: AnyTask) -> tuple[str, ...]:
 def _materialize(task: AnyTask, dest: Path) -> Path:
     if isinstance(task, RealBugTask):
         return realbugs.materialize(task, dest)
-    from selfix_action.bench.tasks import materialize
+    from selfix_bench.tasks import materialize
 
     return materialize(task, dest, buggy=True)
 
@@ -629,7 +629,7 @@ def capture_missing(options: RecallOptions, tasks: Sequence[AnyTask], log: Calla
 
     def work(task: AnyTask) -> None:
         argv = [
-            "selfix_action.bench.recall",
+            "selfix_bench.recall",
             "capture",
             str(_task_file(task)),
             "--evidence-dir",
@@ -878,7 +878,7 @@ def options_from(args: argparse.Namespace) -> RecallOptions:
 
 def capture_main(argv: Sequence[str]) -> int:
     """``capture TASK_FILE``: one task's evidence (the worker process ``capture_missing`` starts)."""
-    parser = argparse.ArgumentParser(prog="python -m selfix_action.bench.recall capture")
+    parser = argparse.ArgumentParser(prog="python -m selfix_bench.recall capture")
     parser.add_argument("task", type=Path)
     parser.add_argument("--evidence-dir", type=Path, required=True)
     parser.add_argument("--isolation", default="bwrap")
@@ -895,7 +895,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list[:1] == ["capture"]:
         return capture_main(args_list[1:])
-    parser = argparse.ArgumentParser(prog="python -m selfix_action.bench.recall", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m selfix_bench.recall", description=__doc__.splitlines()[0])
     add_recall_arguments(parser)
     try:
         run_recall(options_from(parser.parse_args(args_list)), log=lambda m: print(m, flush=True))

@@ -1,7 +1,7 @@
 """The sandbox differential: does any test of the benchmark's tasks have another outcome inside selfix's
 sandbox than outside it?
 
-    python -m selfix_action.bench.differential bench/tasks bench/realbugs/tasks --mirror-dir DIR \\
+    python -m selfix_bench.differential bench/tasks bench/realbugs/tasks --mirror-dir DIR \\
         [--levels bwrap,landlock,unshare,none] [--out results/differential]
 
 For every task, the buggy tree runs its test command (a mutant task: the whole suite; a real bug: the changed
@@ -23,15 +23,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from selfix_action.bench import realbugs
-from selfix_action.bench.realbugs import RealBugTask
-from selfix_action.bench.tasks import Task, load_bench_tasks, materialize, test_python
 from selfix_action.engine.models import TestStatus
 from selfix_action.errors import SandboxError
 from selfix_action.junit import parse_reports
 from selfix_action.sandbox.isolation import IsolationConfig, detect_isolation
 from selfix_action.sandbox.process import Limits, run_process
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
+from selfix_bench import realbugs
+from selfix_bench.realbugs import RealBugTask
+from selfix_bench.tasks import Task, load_bench_tasks, materialize, test_python
 
 LEVELS = ("bwrap", "landlock", "unshare", "none")
 WALL_SECONDS = 600.0

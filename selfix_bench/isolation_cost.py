@@ -2,7 +2,7 @@
 sandbox (``PytestSandbox.run_tests``: interpreter start, pytest, selfix's collector plugin) at each level,
 side by side in one process, interleaved so that machine noise hits every level alike.
 
-    .venv/bin/python bench/isolation_cost.py [--runs N] [--levels none,bwrap,landlock]
+    .venv/bin/python -m selfix_bench.isolation_cost [--runs N] [--levels none,bwrap,landlock]
 
 Prints the median and mean wall time per run at each level, the overhead over ``none``, and the ratio
 landlock / bwrap. At landlock as root the command runs as the sandbox uid with no mount namespace, so the

@@ -5,7 +5,7 @@ early stop, then only the P2P tests that cover the edited function, whole suite 
 naive path (whole suite for every candidate). It prints time to a verified patch and test runs for both, the
 medians, and the naive/selective ratio.
 
-    .venv/bin/python bench/bench_examples.py [--repeat N] [EXAMPLE ...]
+    .venv/bin/python -m selfix_bench.bench_examples [--repeat N] [EXAMPLE ...]
 """
 
 from __future__ import annotations

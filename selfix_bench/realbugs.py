@@ -12,7 +12,7 @@ The tool sees the buggy commit plus the developers' test change, never the fix. 
 tree as the developers' fix in every function either side changed, or it passes the hidden tests too), and
 **plausible-but-wrong** (resolved, not correct).
 
-    python -m selfix_action.bench.realbugs build --bugsinpy DIR --project black --mirror-dir DIR --out DIR
+    python -m selfix_bench.realbugs build --bugsinpy DIR --project black --mirror-dir DIR --out DIR
 """
 
 from __future__ import annotations
@@ -35,11 +35,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from selfix_action.bench.tasks import CACHE_DIR, PIP_TIMEOUT
 from selfix_action.engine.models import TestRun, TestStatus
 from selfix_action.errors import InputError
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
+from selfix_bench.tasks import CACHE_DIR, PIP_TIMEOUT
 
 KIND = "realbug"
 SCHEMA = 1
@@ -657,7 +657,7 @@ EXCLUDED_PROJECTS = frozenset({"thefuck", "youtube-dl", "tqdm", "PySnooper", "co
 
 
 def build_main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m selfix_action.bench.realbugs build")
+    parser = argparse.ArgumentParser(prog="python -m selfix_bench.realbugs build")
     parser.add_argument("--bugsinpy", type=Path, required=True, help="a checkout of soarsmu/BugsInPy")
     parser.add_argument("--projects", type=Path, default=Path("bench/realbugs/projects.json"))
     parser.add_argument("--project", action="append", required=True)
@@ -725,4 +725,4 @@ def build_main(argv: Sequence[str] | None = None) -> int:
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "build":
         sys.exit(build_main(sys.argv[2:]))
-    sys.exit("usage: python -m selfix_action.bench.realbugs build --bugsinpy DIR --project NAME ...")
+    sys.exit("usage: python -m selfix_bench.realbugs build --bugsinpy DIR --project NAME ...")

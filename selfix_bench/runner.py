@@ -1,6 +1,6 @@
 """``selfix bench``: run a directory of tasks in parallel workers, resumably, and summarize.
 
-Each task runs in its own ``python -m selfix_action.bench.worker`` process with a hard timeout (the per-task
+Each task runs in its own ``python -m selfix_bench.worker`` process with a hard timeout (the per-task
 time limit plus set-up and judging time). Records are appended to ``results/<run>/results.jsonl`` as tasks
 finish; a rerun with the same run name skips the tasks already recorded.
 """
@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from selfix_action.bench.realbugs import RealBugTask
-from selfix_action.bench.report import read_reviews, write_report
-from selfix_action.bench.tasks import Task, load_bench_tasks
-from selfix_action.bench.worker import API_KEY_VARIABLE
+from selfix_bench.realbugs import RealBugTask
+from selfix_bench.report import read_reviews, write_report
+from selfix_bench.tasks import Task, load_bench_tasks
+from selfix_bench.worker import API_KEY_VARIABLE
 
 SETUP_GRACE_SECONDS = 180.0
 
@@ -68,7 +68,7 @@ def run_one(
     argv = [
         sys.executable,
         "-m",
-        "selfix_action.bench.worker",
+        "selfix_bench.worker",
         str(task_file),
         "--mode",
         options.mode,

@@ -1,6 +1,6 @@
 """One benchmark task in its own process: materialize, heal (or apply the oracle / nothing), judge.
 
-    python -m selfix_action.bench.worker TASK_FILE --mode offline|oracle|noop [--time-limit S]
+    python -m selfix_bench.worker TASK_FILE --mode offline|oracle|noop [--time-limit S]
 
 Prints one JSON record on stdout. The runner (``runner.py``) starts one of these per task with a hard timeout.
 Judging never trusts the tool's copy: a fresh buggy repo gets the tool's edits to non-test files, the task's
@@ -24,9 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from selfix_action.bench import realbugs
-from selfix_action.bench.realbugs import RealBugTask
-from selfix_action.bench.tasks import Task, load_bench_task, materialize, reference_fix, restore_tests, test_python
 from selfix_action.engine.loop import HealResult, LoopConfig
 from selfix_action.engine.models import TestStatus
 from selfix_action.engine.patches import unified_diff
@@ -37,6 +34,9 @@ from selfix_action.heal.request import ENGINES
 from selfix_action.sandbox.isolation import IsolationConfig
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
+from selfix_bench import realbugs
+from selfix_bench.realbugs import RealBugTask
+from selfix_bench.tasks import Task, load_bench_task, materialize, reference_fix, restore_tests, test_python
 
 JUDGE_WALL_SECONDS = 120.0
 API_KEY_VARIABLE = "SELFIX_BENCH_API_KEY"  # the --api-key of selfix bench, passed to the worker out of argv

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from selfix_action.errors import InputError
 
 if TYPE_CHECKING:
-    from selfix_action.bench.realbugs import RealBugTask
+    from selfix_bench.realbugs import RealBugTask
 
 CACHE_DIR = Path.home() / ".cache" / "selfix-bench"
 SCHEMA = 1
@@ -97,7 +97,7 @@ def load_tasks(directory: Path) -> list[Task]:
 
 def load_bench_task(path: Path) -> Task | RealBugTask:
     """A mutant task, or a real-bug task (``"kind": "realbug"``, see ``realbugs.py``)."""
-    from selfix_action.bench import realbugs
+    from selfix_bench import realbugs
 
     try:
         data = json.loads(path.read_text(encoding="utf-8"))

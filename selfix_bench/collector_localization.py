@@ -2,7 +2,7 @@
 in one run, on the mutant benchmark tasks (``bench/tasks``) healed with the offline engine in a project environment
 that lacks coverage.py; and the collector's slowdown against coverage.py on the same suites.
 
-    .venv/bin/python bench/collector_localization.py [TASKS_DIR] [--tasks N] [--match TEXT] [--time-limit S]
+    .venv/bin/python -m selfix_bench.collector_localization [TASKS_DIR] [--tasks N] [--match TEXT] [--time-limit S]
         [--timing-tasks K] [--repeats R] [--out FILE]
 
 For each task, two heals on the same buggy copy, one after the other so that machine noise hits both alike:
@@ -33,12 +33,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from selfix_action.bench.tasks import CACHE_DIR, Task, load_tasks, materialize, test_python
-from selfix_action.bench.worker import judge, make_engine
 from selfix_action.engine.loop import HealingLoop, LoopConfig
 from selfix_action.engine.report import StopReason
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
+from selfix_bench.tasks import CACHE_DIR, Task, load_tasks, materialize, test_python
+from selfix_bench.worker import judge, make_engine
 
 MODES = {"collector": "fallback", "tracebacks": "never"}
 PIP_TIMEOUT = 600
