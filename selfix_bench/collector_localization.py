@@ -37,7 +37,7 @@ from selfix_action.engine.loop import HealingLoop, LoopConfig
 from selfix_action.engine.report import StopReason
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
-from selfix_bench.tasks import CACHE_DIR, Task, load_tasks, materialize, test_python
+from selfix_bench.tasks import CACHE_DIR, Task, load_tasks
 from selfix_bench.worker import judge, make_engine
 
 MODES = {"collector": "fallback", "tracebacks": "never"}
@@ -66,7 +66,7 @@ def python_without_coverage(task: Task) -> str:
 
 def heal_once(task: Task, python: str, collector: str, time_limit: float, max_candidates: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="selfix-collector-bench-") as tmp:
-        repo = materialize(task, Path(tmp) / "repo", buggy=True)
+        repo = task.materialize(Path(tmp) / "repo")
         config = LoopConfig(time_limit_seconds=time_limit, max_candidates=max_candidates, user_hint=task.bug_report)
         started = time.monotonic()
         with PytestSandbox(
@@ -89,7 +89,7 @@ def heal_once(task: Task, python: str, collector: str, time_limit: float, max_ca
 
 def baseline_seconds(task: Task, python: str, collector: str, coverage: bool) -> float:
     with tempfile.TemporaryDirectory(prefix="selfix-collector-time-") as tmp:
-        repo = materialize(task, Path(tmp) / "repo", buggy=True)
+        repo = task.materialize(Path(tmp) / "repo")
         with PytestSandbox(
             repo, [python, "-m", "pytest"], limits=Limits(wall_seconds=300), line_collector=collector
         ) as sandbox:
@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         ratios = []
         print(f"\nbaseline run with per-test coverage, median of {args.repeats} (seconds):")
         for task in picked[: args.timing_tasks]:
-            python = test_python(task)  # the task's usual environment: it has coverage.py
+            python = task.python()  # the task's usual environment: it has coverage.py
             samples: dict[str, list[float]] = {"coverage.py": [], "collector": [], "none": []}
             for _ in range(args.repeats):
                 samples["coverage.py"].append(baseline_seconds(task, python, "fallback", True))

@@ -34,16 +34,8 @@ from selfix_action.engine.models import TestRun, TestStatus
 from selfix_action.offline.templates import SourceEdit, candidate_edits
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
-from selfix_bench.tasks import (
-    CACHE_DIR,
-    Bug,
-    Task,
-    fetch_sdist,
-    leak_reasons,
-    materialize,
-    sha256_of,
-    test_python,
-)
+from selfix_bench.base import CACHE_DIR
+from selfix_bench.tasks import Bug, Task, fetch_sdist, leak_reasons, sha256_of
 
 MAX_BROKEN_FRACTION = 0.25
 MAX_KIND_FRACTION = 0.2  # no bug kind makes up more than this share of a library's tasks
@@ -235,12 +227,12 @@ def generate(
     }
     probe = Task("probe", source, Bug("", 0, 0, "", ""), (), (), "", library.test_paths, library.pytest)
     with tempfile.TemporaryDirectory(prefix="selfix-gen-") as tmp:
-        tree = materialize(probe, Path(tmp) / "repo", buggy=False)
+        tree = probe.materialize(Path(tmp) / "repo", fixed=True)
         tasks = generate_from_tree(
             library,
             source,
             tree,
-            test_python(probe),
+            probe.python(),
             max_tasks=max_tasks,
             max_mutants=max_mutants,
             workers=workers,

@@ -50,7 +50,7 @@ from selfix_action.offline.engine import OfflineEngine
 from selfix_action.offline.ordering import OrderModel, RankedCandidate, load_order_model, ordered
 from selfix_action.offline.templates.render import SourceEdit
 from selfix_bench.stats import mcnemar_exact, wilson_interval
-from selfix_bench.tasks import Task, load_task, load_tasks, materialize, reference_fix, test_python
+from selfix_bench.tasks import Task, load_task, load_tasks
 
 ORDER_MODEL_ENV = "SELFIX_LEARNING_ORDER_MODEL"  # the live runs' held-out model, read by learned_engine
 BUDGET = 500  # candidates per task, the benchmark's default
@@ -113,12 +113,11 @@ def collect_one(task: Task, out: Path) -> dict[str, Any]:
     from selfix_action.sandbox.process import Limits
 
     engine = RecordingEngine()
-    python = test_python(task)
+    python = task.python()
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="selfix-learn-") as tmp:
-        repo = materialize(task, Path(tmp) / "repo", buggy=True)
-        buggy = (repo / task.bug.path).read_text(encoding="utf-8")
-        reference = _program(reference_fix(task, buggy))
+        repo = task.materialize(Path(tmp) / "repo")
+        reference = _program(task.reference_fix()[0][task.bug.path])
         request = HealRequest(
             repo=repo,
             test_cmd=(python, "-m", "pytest"),

@@ -130,10 +130,9 @@ def measure(example: Path, fix: dict[str, Any], pad: int) -> dict[str, tuple[int
 
 def measure_task(task: Any) -> dict[str, tuple[int, int]]:
     """The same on a benchmark task: the real library with its injected bug; the reference fix scripted."""
-    from selfix_bench.tasks import materialize
 
     with tempfile.TemporaryDirectory(prefix="selfix-prompt-") as tmp:
-        repo = materialize(task, Path(tmp) / task.id)
+        repo = task.materialize(Path(tmp) / task.id)
         lines = (repo / task.bug.path).read_text(encoding="utf-8").splitlines()
         buggy = lines[task.bug.line - 1]
         fixed = buggy.replace(task.bug.mutated, task.bug.original, 1)

@@ -36,7 +36,7 @@ from selfix_action.errors import SelfixError
 from selfix_action.offline.engine import OfflineEngine
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
-from selfix_bench.tasks import Task, load_tasks, materialize, test_python
+from selfix_bench.tasks import Task, load_tasks
 
 
 def candidates_for(
@@ -140,9 +140,9 @@ def measure(
 ) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     for task in tasks:
-        python = test_python(task)
+        python = task.python()
         with tempfile.TemporaryDirectory(prefix="selfix-speed-") as tmp:
-            repo = materialize(task, Path(tmp) / "repo")
+            repo = task.materialize(Path(tmp) / "repo")
             evidence, candidates, seconds = candidates_for(task, repo, python, count)
             if not candidates:
                 log(f"{task.id}: no candidates")

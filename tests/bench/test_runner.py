@@ -10,8 +10,7 @@ from selfix_action.cli import main
 from selfix_bench.generate import Library, generate_from_tree
 from selfix_bench.report import render_markdown, render_svg
 from selfix_bench.runner import BenchOptions, read_records, run_bench
-from selfix_bench.tasks import leak_reasons, load_task, materialize
-from selfix_bench.worker import judge
+from selfix_bench.tasks import leak_reasons, load_task
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TASKS = FIXTURES / "tasks"
@@ -51,13 +50,13 @@ def test_runs_resume_where_they_stopped(tmp_path: Path) -> None:
 def test_judge_restores_the_original_tests(tmp_path: Path) -> None:
     task = load_task(TASKS / "tiny-clamp-name.json")
     cheat = {"tests/test_mathx.py": "def test_clamp_high():\n    pass\n"}  # the tool "fixes" the test instead
-    verdict = judge(task, cheat, sys.executable, tmp_path)
+    verdict = task.judge(cheat, sys.executable, tmp_path)
     assert verdict["resolved"] is False and verdict["f2p_failing"] == 1
 
 
 def test_generator_keeps_only_validated_tasks(tmp_path: Path) -> None:
     task = load_task(TASKS / "tiny-clamp-name.json")
-    tree = materialize(task, tmp_path / "tree", buggy=False)
+    tree = task.materialize(tmp_path / "tree", fixed=True)
     library = Library("tinylib", "0", "tinylib", ("mathx.py",), ("tests",))
     logs: list[str] = []
     tasks = generate_from_tree(
