@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import ast
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from selfix_action.engine.models import Evidence, Hypothesis, SuspiciousLine
@@ -73,11 +73,11 @@ def ranks(tasks_dir: Path, engine: Callable[[], OfflineEngine]) -> dict[str, tup
     return out
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=Path, default=Path(__file__).resolve().parents[1] / "bench" / "tasks")
     parser.add_argument("--without", nargs="*", default=list(ISSUE_14), help="families left out (and pairs)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     with_all = ranks(args.tasks, OfflineEngine)
     _use_families(set(args.without))
     without = ranks(args.tasks, _NoPairs)

@@ -20,6 +20,7 @@ import sys
 import sysconfig
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from selfix_action.errors import SandboxError
@@ -56,12 +57,12 @@ def reachable_python(folder: Path, isolation: Isolation | None) -> str:
     return str(venv / "bin" / "python")
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=20, help="cold runs per level (20)")
     parser.add_argument("--levels", default="none,bwrap,landlock", help="comma-separated levels (none,bwrap,landlock)")
     parser.add_argument("--python", help="interpreter for the suite (default: see above)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     work = Path(tempfile.mkdtemp(prefix="selfix-isolation-cost-"))
     work.chmod(0o755)

@@ -10,7 +10,6 @@ original tests are restored from the pristine source, and the F2P + P2P tests ru
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import importlib
 import json
 import os
@@ -24,16 +23,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from selfix_action.engine.loop import HealResult, LoopConfig
+from selfix_action.engine.loop import LoopConfig
 from selfix_action.engine.patches import unified_diff
 from selfix_action.engine.protocols import Engine
-from selfix_action.heal import EngineChoice, HealContext, HealRequest, heal_in_sandbox
-from selfix_action.heal import heal as heal_pipeline
+from selfix_action.heal import EngineChoice, HealRequest
 from selfix_action.heal.request import ENGINES
 from selfix_action.sandbox.isolation import IsolationConfig
 from selfix_action.sandbox.process import Limits
 from selfix_bench import realbugs
 from selfix_bench.base import BenchTask
+from selfix_bench.healing import heal_with
 from selfix_bench.kinds import load_bench_task
 
 API_KEY_VARIABLE = "SELFIX_BENCH_API_KEY"  # the --api-key of selfix bench, passed to the worker out of argv
@@ -127,15 +126,8 @@ def heal(
         jobs=1,
         repo_label=label,
     )
-    healer = heal_in_sandbox
-    if custom:
-        chosen = engine if engine is not None else make_engine(settings.mode)
-
-        def healer(context: HealContext) -> HealResult:
-            return heal_in_sandbox(dataclasses.replace(context, engine=chosen))
-
     try:
-        outcome = heal_pipeline(request, healer=healer)
+        outcome = heal_with(request, (engine or make_engine(settings.mode)) if custom else None)
     finally:
         trace = out_dir / "trace.jsonl"
         if settings.transcript is not None and trace.is_file():
