@@ -107,7 +107,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, values in times.items():
         median = statistics.median(values)
         extra = f"  +{(median - base) * 1000:6.1f} ms over none" if base is not None and name != "none" else ""
-        mechanism = levels[name].mechanism if levels[name] is not None else "plain subprocess"
+        level = levels[name]
+        mechanism = level.mechanism if level is not None else "plain subprocess"
         print(
             f"{name:>9}: median {median * 1000:7.1f} ms, mean {statistics.mean(values) * 1000:7.1f} ms"
             f"{extra}  ({mechanism})"

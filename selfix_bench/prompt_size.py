@@ -33,7 +33,7 @@ from selfix_action.heal import HealRequest
 from selfix_action.llm.budget import Budget
 from selfix_action.llm.engine import LLMEngine
 from selfix_action.llm.prompts import SYSTEM_PROMPT, baseline_context, patcher_request
-from selfix_action.models.base import ModelRequest, ModelResponse, TokenUsage
+from selfix_action.models.base import ModelRequest, ModelResponse, PreflightResult, TokenUsage
 from selfix_action.sandbox.isolation import IsolationConfig
 from selfix_action.sandbox.process import Limits
 from selfix_bench.healing import heal_with
@@ -54,6 +54,13 @@ class ScriptedModel:
 
     provider = "scripted"
     model = "scripted"
+    structured = "tools"
+
+    def step_down(self) -> str | None:
+        return None
+
+    def preflight(self) -> PreflightResult:
+        return PreflightResult(models=(self.model,))
 
     def __init__(self, fix: dict[str, Any]) -> None:
         self.fix = fix
