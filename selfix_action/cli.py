@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from selfix_action import __version__
-from selfix_action.commands.bench_cmd import add_bench_parser
 from selfix_action.commands.engine_args import ENGINE_KINDS, add_llm_arguments, engine_choice
-from selfix_action.errors import ExitCode, SelfixError
+from selfix_action.errors import ExitCode, InputError, SelfixError
+
+# The benchmark is a package of its own (selfix_bench: it imports the product, never the reverse, and the action's
+# image does not hold it), so it is named here and looked up when `selfix bench` runs, never imported.
+BENCH_MODULE = "selfix_bench.cli"
+BENCH_MISSING = (
+    "selfix bench needs the benchmark package selfix_bench, which this installation does not hold (the action's "
+    "image and the composite action install the product only): install selfix from a clone, `pip install -e .`"
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -36,7 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
     heal.add_argument("--bundle", type=Path, help="bundle folder (default: $RUNNER_TEMP/selfix-bundle)")
     publish = sub.add_parser("publish", help="split-privilege job 2: verify a patch bundle, then push and comment")
     publish.add_argument("bundle", type=Path, metavar="BUNDLE", help="the folder written by selfix heal")
-    add_bench_parser(sub, _Parser)
+    # Listed for --help; its arguments are the benchmark's own (selfix bench --help), parsed by run_bench.
+    sub.add_parser("bench", help="run benchmark tasks (bench/tasks) and report the resolve rate", add_help=False)
 
     fix = sub.add_parser("fix", help="heal the failing tests of a local repository")
     fix.add_argument("repo", nargs="?", default=".", help="git checkout or plain folder (default: .)")
@@ -112,15 +121,13 @@ def _add_learning_commands(sub: argparse._SubParsersAction) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
-    if arguments[:2] == ["bench", "recall"]:  # a command of its own under bench, beside bench's TASKS argument
-        args = argparse.Namespace(command="bench recall", recall_argv=arguments[2:])
+    if arguments[:1] == ["bench"]:  # every argument after it is the benchmark's (selfix_bench/cli.py)
+        args = argparse.Namespace(command="bench", bench_argv=arguments[1:])
     else:
         args = build_parser().parse_args(arguments)
     try:
-        if args.command == "bench recall":
-            from selfix_action.commands.bench_cmd import run_recall_command
-
-            return run_recall_command(args.recall_argv, _Parser)
+        if args.command == "bench":
+            return run_bench(args.bench_argv)
         if args.command == "junit":
             from selfix_action.commands.junit_cmd import run_junit
 
@@ -137,10 +144,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             from selfix_action.commands.action_cmd import run_action
 
             return run_action(os.environ, sys.stdout, sys.stderr)
-        if args.command == "bench":
-            from selfix_action.commands.bench_cmd import run_bench_command
-
-            return run_bench_command(args)
         if args.command == "fix":
             from selfix_action.commands.fix_cmd import FixOptions, resolve_test_cmd, run_fix
 
@@ -189,6 +192,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("selfix: interrupted; the working tree was not changed", file=sys.stderr)
         return 130
     raise AssertionError(f"unhandled command {args.command}")
+
+
+def run_bench(argv: Sequence[str]) -> int:
+    """``selfix bench ARGS``: the benchmark package's entry point, or a clear error where it is not installed."""
+    try:
+        bench = importlib.import_module(BENCH_MODULE)
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("selfix_bench", BENCH_MODULE):
+            raise  # the benchmark is there but lacks a dependency: its own traceback says which
+        raise InputError(BENCH_MISSING) from exc
+    code: int = bench.main(argv, _Parser)
+    return code
 
 
 if __name__ == "__main__":

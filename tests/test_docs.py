@@ -6,6 +6,7 @@ to pin before a release, where the defaults and the key go, and that a local mod
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import re
 import unicodedata
 from pathlib import Path
@@ -149,3 +150,32 @@ def test_docs_named_in_code_and_workflows_exist() -> None:
             if not doc.is_file() or (match["anchor"] and match["anchor"] not in anchors(doc)):
                 missing.append(f"{source.relative_to(REPO_ROOT)}: {match.group(0)}")
     assert not missing, "\n".join(missing)
+
+
+_MODULE_COMMAND = re.compile(r"\bpython3? -m (?P<module>[A-Za-z_][\w.]*)")
+
+
+def importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # a parent package that does not exist
+        return False
+
+
+def module_commands(text: str) -> set[str]:
+    """The modules of every ``python -m MODULE`` command in ``text`` (code blocks and spans included)."""
+    return {m["module"].rstrip(".") for m in _MODULE_COMMAND.finditer(text)}
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(REPO_ROOT)))
+def test_every_python_m_command_names_a_module_that_exists(doc: Path) -> None:
+    """A `python -m X` a reader copies runs X: the benchmark's commands moved to selfix_bench (issue 24)."""
+    missing = sorted(m for m in module_commands(doc.read_text(encoding="utf-8")) if not importable(m))
+    assert not missing, missing
+
+
+def test_the_module_check_finds_a_moved_module() -> None:
+    text = "    python -m selfix_bench.speed bench/tasks\n`python -m selfix_action.bench.speed` and python -m pip\n"
+    found = module_commands(text)
+    assert found == {"selfix_bench.speed", "selfix_action.bench.speed", "pip"}
+    assert [m for m in sorted(found) if not importable(m)] == ["selfix_action.bench.speed"]

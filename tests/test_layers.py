@@ -33,7 +33,7 @@ def _run(root: Path) -> subprocess.CompletedProcess[str]:
 def test_import_contracts_are_kept() -> None:
     proc = _run(REPO_ROOT)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "5 kept, 0 broken" in proc.stdout
+    assert "6 kept, 0 broken" in proc.stdout
 
 
 @pytest.mark.parametrize(
@@ -44,13 +44,17 @@ def test_import_contracts_are_kept() -> None:
         ("heal/_probe.py", "import subprocess\n", "Only sandbox/ starts processes"),
         ("action/_probe.py", "import github\n", "Only github/ imports PyGithub"),
         ("learn/_probe.py", "import anthropic\n", "Only models/ imports the LLM SDKs"),
+        # The product never imports the benchmark, not even inside a function.
+        ("cli_probe.py", "def f():\n    import selfix_bench.runner\n", "The product never imports the benchmark"),
+        ("../selfix_bench/_probe.py", "import subprocess\n", "Only sandbox/ starts processes"),
+        ("../selfix_bench/_probe.py", "import github\n", "Only github/ imports PyGithub"),
+        ("../selfix_bench/_probe.py", "import openai\n", "Only models/ imports the LLM SDKs"),
     ],
 )
 def test_a_violation_breaks_its_contract(tmp_path: Path, module: str, source: str, broken: str) -> None:
-    """The same contracts on a copy of the package with one forbidden import added."""
-    shutil.copytree(
-        REPO_ROOT / "selfix_action", tmp_path / "selfix_action", ignore=shutil.ignore_patterns("__pycache__")
-    )
+    """The same contracts on a copy of the packages with one forbidden import added."""
+    for package in ("selfix_action", "selfix_bench"):
+        shutil.copytree(REPO_ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(REPO_ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     (tmp_path / "selfix_action" / module).write_text(source, encoding="utf-8")
     proc = _run(tmp_path)

@@ -128,6 +128,7 @@ def heal_in_sandbox(context: HealContext) -> HealResult:
         env_source=request.env_source,
         isolation=isolation,
         parallel_checks=request.jobs or default_jobs(),
+        line_collector=request.line_collector,
     ) as sandbox:
         loop = HealingLoop(sandbox, context.engine, request.loop, trace=context.trace, repo_label=request.repo_label)
         result = loop.run(context.junit_failing, context.junit_passing)

@@ -103,6 +103,10 @@ class HealRequest:
     memory_path: Path | None = None  # None: no memory of past fixes
     env_source: Mapping[str, str] | None = None  # the environment test runs pick their allowlist from
     repo_label: str = "."  # how the report names the repository
+    # Per-test lines where the project's environment lacks coverage.py: "fallback" (selfix's own line collector
+    # then, the default), "always" (the collector even beside coverage.py) or "never" (tracebacks only); what the
+    # benchmark's localization measurement compares (selfix_bench/collector_localization.py).
+    line_collector: str = "fallback"
     # Run once before the heal (the action's setup_command, e.g. ``pip install -e .[test]``), within
     # ``setup_seconds``: inside the test runs' isolation (with the network) on a scratch copy, installing into a
     # project environment of its own whose interpreter then runs a Python test command (sandbox/setup.py).

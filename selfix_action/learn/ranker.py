@@ -1,6 +1,6 @@
 """The candidate order's model: a pairwise logistic ranker over sparse named candidate features (pure Python).
 
-Examples come from the benchmark's recorded candidates (``selfix_action.bench.learning``): per task, the fix
+Examples come from the benchmark's recorded candidates (``selfix_bench.learning``): per task, the fix
 against each rival the score actually orders it against (same hypothesis, lines as suspicious as the fix's
 line; suspiciousness itself comes first in the engine's order). Every task weighs the same, so a task with 900
 rivals does not drown one with 40 (at most ``MAX_NEGATIVES`` rivals each, a deterministic sample). Numeric

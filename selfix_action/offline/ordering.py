@@ -7,7 +7,7 @@ Order (most likely first), for every engine configuration:
 2. the memory's boost for this template at this hypothesis (``learn.memory``): it reorders candidates of one
    line, or of lines localized exactly as well, never ahead of a better-localized line;
 3. the candidate's score: the learned model (``candidate_order.json`` shipped next to this module, fitted by
-   ``python -m selfix_action.bench.learning``) or, when that file is absent or of an unknown version, the hand
+   ``python -m selfix_bench.learning``) or, when that file is absent or of an unknown version, the hand
    prior shared among the template's variants on the line (``prior / k``);
 4. the line's rank in the hypothesis, then the generation order.
 

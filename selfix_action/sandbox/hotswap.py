@@ -5,7 +5,7 @@ skeleton: nothing at module or class level, no signature or default changed). Th
 new code objects into the live functions and runs the selected, already-collected test items, so a candidate
 costs a fork plus the tests themselves. Anything else (module-level edits, QA test files, coverage runs, a worker
 that cannot start or swap) takes the fork-per-run warm worker or a cold run. The final winner is still confirmed
-by one cold full-suite run, and ``bench/speed.py`` compares every verdict with a clean run.
+by one cold full-suite run, and ``selfix_bench/speed.py`` compares every verdict with a clean run.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from selfix_action.bench.differential import differences, inside, outside
+from selfix_bench.differential import differences, inside, outside
 from tests.conftest import write_project
 
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from selfix_action.bench import priors
-from selfix_action.bench.priors import BugResult, HunkResult, code_hunks, learn, reproducing_templates
 from selfix_action.errors import InputError
 from selfix_action.offline.templates import Hints, registry
+from selfix_bench import priors
+from selfix_bench.priors import BugResult, HunkResult, code_hunks, learn, reproducing_templates
 
 RECORD = Path(__file__).resolve().parents[2] / "bench" / "realbugs" / "priors.json"
 

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from selfix_action.bench import realbugs
-from selfix_action.bench.realbugs import RealBugTask, build_task, code_units, compare_to_fix, judge
-from selfix_action.bench.report import realbug_section, score_realbugs
-from selfix_action.bench.tasks import load_bench_tasks
+from selfix_bench import realbugs
+from selfix_bench.kinds import load_bench_tasks
+from selfix_bench.realbugs import RealBugTask, build_task, code_units, compare_to_fix
+from selfix_bench.report import realbug_section, score_realbugs
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -144,7 +144,7 @@ def test_task_file_round_trips_and_loads_beside_mutant_tasks(built: tuple[RealBu
 
 def test_the_tool_sees_the_test_change_but_never_the_fix(built: tuple[RealBugTask, Path], tmp_path: Path) -> None:
     task, cache = built
-    repo = realbugs.materialize(task, tmp_path / "repo", cache=cache)
+    repo = task.materialize(tmp_path / "repo", cache=cache)
     assert (repo / "pkg" / "calc.py").read_text() == BUGGY_CALC
     assert "test_high" in (repo / "tests" / "test_calc.py").read_text()
     assert not (repo / ".git").exists() and not (repo / "CHANGES.md").exists()
@@ -152,7 +152,7 @@ def test_the_tool_sees_the_test_change_but_never_the_fix(built: tuple[RealBugTas
 
 def _judge(task: RealBugTask, cache: Path, tmp_path: Path, calc: str | None) -> dict[str, object]:
     files = {} if calc is None else {"pkg/calc.py": calc}
-    return judge(task, files, realbugs.task_python(task), tmp_path, cache=cache)
+    return task.judge(files, task.python(), tmp_path, cache=cache)
 
 
 def test_developers_fix_is_resolved_and_correct(built: tuple[RealBugTask, Path], tmp_path: Path) -> None:
@@ -185,7 +185,7 @@ def test_hidden_tests_vouch_only_for_a_patch_in_the_fixed_files(
     task, cache = built
     patched = BUGGY_CALC.replace("        return low\n    return x", "        return min(x, high)\n    return x")
     files = {"pkg/calc.py": patched, "pkg/helper.py": "HELPER = 1\n"}
-    verdict = judge(task, files, realbugs.task_python(task), tmp_path, cache=cache)
+    verdict = task.judge(files, task.python(), tmp_path, cache=cache)
     assert verdict["resolved"] and verdict["plausible_wrong"] and not verdict["correct_tests"]
     assert verdict["outside_fix_files"] == ["pkg/helper.py"]
 
@@ -193,7 +193,7 @@ def test_hidden_tests_vouch_only_for_a_patch_in_the_fixed_files(
 def test_test_edits_of_the_tool_never_count(built: tuple[RealBugTask, Path], tmp_path: Path) -> None:
     task, cache = built
     files = {"tests/test_calc.py": TEST_CALC}  # deleting the failing test is not a fix
-    verdict = judge(task, files, realbugs.task_python(task), tmp_path, cache=cache)
+    verdict = task.judge(files, task.python(), tmp_path, cache=cache)
     assert not verdict["resolved"] and not verdict["correct"] and not verdict["plausible_wrong"]
     assert verdict["edited_files"] == [] and verdict["f2p_failing"] == 1
 

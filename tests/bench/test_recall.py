@@ -10,7 +10,12 @@ from typing import Any
 import pytest
 
 from selfix_action import cli
-from selfix_action.bench.recall import (
+from selfix_action.engine.models import SuspiciousFunction, SuspiciousLine
+from selfix_action.errors import ExitCode
+from selfix_action.llm.prompts import build_context, render_slices
+from selfix_action.sandbox.process import Limits
+from selfix_action.sandbox.pytest_sandbox import PytestSandbox
+from selfix_bench.recall import (
     Hunk,
     compare,
     diff_hunks,
@@ -21,12 +26,7 @@ from selfix_action.bench.recall import (
     shown_lines,
     summarize,
 )
-from selfix_action.bench.tasks import Bug, Task
-from selfix_action.engine.models import SuspiciousFunction, SuspiciousLine
-from selfix_action.errors import ExitCode
-from selfix_action.llm.prompts import build_context, render_slices
-from selfix_action.sandbox.process import Limits
-from selfix_action.sandbox.pytest_sandbox import PytestSandbox
+from selfix_bench.tasks import Bug, Task
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"

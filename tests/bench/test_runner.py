@@ -6,12 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from selfix_action.bench.generate import Library, generate_from_tree
-from selfix_action.bench.report import render_markdown, render_svg
-from selfix_action.bench.runner import BenchOptions, read_records, run_bench
-from selfix_action.bench.tasks import leak_reasons, load_task, materialize
-from selfix_action.bench.worker import judge
 from selfix_action.cli import main
+from selfix_bench.generate import Library, generate_from_tree
+from selfix_bench.report import render_markdown, render_svg
+from selfix_bench.runner import BenchOptions, read_records, run_bench
+from selfix_bench.tasks import leak_reasons, load_task
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TASKS = FIXTURES / "tasks"
@@ -51,13 +50,13 @@ def test_runs_resume_where_they_stopped(tmp_path: Path) -> None:
 def test_judge_restores_the_original_tests(tmp_path: Path) -> None:
     task = load_task(TASKS / "tiny-clamp-name.json")
     cheat = {"tests/test_mathx.py": "def test_clamp_high():\n    pass\n"}  # the tool "fixes" the test instead
-    verdict = judge(task, cheat, sys.executable, tmp_path)
+    verdict = task.judge(cheat, sys.executable, tmp_path)
     assert verdict["resolved"] is False and verdict["f2p_failing"] == 1
 
 
 def test_generator_keeps_only_validated_tasks(tmp_path: Path) -> None:
     task = load_task(TASKS / "tiny-clamp-name.json")
-    tree = materialize(task, tmp_path / "tree", buggy=False)
+    tree = task.materialize(tmp_path / "tree", fixed=True)
     library = Library("tinylib", "0", "tinylib", ("mathx.py",), ("tests",))
     logs: list[str] = []
     tasks = generate_from_tree(
@@ -143,7 +142,7 @@ def test_bench_heals_with_an_llm_engine_keeps_transcripts_and_replays_them(tmp_p
     assert json.loads((tmp_path / "llm" / "meta.json").read_text())["engine"]["structured"] == "auto"
 
     # The answers alone (no prompt, no project code) are all a replay needs.
-    from selfix_action.bench.transcripts import main as strip
+    from selfix_bench.transcripts import main as strip
 
     assert strip([str(tmp_path / "llm" / "transcripts"), str(tmp_path / "answers")]) == 0
     answers = (tmp_path / "answers" / "tiny-clamp-name.jsonl").read_text()
@@ -157,8 +156,8 @@ def test_bench_heals_with_an_llm_engine_keeps_transcripts_and_replays_them(tmp_p
 def test_the_ci_report_a_task_gets_names_its_tests_as_pytest_does(tmp_path: Path) -> None:
     """``selfix bench --junit``: the report the heal gets parses back to the task's F2P (failing) and P2P
     (passing) node ids, parameter ids holding ``::`` and classes included."""
-    from selfix_action.bench.worker import junit_report
     from selfix_action.junit import Outcome, parse_reports
+    from selfix_bench.worker import junit_report
 
     failing = ["tests/test_u.py::test_roundtrip[https://[::1]:80/?a=b]", "test/server_test.py::A::B::test_get"]
     passing = ["tests/test_u.py::test_plain", "tornado/test/web_test.py::Case::test_x[1-2]"]
@@ -170,7 +169,7 @@ def test_the_ci_report_a_task_gets_names_its_tests_as_pytest_does(tmp_path: Path
 
 
 def test_a_reviewed_verdict_counts_only_for_the_patch_it_was_given_for() -> None:
-    from selfix_action.bench.report import patch_digest, render_markdown
+    from selfix_bench.report import patch_digest, render_markdown
 
     base = {"kind": "realbug", "resolved": True, "library": "p", "template": "single-line"}
     records = [

@@ -3,8 +3,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from selfix_action.bench.speed import main, measure
-from selfix_action.bench.tasks import load_task
+from selfix_bench.speed import main, measure
+from selfix_bench.tasks import load_task
 
 TASKS = Path(__file__).parent / "fixtures" / "tasks"
 

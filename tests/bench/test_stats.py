@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from selfix_action.bench.stats import mcnemar_exact, median, paired_comparison, wilson_interval
+from selfix_bench.stats import mcnemar_exact, median, paired_comparison, wilson_interval
 
 
 @pytest.mark.parametrize(

@@ -5,11 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from selfix_action.bench.generate import bug_report, splice_of
-from selfix_action.bench.tasks import Bug, apply_bug, leak_reasons, load_task, load_tasks, materialize, reference_fix
 from selfix_action.engine.models import TestResult, TestRun, TestStatus
 from selfix_action.errors import InputError
 from selfix_action.offline.templates import candidate_edits
+from selfix_bench.generate import bug_report, splice_of
+from selfix_bench.tasks import Bug, apply_bug, leak_reasons, load_task, load_tasks
 
 TASKS = Path(__file__).parent / "fixtures" / "tasks"
 SOURCE = "def f(xs, t):\n    count = 0\n    for x in xs:\n        if x > t:\n            count += 1\n    return count\n"
@@ -29,10 +29,13 @@ def test_committed_benchmark_tasks_are_valid() -> None:
 
 def test_materialize_injects_the_bug_and_reference_fix_undoes_it(tmp_path: Path) -> None:
     task = load_task(TASKS / "tiny-count_above-compare.json")
-    repo = materialize(task, tmp_path / "repo")
+    repo = task.materialize(tmp_path / "repo")
     buggy = (repo / "mathx.py").read_text()
     assert "x >= threshold" in buggy
-    assert reference_fix(task, buggy) == (Path(task.base_dir) / "../tinylib/mathx.py").resolve().read_text()
+    fixed, originals = task.reference_fix()
+    assert fixed == {"mathx.py": (Path(task.base_dir) / "../tinylib/mathx.py").resolve().read_text()}
+    assert originals == {"mathx.py": buggy}
+    assert task.materialize(tmp_path / "fixed", fixed=True).joinpath("mathx.py").read_text() == fixed["mathx.py"]
     assert not (repo / "tasks").exists()  # the task file (and its reference fix) is not in the repo
 
 

@@ -58,3 +58,17 @@ def test_python_packages_come_from_the_lock_into_selfix_venv() -> None:
     assert any(line.startswith("ENTRYPOINT") and "/opt/selfix/venv/bin/selfix" in line for line in _instructions())
     script = (REPO_ROOT / "packaging" / "install.sh").read_text()
     assert "--require-hashes --no-deps --only-binary :all:" in script
+
+
+def test_the_image_and_the_composite_install_hold_the_product_without_the_benchmark() -> None:
+    """A source install holds selfix_bench too (pyproject's packages); the image copies selfix_action/ only, its
+    build context leaves the benchmark out, and install.sh (the composite variant's too) copies the product."""
+    copies = [line for line in DOCKERFILE.read_text(encoding="utf-8").splitlines() if line.startswith("COPY ")]
+    assert any(" selfix_action " in line for line in copies)
+    assert not any("bench" in line or line.startswith("COPY . ") for line in copies), copies
+    ignored = (REPO_ROOT / ".dockerignore").read_text(encoding="utf-8").splitlines()
+    assert "selfix_bench" in ignored and "bench" in ignored
+    install = (REPO_ROOT / "packaging" / "install.sh").read_text(encoding="utf-8")
+    assert '"$source/selfix_action"' in install and "selfix_bench" not in install
+    pyproject = (REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert 'include = ["selfix_action*", "selfix_bench*"]' in pyproject

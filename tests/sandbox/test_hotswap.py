@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from selfix_action.bench.tasks import load_task, materialize
 from selfix_action.engine.config import LoopConfig
 from selfix_action.engine.models import CandidateCheck, TestStatus
 from selfix_action.engine.verify import Verifier
@@ -15,6 +14,7 @@ from selfix_action.errors import InputError
 from selfix_action.sandbox.hotswap import skeleton
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
+from selfix_bench.tasks import load_task
 
 TASKS = Path(__file__).parents[1] / "bench" / "fixtures" / "tasks"
 F2P = "tests/test_mathx.py::test_clamp_high"
@@ -29,7 +29,7 @@ def test_skeleton_ignores_function_bodies_only() -> None:
 
 def test_hot_checks_reach_the_cold_verdicts(tmp_path: Path) -> None:
     task = load_task(TASKS / "tiny-clamp-name.json")
-    repo = materialize(task, tmp_path / "repo")
+    repo = task.materialize(tmp_path / "repo")
     buggy = (repo / "mathx.py").read_text()
     fixed = buggy.replace("        return lo\n    return x", "        return hi\n    return x")
     wrong = buggy.replace("if x > hi:", "if x >= hi:")
@@ -50,7 +50,7 @@ def test_hot_checks_reach_the_cold_verdicts(tmp_path: Path) -> None:
 
 def test_adaptive_limit_cuts_a_runaway_candidate_near_it_not_at_the_global_limit(tmp_path: Path) -> None:
     task = load_task(TASKS / "tiny-clamp-name.json")
-    repo = materialize(task, tmp_path / "repo")
+    repo = task.materialize(tmp_path / "repo")
     buggy = (repo / "mathx.py").read_text()
     fixed = buggy.replace("        return lo\n    return x", "        return hi\n    return x")
     runaway = buggy.replace("if x > hi:", "while True:\n        pass\n    if x > hi:")
@@ -108,7 +108,7 @@ def test_the_hot_worker_imports_the_unpatched_project_even_when_first_used_under
 
 def test_hot_checks_can_be_turned_off(tmp_path: Path) -> None:
     task = load_task(TASKS / "tiny-clamp-name.json")
-    repo = materialize(task, tmp_path / "repo")
+    repo = task.materialize(tmp_path / "repo")
     with PytestSandbox(repo, [sys.executable, "-m", "pytest"], limits=Limits(wall_seconds=30), hot=False) as box:
         run = box.run_tests([F2P], stop_first=True, warm=True)
         assert box.hot_runs == 0 and box.warm_runs == 1
@@ -117,7 +117,7 @@ def test_hot_checks_can_be_turned_off(tmp_path: Path) -> None:
 
 def test_check_candidates_side_by_side_reach_the_verdicts_of_one_at_a_time(tmp_path: Path) -> None:
     task = load_task(TASKS / "tiny-clamp-name.json")
-    repo = materialize(task, tmp_path / "repo")
+    repo = task.materialize(tmp_path / "repo")
     buggy = (repo / "mathx.py").read_text()
     fixed = buggy.replace("        return lo\n    return x", "        return hi\n    return x")
     wrong = buggy.replace("if x > hi:", "if x >= hi:")
@@ -152,7 +152,7 @@ def test_a_long_heal_does_not_run_the_workers_out_of_file_descriptors(tmp_path: 
     # Each check waits on its child through a pidfd; with 40 descriptors allowed, 60 checks would exhaust them if
     # any were kept open, and the next child could not even open its log.
     task = load_task(TASKS / "tiny-clamp-name.json")
-    repo = materialize(task, tmp_path / "repo")
+    repo = task.materialize(tmp_path / "repo")
     buggy = (repo / "mathx.py").read_text()
     fixed = buggy.replace("        return lo\n    return x", "        return hi\n    return x")
     limits = Limits(wall_seconds=30, open_files=40)

@@ -17,7 +17,7 @@ from selfix_action.offline.templates.analysis import IMPLICIT_NAMES, first_line,
 from selfix_action.offline.templates.family import Context, Family
 from selfix_action.offline.templates.model import Mutation, Template
 
-# Learned from 86 real fixes outside the benchmark (bench/realbugs/priors.json, `python -m selfix_action.bench.priors`):
+# Learned from 86 real fixes outside the benchmark (bench/realbugs/priors.json, `python -m selfix_bench.priors`):
 # it reproduced none of their 331 code hunks, so it has the smoothed floor, below every hand prior.
 NONE_GUARD = Template("none_guard", 0.099, "return early when a value is None or empty")
 

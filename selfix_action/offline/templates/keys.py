@@ -18,7 +18,7 @@ from selfix_action.offline.templates.analysis import FileFacts, is_docstring
 from selfix_action.offline.templates.family import Context, Family
 from selfix_action.offline.templates.model import Mutation, Template
 
-# Learned from 86 real fixes outside the benchmark (bench/realbugs/priors.json, `python -m selfix_action.bench.priors`):
+# Learned from 86 real fixes outside the benchmark (bench/realbugs/priors.json, `python -m selfix_bench.priors`):
 # it reproduced none of their 331 code hunks, so it has the smoothed floor, below every hand prior.
 KEY_REPLACE = Template("key_replace", 0.099, "a string key -> another key the file uses (a typo or the wrong entry)")
 

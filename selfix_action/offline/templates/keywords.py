@@ -15,7 +15,7 @@ from selfix_action.offline.templates.family import Context, Family
 from selfix_action.offline.templates.model import Mutation, Template
 from selfix_action.offline.templates.signatures import callee_signature
 
-# Learned from 86 real fixes outside the benchmark (bench/realbugs/priors.json, `python -m selfix_action.bench.priors`):
+# Learned from 86 real fixes outside the benchmark (bench/realbugs/priors.json, `python -m selfix_bench.priors`):
 # it reproduced none of their 331 code hunks, so it has the smoothed floor, below every hand prior.
 KEYWORD_ADD = Template("keyword_add", 0.099, "pass a keyword argument the callee accepts but the call omits")
 

@@ -19,7 +19,7 @@ from selfix_action.offline.templates.analysis import is_docstring
 from selfix_action.offline.templates.family import Context, Family
 from selfix_action.offline.templates.model import Mutation, Template
 
-# Learned from 86 real fixes outside the benchmark (bench/realbugs/priors.json, `python -m selfix_action.bench.priors`):
+# Learned from 86 real fixes outside the benchmark (bench/realbugs/priors.json, `python -m selfix_bench.priors`):
 # it reproduced none of their 331 code hunks, so it has the smoothed floor, below every hand prior.
 LITERAL_TO_NAME = Template("literal_to_name", 0.099, "a literal -> the constant or module attribute of that value")
 

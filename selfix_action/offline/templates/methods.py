@@ -14,7 +14,7 @@ from selfix_action.offline.templates.family import Context, Family
 from selfix_action.offline.templates.model import Mutation, Template
 from selfix_action.offline.templates.signatures import class_methods, enclosing_class, method_signature
 
-# Learned from 86 real fixes outside the benchmark (bench/realbugs/priors.json, `python -m selfix_action.bench.priors`):
+# Learned from 86 real fixes outside the benchmark (bench/realbugs/priors.json, `python -m selfix_bench.priors`):
 # it reproduced none of their 331 code hunks, so it has the smoothed floor, below every hand prior.
 SIBLING_METHOD = Template("sibling_method", 0.099, "call another method of the same class with a fitting signature")
 

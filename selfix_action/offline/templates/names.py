@@ -22,7 +22,7 @@ NAME_REPLACE = Template("name_replace", 0.90, "change identifier used")
 TARGET_SWAP = Template("target_swap", 0.76, "the arg_swap slip on the binding side: `for x, i in enumerate(xs)`")
 SIBLING_CALL = Template("sibling_call", 0.74, "wrong function name (min/max, any/all, ...)")
 ATTRIBUTE_REPLACE = Template("attribute_replace", 0.66, "change attribute used")
-# Learned from 86 real fixes outside the benchmark (bench/realbugs/priors.json, `python -m selfix_action.bench.priors`):
+# Learned from 86 real fixes outside the benchmark (bench/realbugs/priors.json, `python -m selfix_bench.priors`):
 # it reproduced none of their 331 code hunks, so it has the smoothed floor; it only fires on a name bound nowhere,
 # so it never crowds a line.
 UNBOUND_NAME = Template("unbound_name", 0.099, "a name bound nowhere (a NameError) -> the in-scope name it slips from")

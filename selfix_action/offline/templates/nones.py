@@ -25,7 +25,7 @@ from selfix_action.offline.templates.family import Context, Family
 from selfix_action.offline.templates.model import Mutation, Template
 from selfix_action.offline.templates.render import PREC_AND, PREC_NOT
 
-# Learned from 86 real fixes outside the benchmark (bench/realbugs/priors.json, `python -m selfix_action.bench.priors`):
+# Learned from 86 real fixes outside the benchmark (bench/realbugs/priors.json, `python -m selfix_bench.priors`):
 # they reproduced none of their 331 code hunks, so they have the smoothed floor, below every hand prior.
 NONE_CHECK = Template("none_check", 0.099, "restore an `is not None` check before a value is dereferenced")
 NONE_TEST = Template("none_test", 0.099, "a truthiness test -> an `is not None` test")

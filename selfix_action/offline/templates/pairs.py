@@ -17,7 +17,7 @@ from selfix_action.offline.templates.analysis import FileFacts
 from selfix_action.offline.templates.model import Template
 from selfix_action.offline.templates.render import Renderer, SourceEdit
 
-# Learned from 86 real fixes outside the benchmark (bench/realbugs/priors.json, `python -m selfix_action.bench.priors`):
+# Learned from 86 real fixes outside the benchmark (bench/realbugs/priors.json, `python -m selfix_bench.priors`):
 # no fix was two reproduced single edits, so it has the smoothed floor; a pair is tried only once the single edits
 # are spent anyway.
 EDIT_PAIR = Template("edit_pair", 0.099, "two single edits at the two most suspicious lines, together")

@@ -8,7 +8,7 @@ edit, not individual candidates.
 
 The families after `return_replace` (unbound_name ... literal_to_name, edit_pair) are the repairs real bugs needed
 (issue 14). Their priors are learned from 86 real fixes outside the real-bug benchmark
-(`python -m selfix_action.bench.priors`, record in `bench/realbugs/priors.json`): the share of the
+(`python -m selfix_bench.priors`, record in `bench/realbugs/priors.json`): the share of the
 fixes' code hunks each template reproduces, on the hand priors' scale. Six reproduced none and sit
 at the smoothed floor (0.099, below every hand prior); string_edit reproduced one (0.296).
 

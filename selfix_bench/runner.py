@@ -1,6 +1,6 @@
 """``selfix bench``: run a directory of tasks in parallel workers, resumably, and summarize.
 
-Each task runs in its own ``python -m selfix_action.bench.worker`` process with a hard timeout (the per-task
+Each task runs in its own ``python -m selfix_bench.worker`` process with a hard timeout (the per-task
 time limit plus set-up and judging time). Records are appended to ``results/<run>/results.jsonl`` as tasks
 finish; a rerun with the same run name skips the tasks already recorded.
 """
@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from selfix_action.bench.realbugs import RealBugTask
-from selfix_action.bench.report import read_reviews, write_report
-from selfix_action.bench.tasks import Task, load_bench_tasks
-from selfix_action.bench.worker import API_KEY_VARIABLE
+from selfix_bench.base import BenchTask
+from selfix_bench.kinds import load_bench_tasks
+from selfix_bench.report import read_reviews, write_report
+from selfix_bench.worker import API_KEY_VARIABLE
 
 SETUP_GRACE_SECONDS = 180.0
 
@@ -57,18 +57,16 @@ def read_records(path: Path) -> list[dict[str, Any]]:
     return records
 
 
-def _task_file(task: Task | RealBugTask) -> Path:
+def _task_file(task: BenchTask) -> Path:
     return Path(task.base_dir) / f"{task.id}.json"
 
 
-def run_one(
-    task: Task | RealBugTask, task_file: Path, options: BenchOptions, transcript: Path | None = None
-) -> dict[str, Any]:
+def run_one(task: BenchTask, task_file: Path, options: BenchOptions, transcript: Path | None = None) -> dict[str, Any]:
     """One task in its own worker process; ``transcript`` keeps the heal's trace (every prompt and answer)."""
     argv = [
         sys.executable,
         "-m",
-        "selfix_action.bench.worker",
+        "selfix_bench.worker",
         str(task_file),
         "--mode",
         options.mode,
@@ -85,7 +83,7 @@ def run_one(
     ]
     env = {**os.environ, **({API_KEY_VARIABLE: options.api_key} if options.api_key else {})}
     started = time.monotonic()
-    base = {"id": task.id, "library": task.source.get("name", task.source.get("kind")), "mode": options.mode}
+    base = {"id": task.id, "library": task.library, "mode": options.mode, "kind": task.kind}
     try:
         proc = subprocess.run(
             argv,
@@ -138,12 +136,12 @@ def run_module(argv: list[str], timeout: float) -> tuple[int, str]:
     return proc.returncode, "\n".join(err.strip().splitlines()[-5:])
 
 
-def _interleave(tasks: list[Task | RealBugTask]) -> list[Task | RealBugTask]:
+def _interleave(tasks: list[BenchTask]) -> list[BenchTask]:
     """Round-robin over libraries, so a run stopped early still samples every library alike."""
-    groups: dict[str, list[Task | RealBugTask]] = {}
+    groups: dict[str, list[BenchTask]] = {}
     for task in tasks:
-        groups.setdefault(str(task.source.get("name", task.source.get("kind"))), []).append(task)
-    ordered: list[Task | RealBugTask] = []
+        groups.setdefault(task.library, []).append(task)
+    ordered: list[BenchTask] = []
     queues = list(groups.values())
     while any(queues):
         for queue in queues:
@@ -189,7 +187,7 @@ def run_bench(options: BenchOptions, log: Callable[[str], None] = print) -> Path
     lock = threading.Lock()
     counter = {"done": 0, "resolved": 0}
 
-    def work(task: Task | RealBugTask) -> None:
+    def work(task: BenchTask) -> None:
         record = run_one(task, _task_file(task), options, run_dir / "transcripts" / f"{task.id}.jsonl")
         with lock:
             with open(results, "a", encoding="utf-8") as handle:

@@ -9,7 +9,7 @@ and counts the developers' fix hunks whose buggy lines the requests show.
 Definitions (also printed above the table):
 
 - **hunks**: the ``git diff -U0`` hunks of the developers' fix, buggy tree -> fixed tree, on the non-test source
-  files (``engine.paths.is_source_path``; real bugs: ``realbugs.developer_fix``, mutants: ``tasks.reference_fix``).
+  files (``engine.paths.is_source_path``; ``BenchTask.reference_fix``: the developers' fix, a mutant's inverse splice).
   A hunk's *buggy lines* are the lines it removes or replaces in the buggy file; a pure insertion's is the line
   just before the insertion point (line 1 when at the top).
 - **shown**: every buggy line of the hunk appears, with its line number, in the request text: under a
@@ -25,7 +25,7 @@ Definitions (also printed above the table):
 - **size**: characters of each role's request, and chars / 4 as a rough token count.
 
     selfix bench recall bench/realbugs/tasks bench/tasks --mirror-dir DIR [--evidence-dir results/evidence]
-    python -m selfix_action.bench.recall TASKS ... [--json OUT] [--compare OTHER.json]
+    python -m selfix_bench.recall TASKS ... [--json OUT] [--compare OTHER.json]
 
 The evidence (an ``Evidence`` as JSON, ``ID.json``, and what its capture did, ``ID.meta.json``) is cached in the
 evidence folder: capturing takes 20-120 s per real bug, measuring again after a prompt change seconds.
@@ -50,13 +50,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from selfix_action.bench import realbugs
-from selfix_action.bench.realbugs import RealBugTask
-from selfix_action.bench.runner import run_module
-from selfix_action.bench.stats import median, paired_comparison, wilson_interval
-from selfix_action.bench.tasks import Task, apply_bug, load_bench_task, load_bench_tasks, pristine_tree, reference_fix
-from selfix_action.bench.worker import HealSettings
-from selfix_action.bench.worker import heal as heal_task
 from selfix_action.engine.models import CandidatePatch, Evidence, Hypothesis, Location, QATest, Verification
 from selfix_action.engine.paths import is_source_path
 from selfix_action.engine.protocols import EngineStopped, Sandbox
@@ -69,8 +62,14 @@ from selfix_action.llm.schemas import DETECTIVE_TOOL, PATCHER_TOOL, QA_TOOL
 from selfix_action.models.base import ModelRequest, ModelResponse, PreflightResult, TokenUsage
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
+from selfix_bench import realbugs
+from selfix_bench.base import BenchTask
+from selfix_bench.kinds import load_bench_task, load_bench_tasks
+from selfix_bench.runner import run_module
+from selfix_bench.stats import median, paired_comparison, wilson_interval
+from selfix_bench.worker import HealSettings
+from selfix_bench.worker import heal as heal_task
 
-AnyTask = Task | RealBugTask
 ROLES = ("detective", "qa", "patcher_a", "patcher_b")
 FIGURES = ("detective", "patcher_a", "patcher_b", "reachable")
 REACHABLE_NOTE = "(a file ask for its lines)"
@@ -144,15 +143,11 @@ def diff_hunks(path: str, before: str, after: str) -> list[Hunk]:
     return hunks
 
 
-def fix_texts(task: AnyTask) -> tuple[dict[str, str], dict[str, str]]:
+def fix_texts(task: BenchTask) -> tuple[dict[str, str], dict[str, str]]:
     """The developers' fix of the task's non-test source files: (fixed texts, buggy texts) by path."""
-    if isinstance(task, RealBugTask):
-        fixed, buggy = realbugs.developer_fix(task)
-        keep = [p for p in task.fix_paths if is_source_path(p)]
-        return {p: fixed[p] for p in keep}, {p: buggy[p] for p in keep}
-    original = (pristine_tree(task) / task.bug.path).read_text(encoding="utf-8")
-    broken = apply_bug(original, task.bug)
-    return {task.bug.path: reference_fix(task, broken)}, {task.bug.path: broken}
+    fixed, buggy = task.reference_fix()
+    keep = [p for p in fixed if is_source_path(p)]
+    return {p: fixed[p] for p in keep}, {p: buggy[p] for p in keep}
 
 
 def fix_hunks(fixed: Mapping[str, str], buggy: Mapping[str, str]) -> list[Hunk]:
@@ -303,20 +298,8 @@ class EvidenceCapture:
         return iter(())
 
 
-def _task_command(task: AnyTask) -> tuple[str, ...]:
-    if isinstance(task, RealBugTask):
-        return (realbugs.task_python(task), "-m", "pytest", *task.test_modules)
-    from selfix_action.bench.tasks import test_python
-
-    return (test_python(task), "-m", "pytest")
-
-
-def _materialize(task: AnyTask, dest: Path) -> Path:
-    if isinstance(task, RealBugTask):
-        return realbugs.materialize(task, dest)
-    from selfix_action.bench.tasks import materialize
-
-    return materialize(task, dest, buggy=True)
+def _task_command(task: BenchTask) -> tuple[str, ...]:
+    return task.test_command(task.python())
 
 
 def evidence_path(evidence_dir: Path, task_id: str) -> Path:
@@ -335,7 +318,7 @@ def _write_atomic(path: Path, text: str) -> None:
 
 
 def capture_evidence(
-    task: AnyTask, evidence_dir: Path, isolation: str = "bwrap", time_limit: float = CAPTURE_TIME_LIMIT
+    task: BenchTask, evidence_dir: Path, isolation: str = "bwrap", time_limit: float = CAPTURE_TIME_LIMIT
 ) -> dict[str, Any]:
     """The product's heal on the task's buggy repo, with the task's CI JUnit report, up to the Detective: its
     evidence saved as ``ID.json`` and what the capture did as ``ID.meta.json`` (returned)."""
@@ -343,7 +326,7 @@ def capture_evidence(
     meta: dict[str, Any] = {"id": task.id, "captured": False, "isolation": isolation}
     try:
         with tempfile.TemporaryDirectory(prefix="selfix-recall-") as tmp:
-            repo = _materialize(task, Path(tmp) / "repo")
+            repo = task.materialize(Path(tmp) / "repo")
             engine = EvidenceCapture()
             settings = HealSettings(mode=engine.name, time_limit=time_limit, isolation=isolation, junit=True)
             _, _, fields = heal_task(
@@ -561,14 +544,14 @@ def measure_requests(hunks: Sequence[Hunk], buggy: Mapping[str, str], requests: 
     }
 
 
-def measure_task(task: AnyTask, evidence: Evidence) -> dict[str, Any]:
+def measure_task(task: BenchTask, evidence: Evidence) -> dict[str, Any]:
     """One task's record from its cached evidence: a fresh buggy copy in a sandbox that runs no test."""
     fixed, buggy = fix_texts(task)
     hunks = fix_hunks(fixed, buggy)
     if not hunks:
         raise InputError(f"{task.id}: the fix changes no line of a source file")
     with tempfile.TemporaryDirectory(prefix="selfix-recall-") as tmp:
-        repo = _materialize(task, Path(tmp) / "repo")
+        repo = task.materialize(Path(tmp) / "repo")
         with PytestSandbox(repo, [sys.executable, "-m", "pytest"], limits=Limits(wall_seconds=60), hot=False) as box:
             requests = build_requests(evidence, box, hunks, fixed, buggy)
     return measure_requests(hunks, buggy, requests)
@@ -592,16 +575,12 @@ class RecallOptions:
     limit: int = 0
 
 
-def _kind(task: AnyTask) -> str:
-    return realbugs.KIND if isinstance(task, RealBugTask) else "mutant"
-
-
-def _task_file(task: AnyTask) -> Path:
+def _task_file(task: BenchTask) -> Path:
     return Path(task.base_dir) / f"{task.id}.json"
 
 
-def load_recall_tasks(paths: Sequence[Path], match: str = "", limit: int = 0) -> list[AnyTask]:
-    tasks: list[AnyTask] = []
+def load_recall_tasks(paths: Sequence[Path], match: str = "", limit: int = 0) -> list[BenchTask]:
+    tasks: list[BenchTask] = []
     for path in paths:
         if not path.exists():
             raise InputError(f"no such task directory or file: {path}")
@@ -613,7 +592,7 @@ def load_recall_tasks(paths: Sequence[Path], match: str = "", limit: int = 0) ->
     return tasks[:limit] if limit else tasks
 
 
-def capture_missing(options: RecallOptions, tasks: Sequence[AnyTask], log: Callable[[str], None]) -> None:
+def capture_missing(options: RecallOptions, tasks: Sequence[BenchTask], log: Callable[[str], None]) -> None:
     """Capture, ``workers`` at a time (each in its own process, hard timeout), the evidence not yet cached."""
     pending = [
         t
@@ -627,9 +606,9 @@ def capture_missing(options: RecallOptions, tasks: Sequence[AnyTask], log: Calla
     lock = threading.Lock()
     done = [0]
 
-    def work(task: AnyTask) -> None:
+    def work(task: BenchTask) -> None:
         argv = [
-            "selfix_action.bench.recall",
+            "selfix_bench.recall",
             "capture",
             str(_task_file(task)),
             "--evidence-dir",
@@ -656,10 +635,10 @@ def capture_missing(options: RecallOptions, tasks: Sequence[AnyTask], log: Calla
         list(pool.map(work, pending))
 
 
-def measure_all(options: RecallOptions, tasks: Sequence[AnyTask], log: Callable[[str], None]) -> list[dict[str, Any]]:
+def measure_all(options: RecallOptions, tasks: Sequence[BenchTask], log: Callable[[str], None]) -> list[dict[str, Any]]:
     records = []
     for task in tasks:
-        record: dict[str, Any] = {"id": task.id, "kind": _kind(task)}
+        record: dict[str, Any] = {"id": task.id, "kind": task.kind}
         evidence = load_evidence(options.evidence_dir, task.id)
         if evidence is None:
             meta = load_meta(options.evidence_dir, task.id) or {}
@@ -878,7 +857,7 @@ def options_from(args: argparse.Namespace) -> RecallOptions:
 
 def capture_main(argv: Sequence[str]) -> int:
     """``capture TASK_FILE``: one task's evidence (the worker process ``capture_missing`` starts)."""
-    parser = argparse.ArgumentParser(prog="python -m selfix_action.bench.recall capture")
+    parser = argparse.ArgumentParser(prog="python -m selfix_bench.recall capture")
     parser.add_argument("task", type=Path)
     parser.add_argument("--evidence-dir", type=Path, required=True)
     parser.add_argument("--isolation", default="bwrap")
@@ -895,7 +874,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list[:1] == ["capture"]:
         return capture_main(args_list[1:])
-    parser = argparse.ArgumentParser(prog="python -m selfix_action.bench.recall", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m selfix_bench.recall", description=__doc__.splitlines()[0])
     add_recall_arguments(parser)
     try:
         run_recall(options_from(parser.parse_args(args_list)), log=lambda m: print(m, flush=True))

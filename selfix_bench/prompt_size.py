@@ -8,10 +8,10 @@ Sizes are characters and a rough token estimate (chars / 4); the ratio is baseli
 ``--pad N`` appends N unrelated helper functions to each example's source files first, to show how the two
 grow with file size (real modules are rarely 30 lines long). ``--tasks DIR`` measures real libraries instead:
 the benchmark's bug-injected toolz/boltons tasks (fetched from PyPI by pinned sha256, see
-selfix_action/bench/tasks.py), the Patcher scripted with each task's reference fix.
+selfix_bench/tasks.py), the Patcher scripted with each task's reference fix.
 
-    .venv/bin/python bench/prompt_size.py [--pad N] [EXAMPLE ...]
-    .venv/bin/python bench/prompt_size.py --tasks bench/tasks --match toolz --limit 3
+    .venv/bin/python -m selfix_bench.prompt_size [--pad N] [EXAMPLE ...]
+    .venv/bin/python -m selfix_bench.prompt_size --tasks bench/tasks --match toolz --limit 3
 """
 
 from __future__ import annotations
@@ -22,19 +22,22 @@ import shutil
 import statistics
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from selfix_action.engine.loop import HealingLoop
 from selfix_action.engine.models import Evidence, Hypothesis
 from selfix_action.engine.paths import is_test_path
 from selfix_action.engine.protocols import Sandbox
+from selfix_action.heal import HealRequest
 from selfix_action.llm.budget import Budget
 from selfix_action.llm.engine import LLMEngine
 from selfix_action.llm.prompts import SYSTEM_PROMPT, baseline_context, patcher_request
-from selfix_action.models.base import ModelRequest, ModelResponse, TokenUsage
+from selfix_action.models.base import ModelRequest, ModelResponse, PreflightResult, TokenUsage
+from selfix_action.sandbox.isolation import IsolationConfig
 from selfix_action.sandbox.process import Limits
-from selfix_action.sandbox.pytest_sandbox import PytestSandbox
+from selfix_bench.healing import heal_with
+from selfix_bench.tasks import Task, load_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -51,6 +54,13 @@ class ScriptedModel:
 
     provider = "scripted"
     model = "scripted"
+    structured = "tools"
+
+    def step_down(self) -> str | None:
+        return None
+
+    def preflight(self) -> PreflightResult:
+        return PreflightResult(models=(self.model,))
 
     def __init__(self, fix: dict[str, Any]) -> None:
         self.fix = fix
@@ -89,14 +99,13 @@ class ScriptedModel:
 
 
 class MeasuringEngine(LLMEngine):
-    """The real engine; also keeps the evidence and sandbox it built its context from."""
+    """The real engine; also keeps the evidence it built its context from."""
 
     evidence: Evidence | None = None
-    sandbox: Sandbox | None = None
     hypothesis: Hypothesis | None = None
 
     def _context_of(self, evidence: Evidence, sandbox: Sandbox) -> str:
-        self.evidence, self.sandbox = evidence, sandbox
+        self.evidence = evidence
         return super()._context_of(evidence, sandbox)
 
     def candidates(self, hypothesis: Hypothesis, *args: Any, **kwargs: Any) -> Any:
@@ -128,12 +137,10 @@ def measure(example: Path, fix: dict[str, Any], pad: int) -> dict[str, tuple[int
         return measure_repo(repo, fix)
 
 
-def measure_task(task: Any) -> dict[str, tuple[int, int]]:
+def measure_task(task: Task) -> dict[str, tuple[int, int]]:
     """The same on a benchmark task: the real library with its injected bug; the reference fix scripted."""
-    from selfix_action.bench.tasks import materialize
-
     with tempfile.TemporaryDirectory(prefix="selfix-prompt-") as tmp:
-        repo = materialize(task, Path(tmp) / task.id)
+        repo = task.materialize(Path(tmp) / task.id)
         lines = (repo / task.bug.path).read_text(encoding="utf-8").splitlines()
         buggy = lines[task.bug.line - 1]
         fixed = buggy.replace(task.bug.mutated, task.bug.original, 1)
@@ -145,41 +152,51 @@ def measure_repo(repo: Path, fix: dict[str, Any]) -> dict[str, tuple[int, int]]:
     """role -> (selfix chars, baseline chars) for one healing loop over ``repo``."""
     model = ScriptedModel(fix)
     engine = MeasuringEngine(model, Budget(model="scripted"), patch_retries=0)
-    with PytestSandbox(repo, [sys.executable, "-m", "pytest"], limits=Limits(wall_seconds=300)) as sandbox:
-        HealingLoop(sandbox, engine).run()
-        evidence = engine.evidence
-        assert evidence is not None, f"{repo.name}: the engine was never asked"
-        read = sandbox.read_file
-        suspects = list(dict.fromkeys(s.file for s in evidence.suspicious_lines))
-        tests = list(dict.fromkeys(n.split("::")[0] for n in evidence.f2p_tests))
-        whole = baseline_context(evidence, read, suspects + tests)
-        sizes: dict[str, tuple[int, int]] = {}
-        for request in model.requests:
-            role = TOOL_ROLE[request.tool]
-            if role in sizes:
-                continue
-            message = request.messages[0].content
-            if role == "patcher" and engine.hypothesis is not None:
-                # The baseline already sent the whole file in its context: refer to it, do not repeat it.
-                where = f"(the whole of {engine.hypothesis.file}, shown above)"
-                message = patcher_request(engine.hypothesis, where, [])
-            baseline = len(SYSTEM_PROMPT) + len(whole) + len(message)
-            sizes[role] = (request_chars(request), baseline)
+    with tempfile.TemporaryDirectory(prefix="selfix-prompt-out-") as out:
+        request = HealRequest(
+            repo=repo,
+            test_cmd=(sys.executable, "-m", "pytest"),
+            out_dir=Path(out),
+            limits=Limits(wall_seconds=300),
+            isolation=IsolationConfig(mode="none"),
+            repo_label=repo.name,
+        )
+        heal_with(request, engine)
+    evidence = engine.evidence
+    if evidence is None:
+        raise SystemExit(f"{repo.name}: the engine was never asked")
+
+    def read(path: str) -> str:  # the heal edits a scratch copy: the repo holds the sources the engine saw
+        return (repo / path).read_text(encoding="utf-8")
+
+    suspects = list(dict.fromkeys(s.file for s in evidence.suspicious_lines))
+    tests = list(dict.fromkeys(n.split("::")[0] for n in evidence.f2p_tests))
+    whole = baseline_context(evidence, read, suspects + tests)
+    sizes: dict[str, tuple[int, int]] = {}
+    for asked in model.requests:
+        role = TOOL_ROLE[asked.tool]
+        if role in sizes:
+            continue
+        message = asked.messages[0].content
+        if role == "patcher" and engine.hypothesis is not None:
+            # The baseline already sent the whole file in its context: refer to it, do not repeat it.
+            where = f"(the whole of {engine.hypothesis.file}, shown above)"
+            message = patcher_request(engine.hypothesis, where, [])
+        baseline = len(SYSTEM_PROMPT) + len(whole) + len(message)
+        sizes[role] = (request_chars(asked), baseline)
     return sizes
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("examples", nargs="*", help="example names (default: all)")
     parser.add_argument("--pad", type=int, default=0, help="unrelated functions appended to each source file")
     parser.add_argument("--tasks", type=Path, help="benchmark task folder (real libraries) instead of the examples")
     parser.add_argument("--match", default="", help="with --tasks: only task ids containing this")
     parser.add_argument("--limit", type=int, default=3, help="with --tasks: this many tasks at most (3)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     jobs: list[tuple[str, Any]] = []
     if args.tasks is not None:
-        from selfix_action.bench.tasks import load_tasks
-
         tasks = [t for t in load_tasks(args.tasks) if args.match in t.id][: args.limit]
         jobs = [(t.id, lambda t=t: measure_task(t)) for t in tasks]
         print(f"prompt size per role on {len(tasks)} real-library task(s): selfix (slices) vs baseline (whole files)")

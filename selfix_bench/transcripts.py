@@ -1,6 +1,6 @@
 """A benchmark run's transcripts as answers only: what a replay needs, without the prompts.
 
-    python -m selfix_action.bench.transcripts results/<run>/transcripts docs/bench-results/<run>-answers
+    python -m selfix_bench.transcripts results/<run>/transcripts docs/bench-results/<run>-answers
 
 Each task's trace keeps every prompt (with the project's code in it) and every answer. A replay
 (``selfix bench --replay DIR``, ``models.replay``) reads only the answers: the role, the tool, the answer's text,

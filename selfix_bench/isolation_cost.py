@@ -2,7 +2,7 @@
 sandbox (``PytestSandbox.run_tests``: interpreter start, pytest, selfix's collector plugin) at each level,
 side by side in one process, interleaved so that machine noise hits every level alike.
 
-    .venv/bin/python bench/isolation_cost.py [--runs N] [--levels none,bwrap,landlock]
+    .venv/bin/python -m selfix_bench.isolation_cost [--runs N] [--levels none,bwrap,landlock]
 
 Prints the median and mean wall time per run at each level, the overhead over ``none``, and the ratio
 landlock / bwrap. At landlock as root the command runs as the sandbox uid with no mount namespace, so the
@@ -20,6 +20,7 @@ import sys
 import sysconfig
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from selfix_action.errors import SandboxError
@@ -56,12 +57,12 @@ def reachable_python(folder: Path, isolation: Isolation | None) -> str:
     return str(venv / "bin" / "python")
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=20, help="cold runs per level (20)")
     parser.add_argument("--levels", default="none,bwrap,landlock", help="comma-separated levels (none,bwrap,landlock)")
     parser.add_argument("--python", help="interpreter for the suite (default: see above)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     work = Path(tempfile.mkdtemp(prefix="selfix-isolation-cost-"))
     work.chmod(0o755)
@@ -106,7 +107,8 @@ def main() -> int:
     for name, values in times.items():
         median = statistics.median(values)
         extra = f"  +{(median - base) * 1000:6.1f} ms over none" if base is not None and name != "none" else ""
-        mechanism = levels[name].mechanism if levels[name] is not None else "plain subprocess"
+        level = levels[name]
+        mechanism = level.mechanism if level is not None else "plain subprocess"
         print(
             f"{name:>9}: median {median * 1000:7.1f} ms, mean {statistics.mean(values) * 1000:7.1f} ms"
             f"{extra}  ({mechanism})"

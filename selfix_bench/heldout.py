@@ -1,7 +1,7 @@
 """The held-out small algorithm bugs: is ``high`` right? (issue 21: high must be unreachable for a patch the
 tests barely constrain)
 
-    python -m selfix_action.bench.heldout bench/heldout [--engine offline]
+    python -m selfix_bench.heldout bench/heldout [--engine offline]
 
 Twelve small modules (``bench/heldout/<name>/algo.py``), each with one injected bug and one to three thin tests,
 written before any heal ran. Each is healed by the product's pipeline on a scratch copy; the patched function is
@@ -21,11 +21,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from selfix_action.bench.stats import wilson_interval
 from selfix_action.errors import SelfixError
 from selfix_action.heal import EngineChoice, HealRequest, heal
 from selfix_action.sandbox.isolation import IsolationConfig
 from selfix_action.sandbox.process import Limits, run_process
+from selfix_bench.stats import wilson_interval
 
 
 def judge(folder: Path, files: dict[str, str], workdir: Path) -> bool:

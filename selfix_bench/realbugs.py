@@ -12,7 +12,7 @@ The tool sees the buggy commit plus the developers' test change, never the fix. 
 tree as the developers' fix in every function either side changed, or it passes the hidden tests too), and
 **plausible-but-wrong** (resolved, not correct).
 
-    python -m selfix_action.bench.realbugs build --bugsinpy DIR --project black --mirror-dir DIR --out DIR
+    python -m selfix_bench.realbugs build --bugsinpy DIR --project black --mirror-dir DIR --out DIR
 """
 
 from __future__ import annotations
@@ -35,11 +35,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from selfix_action.bench.tasks import CACHE_DIR, PIP_TIMEOUT
-from selfix_action.engine.models import TestRun, TestStatus
+from selfix_action.engine.models import TestRun
 from selfix_action.errors import InputError
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
+from selfix_bench.base import CACHE_DIR, coverage_requirement, is_under, not_passed, passed, venv_python
 
 KIND = "realbug"
 SCHEMA = 1
@@ -102,6 +102,69 @@ class RealBugTask:
             "meta": self.meta,
         }
         return json.dumps(data, indent=1, sort_keys=True) + "\n"
+
+    # -- the BenchTask protocol (base.py) --------------------------------------------------------------
+    @property
+    def kind(self) -> str:
+        return KIND
+
+    @property
+    def library(self) -> str:
+        return self.project
+
+    @property
+    def family(self) -> str:
+        return self.fix_kind
+
+    def materialize(self, dest: Path, *, fixed: bool = False, cache: Path = CACHE_DIR) -> Path:
+        """The buggy commit plus the developers' test change (and their fix when ``fixed``) at ``dest``."""
+        bare = git_cache(self.source, cache)
+        export_tree(bare, self.source["buggy_commit"], dest)
+        _overlay(bare, self.source["fixed_commit"], self.test_paths, dest)
+        if fixed:
+            _overlay(bare, self.source["fixed_commit"], self.fix_paths, dest)
+        # Files an install step would generate (black's ``_black_version.py`` from setuptools-scm), where absent.
+        for rel, text in self.meta.get("generated_files", {}).items():
+            if not (dest / rel).exists():
+                (dest / rel).write_text(text, encoding="utf-8")
+        return dest
+
+    def python(self, cache: Path = CACHE_DIR) -> str:
+        if not self.requirements:
+            return sys.executable  # a task of the tests' own making: the running interpreter's pytest
+        return env_python(self.requirements, cache)
+
+    def test_command(self, python: str) -> tuple[str, ...]:
+        """The changed test modules: what the developers' test change brings."""
+        return (python, "-m", "pytest", *self.test_modules)
+
+    def reference_fix(self, cache: Path = CACHE_DIR) -> tuple[dict[str, str], dict[str, str]]:
+        """The developers' fix as (fixed files, buggy originals), text by repo-relative path (a file the fix
+        deletes is "")."""
+        bare = git_cache(self.source, cache)
+        fixed, originals = {}, {}
+        for rel in self.fix_paths:
+            after = file_at(bare, self.source["fixed_commit"], rel)
+            before = file_at(bare, self.source["buggy_commit"], rel)
+            fixed[rel] = after.decode("utf-8", errors="replace") if after is not None else ""
+            originals[rel] = before.decode("utf-8", errors="replace") if before is not None else ""
+        return fixed, originals
+
+    def judge(self, files: Mapping[str, str], python: str, workdir: Path, cache: Path = CACHE_DIR) -> dict[str, Any]:
+        return judge(self, files, python, workdir, cache)
+
+    def unedited_verdict(self) -> dict[str, Any] | None:
+        """The buggy tree, on which the build saw every F2P test fail twice: no run needed."""
+        return {
+            "resolved": False,
+            "correct": False,
+            "plausible_wrong": False,
+            "correct_ast": False,
+            "correct_tests": False,
+            "f2p_failing": len(self.f2p),
+            "p2p_failing": 0,
+            "edited_files": [],
+        }
 
 
 def is_realbug_file(data: Mapping[str, Any]) -> bool:
@@ -228,32 +291,6 @@ def _overlay(bare: Path, commit: str, paths: Iterable[str], repo: Path) -> None:
         target.write_bytes(data)
 
 
-def materialize(task: RealBugTask, dest: Path, *, fixed: bool = False, cache: Path = CACHE_DIR) -> Path:
-    """The buggy commit plus the developers' test change (and their fix when ``fixed``) at ``dest``."""
-    bare = git_cache(task.source, cache)
-    export_tree(bare, task.source["buggy_commit"], dest)
-    _overlay(bare, task.source["fixed_commit"], task.test_paths, dest)
-    if fixed:
-        _overlay(bare, task.source["fixed_commit"], task.fix_paths, dest)
-    # Files an install step would generate (black's ``_black_version.py`` from setuptools-scm), where absent.
-    for rel, text in task.meta.get("generated_files", {}).items():
-        if not (dest / rel).exists():
-            (dest / rel).write_text(text, encoding="utf-8")
-    return dest
-
-
-def developer_fix(task: RealBugTask, cache: Path = CACHE_DIR) -> tuple[dict[str, str], dict[str, str]]:
-    """The fix as (fixed files, buggy originals), text by repo-relative path (a file the fix deletes is "")."""
-    bare = git_cache(task.source, cache)
-    fixed, originals = {}, {}
-    for rel in task.fix_paths:
-        after = file_at(bare, task.source["fixed_commit"], rel)
-        before = file_at(bare, task.source["buggy_commit"], rel)
-        fixed[rel] = after.decode("utf-8", errors="replace") if after is not None else ""
-        originals[rel] = before.decode("utf-8", errors="replace") if before is not None else ""
-    return fixed, originals
-
-
 # -- the test environment ------------------------------------------------------------------------------
 # Python 3.11 removed names the old projects use (``collections.Mapping`` & co., ``inspect.ArgSpec`` and
 # ``getargspec``: luigi's vendored six, tornado 4). The venv restores them at start-up (a ``.pth`` line), so the
@@ -270,35 +307,11 @@ COMPAT_SHIM_NAME = "selfix_realbug_compat.pth"
 
 
 def env_python(requirements: Sequence[str], cache: Path = CACHE_DIR) -> str:
-    """A cached venv with the pinned requirements (pytest, and selfix's coverage.py version for its collector)."""
-    import coverage
-
-    wanted = sorted({*requirements, f"coverage=={coverage.__version__}"})
+    """A cached venv with the pinned requirements (pytest, and selfix's coverage.py version for its collector)
+    and the start-up shim."""
+    wanted = sorted({*requirements, coverage_requirement()})
     digest = hashlib.sha256("\n".join([*wanted, COMPAT_SHIM]).encode()).hexdigest()[:12]
-    env = cache / "envs" / f"realbug-{digest}"
-    python = env / "bin" / "python"
-    if not (env / ".complete").exists():
-        shutil.rmtree(env, ignore_errors=True)
-        subprocess.run([sys.executable, "-m", "venv", str(env)], check=True, timeout=PIP_TIMEOUT, capture_output=True)
-        proc = subprocess.run(
-            [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *wanted],
-            timeout=PIP_TIMEOUT * 3,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if proc.returncode != 0:
-            raise InputError(f"pip could not install the pinned requirements: {proc.stderr.strip()[-400:]}")
-        site = next((env / "lib").glob("python*/site-packages"))
-        (site / COMPAT_SHIM_NAME).write_text(COMPAT_SHIM, encoding="utf-8")
-        (env / ".complete").write_text("\n".join(wanted) + "\n")
-    return str(python)
-
-
-def task_python(task: RealBugTask, cache: Path = CACHE_DIR) -> str:
-    if not task.requirements:
-        return sys.executable  # a task of the tests' own making: the running interpreter's pytest
-    return env_python(task.requirements, cache)
+    return venv_python(cache / "envs" / f"realbug-{digest}", wanted, {COMPAT_SHIM_NAME: COMPAT_SHIM})
 
 
 def run_tests(
@@ -313,14 +326,6 @@ def run_tests(
         repo, [python, "-m", "pytest", *test_modules], limits=Limits(wall_seconds=wall), hot=False
     ) as box:
         return box.run_tests(list(nodeids) if nodeids is not None else None)
-
-
-def passed(run: TestRun) -> set[str]:
-    return {n for n, r in run.results.items() if r.status is TestStatus.PASSED}
-
-
-def not_passed(run: TestRun, ids: Iterable[str]) -> list[str]:
-    return [n for n in ids if n not in run.results or run.results[n].status is not TestStatus.PASSED]
 
 
 # -- normalized syntax trees ---------------------------------------------------------------------------
@@ -416,20 +421,16 @@ def compare_to_fix(
 
 
 # -- judging -------------------------------------------------------------------------------------------
-def _is_under(path: str, roots: Iterable[str]) -> bool:
-    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
-
-
 def judge(
     task: RealBugTask, files: Mapping[str, str], python: str, workdir: Path, cache: Path = CACHE_DIR
 ) -> dict[str, Any]:
     """resolved / correct / plausible_wrong for the tool's edited files, judged on fresh trees, never the tool's."""
-    repo = materialize(task, workdir / "judge", cache=cache)
+    repo = task.materialize(workdir / "judge", cache=cache)
     test_dirs = tuple(task.meta.get("test_dirs", ()))
     edits: dict[str, str] = {}
     buggy: dict[str, str] = {}
     for path, text in files.items():
-        if path in task.test_paths or _is_under(path, test_dirs):
+        if path in task.test_paths or is_under(path, test_dirs):
             continue  # the tool's test edits never count
         target = (repo / path).resolve()
         if not target.is_relative_to(repo.resolve()):
@@ -443,7 +444,7 @@ def judge(
     run = run_tests(repo, python, task.test_modules, [*task.f2p, *task.p2p])
     f2p_bad, p2p_bad = not_passed(run, task.f2p), not_passed(run, task.p2p)
     resolved = not f2p_bad and not p2p_bad
-    dev_files, dev_originals = developer_fix(task, cache)
+    dev_files, dev_originals = task.reference_fix(cache)
     verdict = compare_to_fix(edits, dev_files, {**dev_originals, **buggy})
     hidden_bad: list[str] | None = None
     if resolved and task.hidden and set(edits) <= set(task.fix_paths):
@@ -474,7 +475,7 @@ def is_test_path(path: str, test_dirs: Sequence[str], listed: Sequence[str] = ()
     name = Path(path).name
     return (
         path in listed
-        or _is_under(path, test_dirs)
+        or is_under(path, test_dirs)
         or name.startswith("test_")
         or name.endswith("_test.py")
         or "/tests/" in f"/{path}"
@@ -514,7 +515,7 @@ def _hidden_candidates(
     modules = _modules_of(fix_paths)
     scored = []
     for path in listing:
-        if path in exclude or not _is_test_module(path) or not _is_under(path, test_dirs):
+        if path in exclude or not _is_test_module(path) or not is_under(path, test_dirs):
             continue
         text = (file_at(bare, fixed, path) or b"").decode("utf-8", errors="replace")
         hits = 0
@@ -594,8 +595,8 @@ def build_task(
         meta={"test_dirs": list(test_dirs), "generated_files": dict(generated_files or {})},
     )
     with tempfile.TemporaryDirectory(prefix="selfix-realbug-") as tmp:
-        buggy_repo = materialize(draft, Path(tmp) / "buggy", cache=cache)
-        fixed_repo = materialize(draft, Path(tmp) / "fixed", fixed=True, cache=cache)
+        buggy_repo = draft.materialize(Path(tmp) / "buggy", cache=cache)
+        fixed_repo = draft.materialize(Path(tmp) / "fixed", fixed=True, cache=cache)
         before = run_tests(buggy_repo, python, test_modules, None)
         after = run_tests(fixed_repo, python, test_modules, None)
         if after.error and not after.results:
@@ -657,7 +658,7 @@ EXCLUDED_PROJECTS = frozenset({"thefuck", "youtube-dl", "tqdm", "PySnooper", "co
 
 
 def build_main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m selfix_action.bench.realbugs build")
+    parser = argparse.ArgumentParser(prog="python -m selfix_bench.realbugs build")
     parser.add_argument("--bugsinpy", type=Path, required=True, help="a checkout of soarsmu/BugsInPy")
     parser.add_argument("--projects", type=Path, default=Path("bench/realbugs/projects.json"))
     parser.add_argument("--project", action="append", required=True)
@@ -725,4 +726,4 @@ def build_main(argv: Sequence[str] | None = None) -> int:
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "build":
         sys.exit(build_main(sys.argv[2:]))
-    sys.exit("usage: python -m selfix_action.bench.realbugs build --bugsinpy DIR --project NAME ...")
+    sys.exit("usage: python -m selfix_bench.realbugs build --bugsinpy DIR --project NAME ...")

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from selfix_action.bench.stats import median, paired_comparison, wilson_interval
+from selfix_bench.stats import median, paired_comparison, wilson_interval
 
 
 def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any]:

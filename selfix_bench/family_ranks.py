@@ -2,7 +2,7 @@
 template families: what a new family costs the tasks the others already fix. Static (no test runs), so it does
 not depend on the machine's load; a live paired run is `selfix bench ... --compare`.
 
-    .venv/bin/python bench/family_ranks.py [--tasks bench/tasks] [--without FAMILY ...]
+    .venv/bin/python -m selfix_bench.family_ranks [--tasks bench/tasks] [--without FAMILY ...]
 
 The default families left out are the repairs real bugs need (issue 14) and the pairs of edits.
 """
@@ -12,15 +12,15 @@ from __future__ import annotations
 import argparse
 import ast
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from selfix_action.bench.tasks import apply_bug, load_tasks, pristine_tree
 from selfix_action.engine.models import Evidence, Hypothesis, SuspiciousLine
 from selfix_action.offline.engine import OfflineEngine
 from selfix_action.offline.ordering import RankedCandidate
 from selfix_action.offline.templates import SourceEdit, registry
 from selfix_action.offline.templates import candidates as pipeline
+from selfix_bench.tasks import apply_bug, load_tasks, pristine_tree
 
 ISSUE_14 = ("unbound_name", "literal_to_name", "string_edit", "sibling_method", "keyword_add", "none_guard")
 
@@ -73,11 +73,11 @@ def ranks(tasks_dir: Path, engine: Callable[[], OfflineEngine]) -> dict[str, tup
     return out
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tasks", type=Path, default=Path(__file__).resolve().parent / "tasks")
+    parser.add_argument("--tasks", type=Path, default=Path(__file__).resolve().parents[1] / "bench" / "tasks")
     parser.add_argument("--without", nargs="*", default=list(ISSUE_14), help="families left out (and pairs)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     with_all = ranks(args.tasks, OfflineEngine)
     _use_families(set(args.without))
     without = ranks(args.tasks, _NoPairs)

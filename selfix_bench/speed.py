@@ -1,6 +1,6 @@
 """Validation speed, side by side in one run: selfix's fast path against the naive path on the same candidates.
 
-    python -m selfix_action.bench.speed bench/tasks --tasks 8 --candidates 25
+    python -m selfix_bench.speed bench/tasks --tasks 8 --candidates 25
 
 For each task: reproduce + localize once, take the offline engine's first N candidates (in its own order), then
 validate every one of them through the healing loop's own verification, as ``selfix fix`` does:
@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
 
-from selfix_action.bench.tasks import Task, load_tasks, materialize, test_python
 from selfix_action.engine.config import LoopConfig
 from selfix_action.engine.evidence import gather_evidence, reproduce
 from selfix_action.engine.models import CandidatePatch, Evidence
@@ -37,6 +36,7 @@ from selfix_action.errors import SelfixError
 from selfix_action.offline.engine import OfflineEngine
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
+from selfix_bench.tasks import Task, load_tasks
 
 
 def candidates_for(
@@ -140,9 +140,9 @@ def measure(
 ) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     for task in tasks:
-        python = test_python(task)
+        python = task.python()
         with tempfile.TemporaryDirectory(prefix="selfix-speed-") as tmp:
-            repo = materialize(task, Path(tmp) / "repo")
+            repo = task.materialize(Path(tmp) / "repo")
             evidence, candidates, seconds = candidates_for(task, repo, python, count)
             if not candidates:
                 log(f"{task.id}: no candidates")

@@ -16,18 +16,28 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from selfix_action.errors import InputError
+from selfix_action.sandbox.process import Limits
+from selfix_action.sandbox.pytest_sandbox import PytestSandbox
+from selfix_bench.base import (
+    CACHE_DIR,
+    PIP_TIMEOUT,
+    coverage_requirement,
+    is_under,
+    load_folder,
+    not_passed,
+    read_task_data,
+    venv_python,
+)
 
-if TYPE_CHECKING:
-    from selfix_action.bench.realbugs import RealBugTask
-
-CACHE_DIR = Path.home() / ".cache" / "selfix-bench"
 SCHEMA = 1
-PIP_TIMEOUT = 300
+KIND = "mutant"
+JUDGE_WALL_SECONDS = 120.0
 
 
 @dataclass(frozen=True)
@@ -62,10 +72,74 @@ class Task:
         data["test_paths"] = list(self.test_paths)
         return json.dumps(data, indent=1, sort_keys=True) + "\n"
 
+    # -- the BenchTask protocol (base.py) --------------------------------------------------------------
+    @property
+    def kind(self) -> str:
+        return KIND
+
+    @property
+    def library(self) -> str:
+        return str(self.source.get("name", self.source.get("kind")))
+
+    @property
+    def family(self) -> str:
+        return self.bug.template
+
+    def materialize(self, dest: Path, *, fixed: bool = False, cache: Path = CACHE_DIR) -> Path:
+        """Copy the library tree to ``dest`` and inject the bug (unless ``fixed``: the unmodified tree)."""
+        shutil.copytree(pristine_tree(self, cache), dest, ignore=_ignore, symlinks=True)
+        if not fixed:
+            target = dest / self.bug.path
+            text = target.read_text(encoding="utf-8")
+            target.write_text(apply_bug(text, self.bug), encoding="utf-8")
+        return dest
+
+    def python(self, cache: Path = CACHE_DIR) -> str:
+        """Ours, or a cached venv with the pinned pytest (and selfix's coverage.py version)."""
+        if not self.pytest:
+            return sys.executable
+        slug = re.sub(r"[^A-Za-z0-9.]+", "-", self.pytest).strip("-")
+        return venv_python(cache / "envs" / slug, [self.pytest, coverage_requirement()])
+
+    def test_command(self, python: str) -> tuple[str, ...]:
+        return (python, "-m", "pytest")
+
+    def reference_fix(self, cache: Path = CACHE_DIR) -> tuple[dict[str, str], dict[str, str]]:
+        """The inverse splice: the bug's file as in the library, and as the bug left it."""
+        original = (pristine_tree(self, cache) / self.bug.path).read_text(encoding="utf-8")
+        return {self.bug.path: original}, {self.bug.path: apply_bug(original, self.bug)}
+
+    def judge(self, files: Mapping[str, str], python: str, workdir: Path, cache: Path = CACHE_DIR) -> dict[str, Any]:
+        """Resolved iff every F2P and P2P test passes on a fresh buggy copy + the edits + the original tests."""
+        repo = self.materialize(workdir / "judge", cache=cache)
+        for path, text in files.items():
+            if is_under(path, self.test_paths):
+                continue  # the tool's test edits never count
+            target = (repo / path).resolve()
+            if not target.is_relative_to(repo.resolve()):
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+        restore_tests(self, repo, cache)
+        with PytestSandbox(repo, [python, "-m", "pytest"], limits=Limits(wall_seconds=JUDGE_WALL_SECONDS)) as box:
+            run = box.run_tests([*self.f2p, *self.p2p])
+        f2p_bad, p2p_bad = not_passed(run, self.f2p), not_passed(run, self.p2p)
+        return {
+            "resolved": not f2p_bad and not p2p_bad,
+            "f2p_failing": len(f2p_bad),
+            "p2p_failing": len(p2p_bad),
+        }
+
+    def unedited_verdict(self) -> dict[str, Any] | None:
+        return None  # judged like any patch: the judge's run is the check that the bug still breaks F2P
+
 
 def load_task(path: Path) -> Task:
+    return task_from_data(read_task_data(path), path)
+
+
+def task_from_data(data: Mapping[str, Any], path: Path) -> Task:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
         return Task(
             id=data["id"],
             source=data["source"],
@@ -78,51 +152,13 @@ def load_task(path: Path) -> Task:
             base_dir=str(path.parent.resolve()),
             meta=data.get("meta", {}),
         )
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError) as exc:
         raise InputError(f"bad task file {path}: {exc}") from exc
 
 
 def load_tasks(directory: Path) -> list[Task]:
-    if directory.is_file():
-        return [load_task(directory)]
-    files = sorted(directory.glob("*.json"))
-    if not files:
-        raise InputError(f"no task files (*.json) in {directory}")
-    tasks = [load_task(p) for p in files]
-    ids = [t.id for t in tasks]
-    if len(set(ids)) != len(ids):
-        raise InputError(f"duplicate task ids in {directory}")
-    return tasks
-
-
-def load_bench_task(path: Path) -> Task | RealBugTask:
-    """A mutant task, or a real-bug task (``"kind": "realbug"``, see ``realbugs.py``)."""
-    from selfix_action.bench import realbugs
-
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise InputError(f"bad task file {path}: {exc}") from exc
-    if isinstance(data, dict) and realbugs.is_realbug_file(data):
-        try:
-            return realbugs.task_from_data(data, str(path.parent.resolve()))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise InputError(f"bad real-bug task file {path}: {exc}") from exc
-    return load_task(path)
-
-
-def load_bench_tasks(directory: Path) -> list[Task | RealBugTask]:
-    """Every task of a directory (or one file), of either kind; ids must be unique."""
-    if directory.is_file():
-        return [load_bench_task(directory)]
-    files = sorted(directory.glob("*.json"))
-    if not files:
-        raise InputError(f"no task files (*.json) in {directory}")
-    tasks = [load_bench_task(p) for p in files]
-    ids = [t.id for t in tasks]
-    if len(set(ids)) != len(ids):
-        raise InputError(f"duplicate task ids in {directory}")
-    return tasks
+    """Every mutant task of a directory (or one file)."""
+    return load_folder(directory, load_task, lambda task: task.id)
 
 
 # -- sources -------------------------------------------------------------------------------------------
@@ -201,22 +237,6 @@ def apply_bug(text: str, bug: Bug) -> str:
     return text[: bug.start] + bug.mutated + text[bug.start + len(bug.original) :]
 
 
-def reference_fix(task: Task, buggy_text: str) -> str:
-    """The buggy file with the inverse splice applied: the original source."""
-    inverse = Bug(task.bug.path, task.bug.line, task.bug.start, task.bug.mutated, task.bug.original)
-    return apply_bug(buggy_text, inverse)
-
-
-def materialize(task: Task, dest: Path, *, buggy: bool = True, cache: Path = CACHE_DIR) -> Path:
-    """Copy the library tree to ``dest`` and inject the bug (unless ``buggy`` is False)."""
-    shutil.copytree(pristine_tree(task, cache), dest, ignore=_ignore, symlinks=True)
-    if buggy:
-        target = dest / task.bug.path
-        text = target.read_text(encoding="utf-8")
-        target.write_text(apply_bug(text, task.bug), encoding="utf-8")
-    return dest
-
-
 def restore_tests(task: Task, repo: Path, cache: Path = CACHE_DIR) -> None:
     """Overwrite the repo's test files with the task's originals (whatever the tool did to them)."""
     pristine = pristine_tree(task, cache)
@@ -231,28 +251,6 @@ def restore_tests(task: Task, repo: Path, cache: Path = CACHE_DIR) -> None:
         elif src.exists():
             dst.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dst)
-
-
-def test_python(task: Task, cache: Path = CACHE_DIR) -> str:
-    """The interpreter that runs the task's tests: ours, or a cached venv with the pinned pytest."""
-    if not task.pytest:
-        return sys.executable
-    slug = re.sub(r"[^A-Za-z0-9.]+", "-", task.pytest).strip("-")
-    env = cache / "envs" / slug
-    python = env / "bin" / "python"
-    if not (env / ".complete").exists():
-        shutil.rmtree(env, ignore_errors=True)
-        subprocess.run([sys.executable, "-m", "venv", str(env)], check=True, timeout=PIP_TIMEOUT)
-        import coverage
-
-        subprocess.run(
-            [str(python), "-m", "pip", "install", "-q", task.pytest, f"coverage=={coverage.__version__}"],
-            check=True,
-            timeout=PIP_TIMEOUT,
-            capture_output=True,
-        )
-        (env / ".complete").write_text("ok\n")
-    return str(python)
 
 
 # -- leak check ----------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Bug-injection generator: one-line syntax-tree mutations of real libraries, kept only when validated.
 
-    python -m selfix_action.bench.generate --library toolz --out bench/tasks --max-tasks 40
+    python -m selfix_bench.generate --library toolz --out bench/tasks --max-tasks 40
 
 The library comes from its PyPI sdist (``pip download --no-deps --no-binary :all:``, cached under
 ``~/.cache/selfix-bench``), pinned by sha256 in every task file. Mutants are the offline engine's own repair
@@ -29,21 +29,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from selfix_action.bench.tasks import (
-    CACHE_DIR,
-    Bug,
-    Task,
-    fetch_sdist,
-    leak_reasons,
-    materialize,
-    sha256_of,
-    test_python,
-)
 from selfix_action.engine.localize import function_spans
 from selfix_action.engine.models import TestRun, TestStatus
 from selfix_action.offline.templates import SourceEdit, candidate_edits
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
+from selfix_bench.base import CACHE_DIR
+from selfix_bench.tasks import Bug, Task, fetch_sdist, leak_reasons, sha256_of
 
 MAX_BROKEN_FRACTION = 0.25
 MAX_KIND_FRACTION = 0.2  # no bug kind makes up more than this share of a library's tasks
@@ -235,12 +227,12 @@ def generate(
     }
     probe = Task("probe", source, Bug("", 0, 0, "", ""), (), (), "", library.test_paths, library.pytest)
     with tempfile.TemporaryDirectory(prefix="selfix-gen-") as tmp:
-        tree = materialize(probe, Path(tmp) / "repo", buggy=False)
+        tree = probe.materialize(Path(tmp) / "repo", fixed=True)
         tasks = generate_from_tree(
             library,
             source,
             tree,
-            test_python(probe),
+            probe.python(),
             max_tasks=max_tasks,
             max_mutants=max_mutants,
             workers=workers,

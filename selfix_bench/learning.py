@@ -2,7 +2,7 @@
 fixes, each against its baseline on a split by project (fit or fill on one library, measure on the other, then
 swap), paired by task.
 
-    python -m selfix_action.bench.learning bench/tasks --out results/learning [--per-project N] [--live N]
+    python -m selfix_bench.learning bench/tasks --out results/learning [--per-project N] [--live N]
 
 1. **collect** (cached in ``OUT/candidates/``): every task is reproduced and localized by the real heal pipeline
    (the offline engine's hypotheses, real coverage), and every candidate the engine generates for its
@@ -38,8 +38,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from selfix_action.bench.stats import mcnemar_exact, wilson_interval
-from selfix_action.bench.tasks import Task, load_task, load_tasks, materialize, reference_fix, test_python
 from selfix_action.engine.fingerprint import FailureSignature, failure_signature
 from selfix_action.engine.loop import LoopConfig
 from selfix_action.engine.models import Evidence, Hypothesis, Verification
@@ -51,6 +49,8 @@ from selfix_action.learn.runs import Attempt, HypothesisOutcome, RunRecord
 from selfix_action.offline.engine import OfflineEngine
 from selfix_action.offline.ordering import OrderModel, RankedCandidate, load_order_model, ordered
 from selfix_action.offline.templates.render import SourceEdit
+from selfix_bench.stats import mcnemar_exact, wilson_interval
+from selfix_bench.tasks import Task, load_task, load_tasks
 
 ORDER_MODEL_ENV = "SELFIX_LEARNING_ORDER_MODEL"  # the live runs' held-out model, read by learned_engine
 BUDGET = 500  # candidates per task, the benchmark's default
@@ -113,12 +113,11 @@ def collect_one(task: Task, out: Path) -> dict[str, Any]:
     from selfix_action.sandbox.process import Limits
 
     engine = RecordingEngine()
-    python = test_python(task)
+    python = task.python()
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="selfix-learn-") as tmp:
-        repo = materialize(task, Path(tmp) / "repo", buggy=True)
-        buggy = (repo / task.bug.path).read_text(encoding="utf-8")
-        reference = _program(reference_fix(task, buggy))
+        repo = task.materialize(Path(tmp) / "repo")
+        reference = _program(task.reference_fix()[0][task.bug.path])
         request = HealRequest(
             repo=repo,
             test_cmd=(python, "-m", "pytest"),
@@ -154,18 +153,18 @@ def collect_one(task: Task, out: Path) -> dict[str, Any]:
 
 
 def collect(tasks: Sequence[Task], out: Path, workers: int, log: Log) -> list[dict[str, Any]]:
-    from selfix_action.bench.runner import run_module
+    from selfix_bench.runner import run_module
 
     folder = out / "candidates"
     folder.mkdir(parents=True, exist_ok=True)
-    from selfix_action.bench.runner import _interleave
+    from selfix_bench.runner import _interleave
 
     pending = _interleave([t for t in tasks if not (folder / f"{t.id}.json").exists()])
     log(f"collect: {len(tasks)} task(s), {len(tasks) - len(pending)} cached, {len(pending)} to localize")
 
     def one(task: Task) -> None:
         argv = [
-            "selfix_action.bench.learning",
+            "selfix_bench.learning",
             "collect-one",
             str(Path(task.base_dir) / f"{task.id}.json"),
             str(folder / f"{task.id}.json"),
@@ -421,7 +420,7 @@ def live(
     records: Sequence[Mapping[str, Any]], tasks: Sequence[Task], per_project: int, out: Path, workers: int, log: Log
 ) -> dict[str, Any]:
     """Heal ``per_project`` tasks of each library for real, hand priors vs the order fitted on the other library."""
-    from selfix_action.bench.runner import BenchOptions, read_records, run_bench
+    from selfix_bench.runner import BenchOptions, read_records, run_bench
 
     by_id = {t.id: t for t in tasks}
     libraries = sorted({r["library"] for r in records})
@@ -437,7 +436,7 @@ def live(
         ranker.save(ranker.fit_order_model([r for r in records if r["library"] == train_lib]), model_path)
         os.environ[ORDER_MODEL_ENV] = str(model_path.resolve())
         runs = {}
-        module = "selfix_action.bench.learning"  # not __name__: that is __main__ under python -m
+        module = "selfix_bench.learning"  # not __name__: that is __main__ under python -m
         for name, mode in (("priors", f"{module}:priors_engine"), ("learned", f"{module}:learned_engine")):
             options = BenchOptions(
                 tasks=folder, out=out / "live", run=f"{name}-{test_lib}", mode=mode, workers=workers, time_limit=180

@@ -1,6 +1,6 @@
 """One benchmark task in its own process: materialize, heal (or apply the oracle / nothing), judge.
 
-    python -m selfix_action.bench.worker TASK_FILE --mode offline|oracle|noop [--time-limit S]
+    python -m selfix_bench.worker TASK_FILE --mode offline|oracle|noop [--time-limit S]
 
 Prints one JSON record on stdout. The runner (``runner.py``) starts one of these per task with a hard timeout.
 Judging never trusts the tool's copy: a fresh buggy repo gets the tool's edits to non-test files, the task's
@@ -10,7 +10,6 @@ original tests are restored from the pristine source, and the F2P + P2P tests ru
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import importlib
 import json
 import os
@@ -24,21 +23,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from selfix_action.bench import realbugs
-from selfix_action.bench.realbugs import RealBugTask
-from selfix_action.bench.tasks import Task, load_bench_task, materialize, reference_fix, restore_tests, test_python
-from selfix_action.engine.loop import HealResult, LoopConfig
-from selfix_action.engine.models import TestStatus
+from selfix_action.engine.loop import LoopConfig
 from selfix_action.engine.patches import unified_diff
 from selfix_action.engine.protocols import Engine
-from selfix_action.heal import EngineChoice, HealContext, HealRequest, heal_in_sandbox
-from selfix_action.heal import heal as heal_pipeline
+from selfix_action.heal import EngineChoice, HealRequest
 from selfix_action.heal.request import ENGINES
 from selfix_action.sandbox.isolation import IsolationConfig
 from selfix_action.sandbox.process import Limits
-from selfix_action.sandbox.pytest_sandbox import PytestSandbox
+from selfix_bench import realbugs
+from selfix_bench.base import BenchTask
+from selfix_bench.healing import heal_with
+from selfix_bench.kinds import load_bench_task
 
-JUDGE_WALL_SECONDS = 120.0
 API_KEY_VARIABLE = "SELFIX_BENCH_API_KEY"  # the --api-key of selfix bench, passed to the worker out of argv
 
 
@@ -61,36 +57,6 @@ def engine_choice(mode: str, engine_json: str, task_id: str) -> EngineChoice:
     if os.environ.get(API_KEY_VARIABLE):
         fields["api_key"] = os.environ[API_KEY_VARIABLE]
     return EngineChoice(**fields)
-
-
-def _is_test_path(task: Task, path: str) -> bool:
-    return any(path == t or path.startswith(t.rstrip("/") + "/") for t in task.test_paths)
-
-
-def judge(task: Task, files: Mapping[str, str], python: str, workdir: Path) -> dict[str, Any]:
-    """Resolved iff every F2P and P2P test passes on a fresh buggy copy + the edits + the original tests."""
-    repo = materialize(task, workdir / "judge", buggy=True)
-    for path, text in files.items():
-        if _is_test_path(task, path):
-            continue  # the tool's test edits never count
-        target = (repo / path).resolve()
-        if not target.is_relative_to(repo.resolve()):
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
-    restore_tests(task, repo)
-    with PytestSandbox(repo, [python, "-m", "pytest"], limits=Limits(wall_seconds=JUDGE_WALL_SECONDS)) as box:
-        run = box.run_tests([*task.f2p, *task.p2p])
-
-    def bad(ids: Sequence[str]) -> list[str]:
-        return [n for n in ids if n not in run.results or run.results[n].status is not TestStatus.PASSED]
-
-    f2p_bad, p2p_bad = bad(task.f2p), bad(task.p2p)
-    return {
-        "resolved": not f2p_bad and not p2p_bad,
-        "f2p_failing": len(f2p_bad),
-        "p2p_failing": len(p2p_bad),
-    }
 
 
 @dataclass(frozen=True)
@@ -160,15 +126,8 @@ def heal(
         jobs=1,
         repo_label=label,
     )
-    healer = heal_in_sandbox
-    if custom:
-        chosen = engine if engine is not None else make_engine(settings.mode)
-
-        def healer(context: HealContext) -> HealResult:
-            return heal_in_sandbox(dataclasses.replace(context, engine=chosen))
-
     try:
-        outcome = heal_pipeline(request, healer=healer)
+        outcome = heal_with(request, (engine or make_engine(settings.mode)) if custom else None)
     finally:
         trace = out_dir / "trace.jsonl"
         if settings.transcript is not None and trace.is_file():
@@ -219,28 +178,30 @@ def _confidence(report: Any) -> Any:
     return str(getattr(value, "value", value))
 
 
-def run_task(task: Task, settings: HealSettings) -> dict[str, Any]:
+def run_task(task: BenchTask, settings: HealSettings) -> dict[str, Any]:
+    """Materialize the buggy tree, heal it (or apply the reference fix: oracle, or nothing: noop), and judge the
+    edits on a fresh tree (``BenchTask.judge``). A real-bug task's tool gets the buggy commit + the developers'
+    test change, its test command runs the changed test modules."""
     record: dict[str, Any] = {
         "id": task.id,
-        "library": task.source.get("name", task.source.get("kind")),
+        "library": task.library,
         "mode": settings.mode,
-        "template": task.bug.template,
+        "kind": task.kind,
+        "template": task.family,
     }
     mode = settings.mode
-    python = test_python(task)
-    with tempfile.TemporaryDirectory(prefix="selfix-task-") as tmp:
-        repo = materialize(task, Path(tmp) / "repo", buggy=True)
+    python = task.python()
+    with tempfile.TemporaryDirectory(prefix=f"selfix-{task.kind}-") as tmp:
+        repo = task.materialize(Path(tmp) / "repo")
         started = time.monotonic()
         files: dict[str, str] = {}
         originals: dict[str, str] = {}
         if mode == "oracle":
-            buggy = (repo / task.bug.path).read_text(encoding="utf-8")
-            files = {task.bug.path: reference_fix(task, buggy)}
-            originals = {task.bug.path: buggy}
+            files, originals = task.reference_fix()
         elif mode != "noop":
             files, originals, fields = heal(
                 repo,
-                (python, "-m", "pytest"),
+                task.test_command(python),
                 settings,
                 task.bug_report,
                 task.id,
@@ -252,58 +213,8 @@ def run_task(task: Task, settings: HealSettings) -> dict[str, Any]:
         record["patch"] = unified_diff(originals, files) if files else ""
         record.setdefault("test_runs", 0)
         record.setdefault("candidates", 0)
-        record.update(judge(task, files, python, Path(tmp)))
-    return record
-
-
-def run_realbug_task(task: RealBugTask, settings: HealSettings) -> dict[str, Any]:
-    """A real-bug task: the tool gets the buggy commit + the developers' test change, its test command runs the
-    changed test modules; judged resolved / correct / plausible-but-wrong on fresh trees (``realbugs.judge``)."""
-    record: dict[str, Any] = {
-        "id": task.id,
-        "library": task.project,
-        "mode": settings.mode,
-        "kind": realbugs.KIND,
-        "template": task.fix_kind,
-    }
-    mode = settings.mode
-    python = realbugs.task_python(task)
-    with tempfile.TemporaryDirectory(prefix="selfix-realbug-") as tmp:
-        repo = realbugs.materialize(task, Path(tmp) / "repo")
-        started = time.monotonic()
-        files: dict[str, str] = {}
-        originals: dict[str, str] = {}
-        if mode == "oracle":
-            files, originals = realbugs.developer_fix(task)
-        elif mode != "noop":
-            files, originals, fields = heal(
-                repo,
-                (python, "-m", "pytest", *task.test_modules),
-                settings,
-                task.bug_report,
-                task.id,
-                Path(tmp) / "out",
-                (task.f2p, task.p2p),
-            )
-            record.update(fields)
-        record["seconds"] = round(time.monotonic() - started, 3)
-        record["patch"] = unified_diff(originals, files) if files else ""
-        record.setdefault("test_runs", 0)
-        record.setdefault("candidates", 0)
-        if mode in ("oracle", "noop") or files:
-            record.update(realbugs.judge(task, files, python, Path(tmp)))
-        else:
-            # No edit: the buggy tree, on which the build saw every F2P test fail twice; no run needed.
-            record.update(
-                resolved=False,
-                correct=False,
-                plausible_wrong=False,
-                correct_ast=False,
-                correct_tests=False,
-                f2p_failing=len(task.f2p),
-                p2p_failing=0,
-                edited_files=[],
-            )
+        unedited = task.unedited_verdict() if mode not in ("oracle", "noop") and not files else None
+        record.update(unedited if unedited is not None else task.judge(files, python, Path(tmp)))
     return record
 
 
@@ -330,10 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         transcript=args.transcript,
         junit=args.junit,
     )
-    if isinstance(task, RealBugTask):
-        record = run_realbug_task(task, settings)
-    else:
-        record = run_task(task, settings)
+    record = run_task(task, settings)
     print(json.dumps(record), flush=True)
     return 0
 

@@ -5,48 +5,34 @@ early stop, then only the P2P tests that cover the edited function, whole suite 
 naive path (whole suite for every candidate). It prints time to a verified patch and test runs for both, the
 medians, and the naive/selective ratio.
 
-    .venv/bin/python bench/bench_examples.py [--repeat N] [EXAMPLE ...]
+    .venv/bin/python -m selfix_bench.bench_examples [--repeat N] [EXAMPLE ...]
 """
 
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
 import sys
-import tempfile
-import time
+from collections.abc import Sequence
 from pathlib import Path
 
-from selfix_action.engine.loop import HealingLoop, LoopConfig
-from selfix_action.heal import default_jobs
-from selfix_action.offline.engine import OfflineEngine
-from selfix_action.sandbox.process import Limits
-from selfix_action.sandbox.pytest_sandbox import PytestSandbox
-
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+from selfix_action.engine.loop import LoopConfig
+from selfix_bench.healing import EXAMPLES, heal_copy
 
 
 def heal_once(example: Path, naive: bool) -> tuple[float, int, int, bool, str]:
-    with tempfile.TemporaryDirectory(prefix="selfix-bench-") as tmp:
-        repo = Path(tmp) / example.name
-        shutil.copytree(example, repo, ignore=shutil.ignore_patterns("__pycache__", ".selfix"))
-        with PytestSandbox(
-            repo, [sys.executable, "-m", "pytest"], limits=Limits(wall_seconds=30), parallel_checks=default_jobs()
-        ) as sandbox:
-            loop = HealingLoop(sandbox, OfflineEngine(), LoopConfig(full_suite_per_candidate=naive))
-            started = time.perf_counter()
-            report = loop.run().report
-            elapsed = time.perf_counter() - started
+    """One heal of a fresh copy through the product's pipeline: seconds, test runs, candidates, healed, diff."""
+    elapsed, outcome = heal_copy(example, LoopConfig(full_suite_per_candidate=naive))
+    report = outcome.report
     diff = report.patch.diff if report.patch else ""
     return elapsed, report.test_runs, report.candidates_tried, report.patch is not None, diff
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("examples", nargs="*", help="example names (default: all)")
     parser.add_argument("--repeat", type=int, default=1, help="runs per example and path (median taken)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     names = args.examples or sorted(p.name for p in EXAMPLES.iterdir() if (p / "tests").is_dir())
 
     header = f"{'example':<16} {'healed':>6} {'cands':>5} {'sel s':>7} {'sel runs':>8} {'naive s':>8} "

@@ -7,48 +7,34 @@ of passing candidates, confirmed with per-test coverage). It prints candidates, 
 the default's confidence level and the reasons that kept it from high, whether both found the same patch, and
 the median ratios default/first.
 
-    .venv/bin/python bench/bench_verdicts.py [--repeat N] [EXAMPLE ...]
+    .venv/bin/python -m selfix_bench.bench_verdicts [--repeat N] [EXAMPLE ...]
 """
 
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
-import sys
-import tempfile
-import time
+from collections.abc import Sequence
 from pathlib import Path
 
-from selfix_action.engine.loop import HealingLoop, LoopConfig
+from selfix_action.engine.loop import LoopConfig
 from selfix_action.engine.report import HealReport
-from selfix_action.heal import default_jobs
-from selfix_action.offline.engine import OfflineEngine
-from selfix_action.sandbox.process import Limits
-from selfix_action.sandbox.pytest_sandbox import PytestSandbox
+from selfix_bench.healing import EXAMPLES, heal_copy
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 FIRST_PASSING = LoopConfig(alternatives=0, behaviour_coverage=False)
 
 
 def heal_once(example: Path, config: LoopConfig) -> tuple[float, HealReport]:
-    with tempfile.TemporaryDirectory(prefix="selfix-verdicts-") as tmp:
-        repo = Path(tmp) / example.name
-        shutil.copytree(example, repo, ignore=shutil.ignore_patterns("__pycache__", ".selfix"))
-        with PytestSandbox(
-            repo, [sys.executable, "-m", "pytest"], limits=Limits(wall_seconds=30), parallel_checks=default_jobs()
-        ) as sandbox:
-            loop = HealingLoop(sandbox, OfflineEngine(), config)
-            started = time.perf_counter()
-            report = loop.run().report
-            return time.perf_counter() - started, report
+    """One heal of a fresh copy through the product's pipeline: its seconds and report."""
+    elapsed, outcome = heal_copy(example, config)
+    return elapsed, outcome.report
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("examples", nargs="*", help="example names (default: all)")
     parser.add_argument("--repeat", type=int, default=1, help="runs per example and configuration (median taken)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     names = args.examples or sorted(p.name for p in EXAMPLES.iterdir() if (p / "tests").is_dir())
     print(f"{'example':<16} {'cands':>11} {'runs':>9} {'seconds':>13} {'same':>5} {'refused':>7}  confidence")
     cand_ratios, time_ratios, all_healed = [], [], True

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from selfix_action.bench import learning
-from selfix_action.bench.tasks import load_task
 from selfix_action.offline.ordering import OrderModel
+from selfix_bench import learning
+from selfix_bench.tasks import load_task
 
 TASKS = Path(__file__).resolve().parents[1] / "bench" / "fixtures" / "tasks"
 

@@ -1,4 +1,9 @@
-"""``selfix bench``: its arguments and its entry point; the benchmark package is imported only when it runs."""
+"""``selfix bench``: its arguments and its entry point.
+
+The product's CLI (``selfix_action/cli.py``) hands every ``selfix bench ...`` argument list to ``main`` here; the
+benchmark is a package of its own, installed by a source install (``pip install -e .``) and absent from the action's
+image. ``python -m selfix_bench ...`` runs the same.
+"""
 
 from __future__ import annotations
 
@@ -11,10 +16,25 @@ from pathlib import Path
 
 from selfix_action.commands.engine_args import ENGINE_KINDS, add_llm_arguments, engine_choice
 from selfix_action.errors import InputError
+from selfix_bench.recall import add_recall_arguments, options_from, run_recall
+from selfix_bench.runner import BenchOptions, read_records, run_bench
+
+HELP = "run benchmark tasks (bench/tasks) and report the resolve rate"
 
 
-def add_bench_parser(sub: argparse._SubParsersAction, parser_class: type[argparse.ArgumentParser]) -> None:
-    bench = sub.add_parser("bench", help="run benchmark tasks (bench/tasks) and report the resolve rate")
+def main(argv: Sequence[str], parser_class: type[argparse.ArgumentParser] = argparse.ArgumentParser) -> int:
+    """``selfix bench ARGS`` (``ARGS`` without ``bench``); ``recall`` first: ``selfix bench recall ...``.
+
+    Errors the user can act on are raised as ``SelfixError`` for the caller to print with its exit code."""
+    arguments = list(argv)
+    if arguments[:1] == ["recall"]:  # a command of its own under bench, beside bench's TASKS argument
+        return run_recall_command(arguments[1:], parser_class)
+    parser = parser_class(prog="selfix bench", description=HELP)
+    add_bench_arguments(parser)
+    return run_bench_command(parser.parse_args(arguments))
+
+
+def add_bench_arguments(bench: argparse.ArgumentParser) -> None:
     bench.add_argument(
         "tasks",
         nargs="?",
@@ -56,8 +76,6 @@ def add_bench_parser(sub: argparse._SubParsersAction, parser_class: type[argpars
 
 
 def run_bench_command(args: argparse.Namespace) -> int:
-    from selfix_action.bench.runner import BenchOptions, read_records, run_bench
-
     if args.workers < 1 or args.time_limit <= 0 or args.max_candidates < 1 or args.limit < 0:
         raise InputError("--workers, --time-limit and --max-candidates must be positive")
     if args.mirror_dir is not None and not args.mirror_dir.is_dir():
@@ -106,9 +124,7 @@ def run_bench_command(args: argparse.Namespace) -> int:
 
 def run_recall_command(argv: Sequence[str], parser_class: type[argparse.ArgumentParser]) -> int:
     """``selfix bench recall TASKS``: the share of the developers' fix hunks the Detective's and the Patcher's
-    requests show (selfix_action/bench/recall.py), measured with no model."""
-    from selfix_action.bench.recall import add_recall_arguments, options_from, run_recall
-
+    requests show (selfix_bench/recall.py), measured with no model."""
     parser = parser_class(
         prog="selfix bench recall",
         description="context recall: the developers' fix hunks the LLM engine's requests show, with no model",

@@ -6,7 +6,7 @@ a target (the buggy file with that hunk alone applied) and the offline engine's 
 lines of the buggy file. A template *reproduces* the hunk when one of its candidates has the target's syntax tree.
 No test runs: the figures depend on the fixes only, never on the machine's load.
 
-    python -m selfix_action.bench.priors --bugsinpy <BugsInPy checkout> --mirror-dir <mirrors> \\
+    python -m selfix_bench.priors --bugsinpy <BugsInPy checkout> --mirror-dir <mirrors> \\
         --out bench/realbugs/priors.json
 
 A template's learned prior is its share of the hunks (a hunk several templates reproduce is shared among them),
@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from selfix_action.bench import realbugs
 from selfix_action.errors import InputError
 from selfix_action.offline.templates import Hints, candidate_edits, registry
+from selfix_bench import realbugs
 
 # The families added for real bugs (issue 14) and for the kinds an adopter's first week showed missing (issue 22):
 # the ones whose prior this module learns.
@@ -261,7 +261,7 @@ def bugs_of_record(record: dict[str, Any]) -> list[BugResult]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m selfix_action.bench.priors", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m selfix_bench.priors", description=__doc__.splitlines()[0])
     parser.add_argument("--bugsinpy", type=Path, required=True, help="a checkout of soarsmu/BugsInPy")
     parser.add_argument("--mirror-dir", type=Path, required=True, help="local git mirrors (owner+name/repo)")
     parser.add_argument("--tasks", type=Path, default=Path("bench/realbugs/tasks"), help="the benchmark (excluded)")
@@ -301,7 +301,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{bug.bug}: {len(bug.hunks)} code hunk(s), reproduced by: {found} {bug.skipped}", flush=True)
     summary = learn(bugs)
     record = {
-        "command": "python -m selfix_action.bench.priors --bugsinpy <BugsInPy> --mirror-dir <mirrors>"
+        "command": "python -m selfix_bench.priors --bugsinpy <BugsInPy> --mirror-dir <mirrors>"
         + (" --benchmark" if args.benchmark else ""),
         "bugs_analysed": "the benchmark's own (not learnt from)"
         if args.benchmark

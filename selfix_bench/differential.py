@@ -1,7 +1,7 @@
 """The sandbox differential: does any test of the benchmark's tasks have another outcome inside selfix's
 sandbox than outside it?
 
-    python -m selfix_action.bench.differential bench/tasks bench/realbugs/tasks --mirror-dir DIR \\
+    python -m selfix_bench.differential bench/tasks bench/realbugs/tasks --mirror-dir DIR \\
         [--levels bwrap,landlock,unshare,none] [--out results/differential]
 
 For every task, the buggy tree runs its test command (a mutant task: the whole suite; a real bug: the changed
@@ -23,33 +23,32 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from selfix_action.bench import realbugs
-from selfix_action.bench.realbugs import RealBugTask
-from selfix_action.bench.tasks import Task, load_bench_tasks, materialize, test_python
 from selfix_action.engine.models import TestStatus
 from selfix_action.errors import SandboxError
 from selfix_action.junit import parse_reports
 from selfix_action.sandbox.isolation import IsolationConfig, detect_isolation
 from selfix_action.sandbox.process import Limits, run_process
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
+from selfix_bench import realbugs
+from selfix_bench.base import BenchTask
+from selfix_bench.kinds import load_bench_tasks
+from selfix_bench.tasks import Task
 
 LEVELS = ("bwrap", "landlock", "unshare", "none")
 WALL_SECONDS = 600.0
 
 
-def _tree_and_command(task: Task | RealBugTask, dest: Path, buggy: bool = True) -> tuple[Path, list[str]]:
-    if isinstance(task, RealBugTask):
-        return realbugs.materialize(task, dest), [realbugs.task_python(task), "-m", "pytest", *task.test_modules]
-    return materialize(task, dest, buggy=buggy), [test_python(task), "-m", "pytest"]
+def _tree_and_command(task: BenchTask, dest: Path, buggy: bool = True) -> tuple[Path, list[str]]:
+    return task.materialize(dest, fixed=not buggy), list(task.test_command(task.python()))
 
 
-def per_tree(tasks: Sequence[Task | RealBugTask]) -> list[tuple[Task | RealBugTask, list[str]]]:
+def per_tree(tasks: Sequence[BenchTask]) -> list[tuple[BenchTask, list[str]]]:
     """One representative per distinct tree: every real-bug task is its own tree; mutant tasks of one pinned
     library share it (a one-line bug apart, which only moves the tests it breaks, failing inside and outside
     alike), so the library's unmutated tree stands for all of them. (task, the ids it stands for)."""
-    groups: dict[str, tuple[Task | RealBugTask, list[str]]] = {}
+    groups: dict[str, tuple[BenchTask, list[str]]] = {}
     for task in tasks:
-        key = task.id if isinstance(task, RealBugTask) else json.dumps(task.source, sort_keys=True) + task.pytest
+        key = json.dumps(task.source, sort_keys=True) + task.pytest if isinstance(task, Task) else task.id
         groups.setdefault(key, (task, []))[1].append(task.id)
     return list(groups.values())
 
@@ -102,7 +101,7 @@ def differences(reference: dict[str, dict[str, str]], other: dict[str, dict[str,
     return out
 
 
-def run_task(task: Task | RealBugTask, levels: Sequence[str], stands_for: Sequence[str] = ()) -> dict[str, Any]:
+def run_task(task: BenchTask, levels: Sequence[str], stands_for: Sequence[str] = ()) -> dict[str, Any]:
     """Outside vs inside at each level for ``task``'s tree (a mutant task standing for others: its library's
     unmutated tree)."""
     shared = len(stands_for) > 1

@@ -2,7 +2,7 @@
 in one run, on the mutant benchmark tasks (``bench/tasks``) healed with the offline engine in a project environment
 that lacks coverage.py; and the collector's slowdown against coverage.py on the same suites.
 
-    .venv/bin/python bench/collector_localization.py [TASKS_DIR] [--tasks N] [--match TEXT] [--time-limit S]
+    .venv/bin/python -m selfix_bench.collector_localization [TASKS_DIR] [--tasks N] [--match TEXT] [--time-limit S]
         [--timing-tasks K] [--repeats R] [--out FILE]
 
 For each task, two heals on the same buggy copy, one after the other so that machine noise hits both alike:
@@ -26,22 +26,22 @@ import argparse
 import json
 import re
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from selfix_action.bench.tasks import CACHE_DIR, Task, load_tasks, materialize, test_python
-from selfix_action.bench.worker import judge, make_engine
-from selfix_action.engine.loop import HealingLoop, LoopConfig
+from selfix_action.engine.loop import LoopConfig
 from selfix_action.engine.report import StopReason
+from selfix_action.heal import HealRequest
+from selfix_action.sandbox.isolation import IsolationConfig
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
+from selfix_bench.base import CACHE_DIR, venv_python
+from selfix_bench.healing import heal_with
+from selfix_bench.tasks import Task, load_tasks
 
 MODES = {"collector": "fallback", "tracebacks": "never"}
-PIP_TIMEOUT = 600
 
 
 def python_without_coverage(task: Task) -> str:
@@ -51,45 +51,53 @@ def python_without_coverage(task: Task) -> str:
     pin = task.pytest or f"pytest=={pytest.__version__}"
     slug = re.sub(r"[^A-Za-z0-9.]+", "-", pin).strip("-") + "-no-coverage"
     env = CACHE_DIR / "envs" / slug
-    python = env / "bin" / "python"
-    if not (env / ".complete").exists():
-        subprocess.run([sys.executable, "-m", "venv", "--clear", str(env)], check=True, timeout=PIP_TIMEOUT)
-        subprocess.run(
-            [str(python), "-m", "pip", "install", "-q", pin], check=True, timeout=PIP_TIMEOUT, capture_output=True
-        )
-        (env / ".complete").write_text("ok\n")
-    probe = subprocess.run([str(python), "-c", "import coverage"], capture_output=True, timeout=60, check=False)
-    if probe.returncode == 0:
+    python = venv_python(env, [pin])
+    if any((env / "lib").glob("python*/site-packages/coverage")):
         raise SystemExit(f"{python} has coverage.py: not an environment without it")
-    return str(python)
+    return python
 
 
 def heal_once(task: Task, python: str, collector: str, time_limit: float, max_candidates: int) -> dict[str, Any]:
+    """One heal of the task's buggy tree through the product's pipeline (offline engine, the given line
+    collector), judged as ``selfix bench`` judges."""
     with tempfile.TemporaryDirectory(prefix="selfix-collector-bench-") as tmp:
-        repo = materialize(task, Path(tmp) / "repo", buggy=True)
-        config = LoopConfig(time_limit_seconds=time_limit, max_candidates=max_candidates, user_hint=task.bug_report)
+        repo = task.materialize(Path(tmp) / "repo")
+        request = HealRequest(
+            repo=repo,
+            test_cmd=task.test_command(python),
+            out_dir=Path(tmp) / "out",
+            loop=LoopConfig(time_limit_seconds=time_limit, max_candidates=max_candidates, user_hint=task.bug_report),
+            limits=Limits(wall_seconds=60),
+            isolation=IsolationConfig(mode="none"),
+            jobs=1,
+            repo_label=task.id,
+            line_collector=collector,
+        )
         started = time.monotonic()
-        with PytestSandbox(
-            repo, [python, "-m", "pytest"], limits=Limits(wall_seconds=60), line_collector=collector
-        ) as sandbox:
-            result = HealingLoop(sandbox, make_engine("offline"), config, repo_label=task.id).run()
-            measured_by = sandbox.coverage_collector
+        outcome = heal_with(request)
         seconds = time.monotonic() - started
-        report = result.report
-        verdict = judge(task, dict(result.files or {}), python, Path(tmp)) if result.files else {"resolved": False}
+        report = outcome.report
+        files = dict(outcome.result.files or {})
+        verdict = task.judge(files, python, Path(tmp)) if files else {"resolved": False}
     return {
         "stop_reason": report.stop_reason.value,
         "resolved": bool(verdict["resolved"]),
         "candidates": report.candidates_tried,
         "coverage_used": report.coverage_used,
-        "collector": measured_by,
+        "collector": measured_by(report.localization_note) if report.coverage_used else "",
         "seconds": round(seconds, 2),
     }
 
 
+def measured_by(localization_note: str) -> str:
+    """What measured the per-test lines, as the localization note names it (coverage.py, sys.settrace, ...)."""
+    _, found, collector = localization_note.rpartition("measured by ")
+    return collector.strip() if found else ""
+
+
 def baseline_seconds(task: Task, python: str, collector: str, coverage: bool) -> float:
     with tempfile.TemporaryDirectory(prefix="selfix-collector-time-") as tmp:
-        repo = materialize(task, Path(tmp) / "repo", buggy=True)
+        repo = task.materialize(Path(tmp) / "repo")
         with PytestSandbox(
             repo, [python, "-m", "pytest"], limits=Limits(wall_seconds=300), line_collector=collector
         ) as sandbox:
@@ -160,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         ratios = []
         print(f"\nbaseline run with per-test coverage, median of {args.repeats} (seconds):")
         for task in picked[: args.timing_tasks]:
-            python = test_python(task)  # the task's usual environment: it has coverage.py
+            python = task.python()  # the task's usual environment: it has coverage.py
             samples: dict[str, list[float]] = {"coverage.py": [], "collector": [], "none": []}
             for _ in range(args.repeats):
                 samples["coverage.py"].append(baseline_seconds(task, python, "fallback", True))
