@@ -57,10 +57,18 @@ from selfix_action.bench.stats import median, paired_comparison, wilson_interval
 from selfix_action.bench.tasks import Task, apply_bug, load_bench_task, load_bench_tasks, pristine_tree, reference_fix
 from selfix_action.bench.worker import HealSettings
 from selfix_action.bench.worker import heal as heal_task
-from selfix_action.engine.models import CandidatePatch, Evidence, Hypothesis, Location, QATest, Verification
+from selfix_action.engine.models import (
+    CandidatePatch,
+    Evidence,
+    Hypothesis,
+    Location,
+    PlanChange,
+    QATest,
+    Verification,
+)
 from selfix_action.engine.paths import is_source_path
 from selfix_action.engine.protocols import EngineStopped, Sandbox
-from selfix_action.engine.report import Confidence, StopReason
+from selfix_action.engine.report import Confidence, StopReason, Usage
 from selfix_action.errors import InputError
 from selfix_action.llm.asks import RepositoryView
 from selfix_action.llm.budget import Budget
@@ -282,8 +290,11 @@ class EvidenceCapture:
     def __init__(self) -> None:
         self.evidence: Evidence | None = None
 
-    def usage(self) -> dict[str, Any]:
-        return {}
+    def usage(self) -> Usage:
+        return Usage()
+
+    def revise(self, hypothesis: Hypothesis, ahead: Sequence[Hypothesis]) -> PlanChange:
+        return PlanChange()
 
     def hypotheses(self, evidence: Evidence, sandbox: Sandbox, limit: int) -> list[Hypothesis]:
         self.evidence = evidence

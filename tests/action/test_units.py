@@ -20,7 +20,14 @@ from selfix_action.action.render import (
 )
 from selfix_action.action.settings import Mode, load_settings
 from selfix_action.engine.models import Hypothesis
-from selfix_action.engine.report import STOP_EXPLANATIONS, HealReport, HypothesisRecord, PatchRecord, StopReason
+from selfix_action.engine.report import (
+    STOP_EXPLANATIONS,
+    HealReport,
+    HypothesisRecord,
+    PatchRecord,
+    StopReason,
+    Usage,
+)
 from selfix_action.errors import InputError
 from tests.action.conftest import runner_inputs
 
@@ -169,16 +176,18 @@ def test_pr_body_and_summary_count_the_rejected_candidates() -> None:
 
 
 def test_the_job_summary_shows_an_llm_heals_calls_tokens_and_where_the_time_went() -> None:
-    usage = {
-        "calls": 3,
-        "input_tokens": 9000,
-        "output_tokens": 700,
-        "cache_read_tokens": 4000,
-        "tokens": 13700,
-        "cost_usd": 0.0375,
-        "model_seconds": 21.5,
-        "price_known": True,
-    }
+    usage = Usage(
+        provider="openai",
+        model="gpt-5-mini",
+        calls=3,
+        input_tokens=9000,
+        output_tokens=700,
+        cache_read_tokens=4000,
+        tokens=13700,
+        cost_usd=0.0375,
+        model_seconds=21.5,
+        price_known=True,
+    )
     report = HealReport(
         repo="o/r",
         engine="openai:gpt-5-mini",
@@ -191,7 +200,7 @@ def test_the_job_summary_shows_an_llm_heals_calls_tokens_and_where_the_time_went
     summary = job_summary("healed", report, "# selfix\n\n**verified.**\n")
     assert "3 model call(s), 9000 tokens in, 700 out, 4000 cached; $0.0375, 13700 tokens" in summary
     assert "time 60.0 s (model 21.5s, tests 30.2s, other 8.2s)" in summary
-    unpriced = report.model_copy(update={"usage": {**usage, "price_known": False, "cost_usd": 0.0}})
+    unpriced = report.model_copy(update={"usage": usage.model_copy(update={"price_known": False, "cost_usd": 0.0})})
     assert "its price is not in the table, so the cost counts 0" in job_summary("healed", unpriced, "")
 
 

@@ -13,12 +13,13 @@ from selfix_action.engine.models import (
     CandidatePatch,
     Evidence,
     Hypothesis,
+    PlanChange,
     QATest,
     Verification,
     VerifyStage,
 )
 from selfix_action.engine.protocols import EngineStopped, Sandbox
-from selfix_action.engine.report import Confidence, StopReason, render_markdown
+from selfix_action.engine.report import Confidence, StopReason, Usage, render_markdown
 from selfix_action.offline.engine import OfflineEngine
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
@@ -70,8 +71,11 @@ class ScriptedEngine:
         self.feedback: list[Verification] = []
         self.qa_feedback: list[tuple[str, str]] = []  # (hypothesis id, why its last QA test was broken)
 
-    def usage(self) -> dict[str, int]:
-        return {"calls": len(self.feedback)}
+    def usage(self) -> Usage:
+        return Usage(calls=len(self.feedback))
+
+    def revise(self, hypothesis: Hypothesis, ahead: Sequence[Hypothesis]) -> PlanChange:
+        return PlanChange()
 
     def hypotheses(self, evidence: Evidence, sandbox: Sandbox, limit: int) -> list[Hypothesis]:
         return self._hypotheses[:limit]

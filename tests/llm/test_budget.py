@@ -34,10 +34,10 @@ def test_cost_and_usage_per_role() -> None:
     assert cost == pytest.approx((1000 * 3 + 200 * 15 + 4000 * 0.3 + 100 * 3.75) / 1e6)
     budget.record("patcher", CALL)
     usage = budget.usage()
-    assert usage["calls"] == 2 and usage["tokens"] == 2 * 5300
-    assert usage["by_role"]["detective"]["calls"] == 1 and usage["by_role"]["qa"]["calls"] == 0
-    assert usage["cost_usd"] == pytest.approx(2 * cost)
-    assert usage["price_known"] is True
+    assert usage.calls == 2 and usage.tokens == 2 * 5300
+    assert usage.by_role["detective"].calls == 1 and usage.by_role["qa"].calls == 0
+    assert usage.cost_usd == pytest.approx(2 * cost)
+    assert usage.price_known is True
 
 
 @pytest.mark.parametrize(
@@ -72,7 +72,7 @@ def test_zero_means_no_cap_and_unknown_price_costs_nothing() -> None:
     for _ in range(50):
         budget.record("qa", CALL)
     budget.check("qa")
-    assert budget.usage()["cost_usd"] == 0 and budget.usage()["price_known"] is False
+    assert budget.usage().cost_usd == 0 and budget.usage().price_known is False
 
 
 def test_output_allowance_never_exceeds_the_token_budget() -> None:
