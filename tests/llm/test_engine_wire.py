@@ -161,7 +161,7 @@ def test_server_error_then_success_openai(calc: CachedSandbox, trace_log: TraceL
     report = run("openai", provider, calc, trace_log)
     assert_healed(report)
     detective = report.usage.by_role["detective"]
-    assert detective["input_tokens"] == 200 and detective["cache_read_tokens"] == 1000
+    assert detective.input_tokens == 200 and detective.cache_read_tokens == 1000
     assert report.usage.retries == 1
 
 
