@@ -50,10 +50,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from selfix_action.engine.models import CandidatePatch, Evidence, Hypothesis, Location, QATest, Verification
+from selfix_action.engine.models import (
+    CandidatePatch,
+    Evidence,
+    Hypothesis,
+    Location,
+    PlanChange,
+    QATest,
+    Verification,
+)
 from selfix_action.engine.paths import is_source_path
 from selfix_action.engine.protocols import EngineStopped, Sandbox
-from selfix_action.engine.report import Confidence, StopReason
+from selfix_action.engine.report import Confidence, StopReason, Usage
 from selfix_action.errors import InputError
 from selfix_action.llm.asks import RepositoryView
 from selfix_action.llm.budget import Budget
@@ -277,8 +285,11 @@ class EvidenceCapture:
     def __init__(self) -> None:
         self.evidence: Evidence | None = None
 
-    def usage(self) -> dict[str, Any]:
-        return {}
+    def usage(self) -> Usage:
+        return Usage()
+
+    def revise(self, hypothesis: Hypothesis, ahead: Sequence[Hypothesis]) -> PlanChange:
+        return PlanChange()
 
     def hypotheses(self, evidence: Evidence, sandbox: Sandbox, limit: int) -> list[Hypothesis]:
         self.evidence = evidence

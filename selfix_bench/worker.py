@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ from typing import Any
 from selfix_action.engine.loop import LoopConfig
 from selfix_action.engine.patches import unified_diff
 from selfix_action.engine.protocols import Engine
+from selfix_action.engine.report import Usage
 from selfix_action.heal import EngineChoice, HealRequest
 from selfix_action.heal.request import ENGINES
 from selfix_action.sandbox.isolation import IsolationConfig
@@ -150,19 +151,20 @@ def heal(
     return dict(outcome.result.files or {}), dict(outcome.result.originals or {}), fields
 
 
-def usage_fields(usage: Mapping[str, Any]) -> dict[str, Any]:
-    """What a heal spent on the model, for the record: calls, asks, tokens in/out/cached, cost, model seconds."""
+def usage_fields(usage: Usage) -> dict[str, Any]:
+    """What a heal spent on the model, for the record: calls, asks, tokens in/out/cached, cost (the report's
+    ``cost_usd``), model seconds."""
     return {
-        "calls": int(usage.get("calls", 0) or 0),
-        "asks": int(usage.get("asks", 0) or 0),  # asks for more context answered (llm.asks)
-        "tokens": int(usage.get("tokens", 0) or 0),
-        "input_tokens": int(usage.get("input_tokens", 0) or 0),
-        "output_tokens": int(usage.get("output_tokens", 0) or 0),
-        "cache_read_tokens": int(usage.get("cache_read_tokens", 0) or 0),
-        "cost": float(usage.get("cost_usd", 0.0) or 0.0),
-        "model_seconds": float(usage.get("model_seconds", 0.0) or 0.0),
-        "price_known": bool(usage.get("price_known", False)),
-        "offline_handed_over": (usage.get("offline") or {}).get("handed_over"),
+        "calls": usage.calls,
+        "asks": usage.asks,  # asks for more context answered (llm.asks)
+        "tokens": usage.tokens,
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cache_read_tokens": usage.cache_read_tokens,
+        "cost": usage.cost_usd,
+        "model_seconds": usage.model_seconds,
+        "price_known": usage.price_known,
+        "offline_handed_over": usage.offline.handed_over if usage.offline is not None else None,
     }
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from unidiff import PatchSet
 
@@ -70,32 +70,13 @@ def _usage_line(report: HealReport) -> str:
     return f"Engine `{report.engine}`; tokens: {tokens(report)}; cost: ${cost:.4f}"
 
 
-def _usage_number(usage: Mapping[str, object], keys: tuple[str, ...]) -> float:
-    """The engine's usage shape is per-role; prefer a ``total`` entry, then top-level keys, then the roles' sum."""
-    total = usage.get("total")
-    if isinstance(total, Mapping):
-        return _usage_number(total, keys)
-    for key in keys:
-        value = usage.get(key)
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
-    summed = 0.0
-    for value in usage.values():
-        if isinstance(value, Mapping):
-            summed += _usage_number(value, keys)
-    if not summed and keys[0] == "tokens":
-        for key in ("input_tokens", "output_tokens"):
-            part = usage.get(key)
-            summed += float(part) if isinstance(part, int | float) else 0.0
-    return summed
-
-
 def cost_usd(report: HealReport) -> float:
-    return _usage_number(report.usage, ("cost_usd", "cost"))
+    return report.usage.cost_usd
 
 
 def tokens(report: HealReport) -> int:
-    return int(_usage_number(report.usage, ("tokens", "total_tokens")))
+    """Every token the heal's model calls counted: in, out, cached (what the token cap counts)."""
+    return report.usage.tokens
 
 
 def _hypotheses_section(report: HealReport) -> list[str]:
@@ -371,16 +352,16 @@ def _mechanics_line(report: HealReport) -> str:
     confidence = f"**Patch confidence:** {confidence_level(report)}. " if report.patch is not None else ""
     usage = report.usage
     calls = ""
-    if usage.get("calls"):
+    if usage.calls:
         calls = (
-            f"{usage['calls']} model call(s), {usage.get('input_tokens', 0)} tokens in, "
-            f"{usage.get('output_tokens', 0)} out, {usage.get('cache_read_tokens', 0)} cached; "
+            f"{usage.calls} model call(s), {usage.input_tokens} tokens in, "
+            f"{usage.output_tokens} out, {usage.cache_read_tokens} cached; "
         )
-        if usage.get("asks"):
-            calls += f"asks: {usage['asks']}; "
+        if usage.asks:
+            calls += f"asks: {usage.asks}; "
     return confidence + (
         f"**Cost:** {calls}${cost_usd(report):.4f}, {tokens(report)} tokens (engine `{report.engine}`"
-        + ("" if usage.get("price_known", True) else "; its price is not in the table, so the cost counts 0")
+        + ("" if usage.price_known or not usage.provider else "; its price is not in the table, so the cost counts 0")
         + "). "
         f"**Candidates:** {candidate_counts(report)}; {report.test_runs} test runs{time}."
     )

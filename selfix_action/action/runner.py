@@ -40,7 +40,7 @@ from selfix_action.action.policy import Target, plan_escalation, plan_fix, plan_
 from selfix_action.action.publisher import Publisher
 from selfix_action.action.request import heal_request
 from selfix_action.action.settings import Settings
-from selfix_action.engine.report import render_markdown
+from selfix_action.engine.report import HealReport, render_markdown
 from selfix_action.errors import SelfixError
 from selfix_action.github.client import WRITE_PERMISSIONS
 from selfix_action.heal import Healer, HealOutcome, heal, heal_in_sandbox
@@ -243,26 +243,43 @@ def _heal_and_publish(steps: ActionSteps, trigger: Trigger, target: Target, juni
     outcome = ActionOutcome.of(status, healed)
     for line in step_annotations(report):
         steps.log.command(line)
-    if status == "healed":
+    return plan_and_publish(
+        steps, outcome, report, target, fp, healed.result.files, explain=explain, fact=f"Trigger: {trigger.name}"
+    )
+
+
+def plan_and_publish(
+    steps: ActionSteps,
+    outcome: ActionOutcome,
+    report: HealReport,
+    target: Target,
+    fp: str,
+    files: dict[str, str] | None,
+    *,
+    explain: bool = False,
+    fact: str,
+    tracked: set[str] | None = None,
+) -> ActionOutcome:
+    """The publish tail of ``selfix action`` and ``selfix publish``: the plan for ``outcome.status`` (a fix PR, an
+    escalation or diagnosis comment, or only a tracking comment's update), published, then the job summary with
+    the facts (``fact``: how this run came to heal, the trigger or the bundle). ``tracked``: the files git tracks
+    at ``target.sha``, when the caller has them already."""
+    settings = steps.settings
+    if outcome.status == "healed":
+        tracked_files = tracked if tracked is not None else steps.git.tracked_files(target.sha)
         plan = plan_fix(
-            steps.settings,
-            target,
-            report,
-            fp,
-            tracked_files=steps.git.tracked_files(target.sha),
-            can_publish=steps.publisher.can_publish,
+            settings, target, report, fp, tracked_files=tracked_files, can_publish=steps.publisher.can_publish
         )
-    elif status in ("not_healed", "explained"):
-        plan = plan_escalation(steps.settings, report, fp, target, explain=explain)
+    elif outcome.status in ("not_healed", "explained"):
+        plan = plan_escalation(settings, report, fp, target, explain=explain)
     else:
         plan = plan_nothing(report, fp)
     with steps.log.group("selfix: publish"):
-        published = steps.publisher.publish(plan, target, healed.result.files)
+        published = steps.publisher.publish(plan, target, files)
     outcome.pr_url = published.pr_url
     outcome.notes += published.notes
     facts = [f"Pull request: {outcome.pr_url}"] if outcome.pr_url else []
     facts += render.isolation_lines(report)
-    facts += [f"Trigger: {trigger.name}", f"Failing branch: `{target.branch}`", f"Fingerprint: `{fp}`"]
-    facts += outcome.notes
-    steps.summary(status, healed, facts)
+    facts += [fact, f"Failing branch: `{target.branch}`", f"Fingerprint: `{fp}`", *outcome.notes]
+    write_summary(settings.summary_path, render.job_summary(outcome.status, report, render_markdown(report), facts))
     return outcome

@@ -33,13 +33,13 @@ from pydantic import ValidationError
 from selfix_action.action import render
 from selfix_action.action.events import CommentTrigger, Skip
 from selfix_action.action.gitops import Git, GitError, check_ref, check_sha, fingerprint
-from selfix_action.action.log import write_summary
-from selfix_action.action.policy import Target, opted_out, plan_escalation, plan_fix, protected_patterns
-from selfix_action.action.runner import ActionOutcome, ActionSteps, hint_of
+from selfix_action.action.policy import Target, opted_out, protected_patterns
+from selfix_action.action.runner import ActionOutcome, ActionSteps, hint_of, plan_and_publish
 from selfix_action.engine.loop import HealResult
 from selfix_action.engine.paths import patch_violations
 from selfix_action.engine.report import HealReport, StopReason, render_markdown
 from selfix_action.errors import InputError
+from selfix_action.heal import heal_status
 
 FORMAT = "selfix-bundle/1"
 BUNDLE_FILES = ("patch.diff", "report.json", "report.md")
@@ -237,7 +237,7 @@ def _publish_bundle(steps: ActionSteps, root: Path) -> ActionOutcome:
     # The bundle's own files, as `selfix action` names the report folder's: for the job's later steps.
     report_path = str((root / "report.md").resolve())
     patch_path = str((root / "patch.diff").resolve()) if bundle.diff.strip() else ""
-    if report.stop_reason.exit_code == 3 or bundle.status == "nothing_to_heal":
+    if heal_status(report, patched=False) == "nothing_to_heal" or bundle.status == "nothing_to_heal":
         steps.log.line("selfix: the bundle says there was nothing to heal; nothing to publish")
         return ActionOutcome("nothing_to_heal", report_path=report_path)
     git = steps.git
@@ -248,10 +248,9 @@ def _publish_bundle(steps: ActionSteps, root: Path) -> ActionOutcome:
             f"{bundle.branch} moved since the heal job (now {str(head)[:12]}, bundle {bundle.base_sha[:12]}); "
             "not publishing a fix for an old commit"
         )
-    healed = report.stop_reason is StopReason.HEALED
     files: dict[str, str] | None = None
     tracked = git.tracked_files(bundle.base_sha)
-    if healed:
+    if report.stop_reason is StopReason.HEALED:
         if report.patch is None or report.patch.diff != bundle.diff:
             raise BundleRefused("report.json and patch.diff disagree")
         files, _ = apply_in_private_index(git, bundle.base_sha, bundle.diff)
@@ -275,27 +274,15 @@ def _publish_bundle(steps: ActionSteps, root: Path) -> ActionOutcome:
     default_branch = _default_branch(settings.event_path) or bundle.default_branch
     target = Target(bundle.base_sha, bundle.branch, pull, fork, default_branch)
     fp = fingerprint(bundle.branch, report.f2p_tests)  # recomputed, not taken from the bundle
-    if healed:
-        plan = plan_fix(settings, target, report, fp, tracked_files=tracked, can_publish=steps.publisher.can_publish)
-    else:
-        plan = plan_escalation(settings, report, fp, target, explain=False)
-    with steps.log.group("selfix: publish"):
-        published = steps.publisher.publish(plan, target, files)
     outcome = ActionOutcome(
-        "healed" if healed else "not_healed",
-        pr_url=published.pr_url,
+        heal_status(report, patched=files is not None),  # healed or not_healed
         patch_path=patch_path,
         report_path=report_path,
         cost_usd=render.cost_usd(report),
         tokens=render.tokens(report),
         confidence=render.confidence_output(report),
-        notes=published.notes,
     )
-    facts = [f"Pull request: {outcome.pr_url}"] if outcome.pr_url else []
-    facts += render.isolation_lines(report)
-    facts += [f"Bundle: `{root}`", f"Failing branch: `{bundle.branch}`", f"Fingerprint: `{fp}`", *outcome.notes]
-    write_summary(settings.summary_path, render.job_summary(outcome.status, report, render_markdown(report), facts))
-    return outcome
+    return plan_and_publish(steps, outcome, report, target, fp, files, fact=f"Bundle: `{root}`", tracked=tracked)
 
 
 def _default_branch(event_path: Path | None) -> str:

@@ -110,11 +110,10 @@ def run_fix(options: FixOptions, out: TextIO | None = None, err: TextIO | None =
             print(f"selfix: not applied ({report.verification}); see {outcome.paths.patch}", file=out)
         else:
             print(f"selfix: patch written to {outcome.paths.patch} (apply with `git apply` or --apply)", file=out)
-    if report.usage.get("calls"):
+    if report.usage.calls:
         print(
-            f"selfix: {report.usage['calls']} model calls, asks: {report.usage.get('asks', 0)}, "
-            f"{report.usage.get('tokens', 0)} tokens, "
-            f"${float(report.usage.get('cost_usd', 0.0)):.4f}",
+            f"selfix: {report.usage.calls} model calls, asks: {report.usage.asks}, {report.usage.tokens} tokens, "
+            f"${report.usage.cost_usd:.4f}",
             file=out,
         )
     print(

@@ -281,7 +281,9 @@ class HealingLoop:
         incumbent: _Winner | None = None  # a confirmed patch the engine did not accept as the end (engine.accepts)
         seen_patches: set[str] = set()  # normalized programs already verified (see program_key)
         exposed: dict[str, Exposure] = {}  # a hypothesis walked again (environment tests left out) keeps its QA
-        for index, hypothesis in enumerate(hypotheses):
+        ahead = list(hypotheses)  # the loop's own list; the engine changes it only through revise's value
+        while ahead:
+            hypothesis = ahead.pop(0)
             # 4. QA: the hypothesis must be exposed by a test that fails on the unpatched code.
             try:
                 with budget.timed("expose"):
@@ -352,7 +354,7 @@ class HealingLoop:
                     evidence = narrowed
                     seen_patches.clear()  # verdicts against the old tests do not hold for the new ones
                     exposed[hypothesis.id] = exposure
-                    hypotheses.insert(index + 1, hypothesis)
+                    ahead.insert(0, hypothesis)
                     records.append(self._record(hypothesis, exposure, tried, history, None))
                     continue
                 if stopped.reason is StopReason.ENVIRONMENT and stopped.tests and not passing:
@@ -390,15 +392,16 @@ class HealingLoop:
                     confidence=_level(winner),
                 )
                 incumbent, winner, stop = _better(incumbent, winner), None, Stop(StopReason.HYPOTHESES_EXHAUSTED)
-                continue
             if winner is not None:
                 records += [
                     HypothesisRecord(hypothesis=h, exposed=False, exposure="not needed", outcome="not reached")
-                    for h in hypotheses[index + 1 :]
+                    for h in ahead
                 ]
                 break
             if stop.reason is not StopReason.HYPOTHESES_EXHAUSTED:
                 break
+            # 8. On to the next hypothesis: the engine may add some to walk next, or drop some ahead (revise).
+            ahead = self.engine.revise(hypothesis, tuple(ahead)).applied(ahead)
         if incumbent is not None:
             chosen = _better(incumbent, winner)
             if chosen is incumbent:
@@ -779,7 +782,7 @@ class HealingLoop:
             stop_reason=reason.value,
             test_runs=budget.test_runs,
             candidates=budget.candidates_tried,
-            usage=report.usage,
+            usage=report.usage.model_dump(mode="json"),
             confidence=confidence.level if confidence is not None else None,
             confidence_reasons=[r.code for r in confidence.reasons if r.level != "high"] if confidence else [],
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -136,6 +137,19 @@ class Hypothesis(Frozen):
     def locations(self) -> tuple[Location, ...]:
         """Every place named, the first one first."""
         return (Location(file=self.file, symbol=self.symbol, lines=self.lines), *self.also)
+
+
+class PlanChange(Frozen):
+    """What an engine changes in the loop's walk once it is done with a hypothesis (``Engine.revise``): the
+    hypotheses to walk next, before those already ahead (``follow``), and the ids of those ahead it no longer wants
+    walked (``drop``). ``PlanChange()``: the walk goes on as planned."""
+
+    follow: tuple[Hypothesis, ...] = ()
+    drop: frozenset[str] = frozenset()
+
+    def applied(self, ahead: Sequence[Hypothesis]) -> list[Hypothesis]:
+        """The hypotheses ahead once the change is made: ``follow``, then those ahead not dropped."""
+        return [*self.follow, *(h for h in ahead if h.id not in self.drop)]
 
 
 class QATest(Frozen):

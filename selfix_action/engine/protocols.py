@@ -4,18 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Protocol
+from typing import Protocol
 
 from selfix_action.engine.models import (
     CandidateCheck,
     CandidatePatch,
     Evidence,
     Hypothesis,
+    PlanChange,
     QATest,
     TestRun,
     Verification,
 )
-from selfix_action.engine.report import Confidence, StopReason
+from selfix_action.engine.report import Confidence, StopReason, Usage
 
 
 class Sandbox(Protocol):
@@ -70,7 +71,10 @@ class EngineStopped(Exception):
 
 
 class Engine(Protocol):
-    """Detective, QA and Patcher roles. The offline engine and the LLM engines implement this."""
+    """Detective, QA and Patcher roles. The offline engine and the LLM engines implement this.
+
+    The loop walks the hypotheses ``hypotheses`` returned, in its own list: an engine changes what is ahead only
+    through the value ``revise`` returns (``--engine auto`` hands over to its LLM engine that way)."""
 
     name: str
 
@@ -80,8 +84,8 @@ class Engine(Protocol):
         candidates at once, ahead of the one it is looking at."""
         ...
 
-    def usage(self) -> dict[str, Any]:
-        """What the engine spent so far (calls, tokens, cost per role); {} for the offline engine."""
+    def usage(self) -> Usage:
+        """What the engine spent so far (calls, tokens, cost per role); ``Usage()`` for the offline engine."""
         ...
 
     def hypotheses(self, evidence: Evidence, sandbox: Sandbox, limit: int) -> list[Hypothesis]:
@@ -109,4 +113,10 @@ class Engine(Protocol):
     ) -> Iterator[CandidatePatch]:
         """Patcher: candidate patches for one hypothesis. ``history`` grows with each failed verification
         of this hypothesis, so an engine can use the pruned failure as feedback for its next try."""
+        ...
+
+    def revise(self, hypothesis: Hypothesis, ahead: Sequence[Hypothesis]) -> PlanChange:
+        """Once the loop walked ``hypothesis``'s candidates (every verdict in, ``accepts`` asked if one healed)
+        and walks on: what changes in ``ahead``, the hypotheses it would walk next. Not asked for a hypothesis
+        that was not exposed (its candidates were never asked for), nor when the walk ends."""
         ...

@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from selfix_action.engine.models import (
     Hypothesis,
@@ -95,6 +95,84 @@ STOP_EXPLANATIONS = {
 
 class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True)
+
+
+class RoleUsage(Frozen):
+    """Calls, tokens (cached ones apart), dollars and seconds waiting for answers: one role's, or the run's."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    tokens: int = 0  # all four kinds: what the token cap counts
+    cost_usd: float = 0.0
+    model_seconds: float = 0.0
+
+
+class PricePerMillion(Frozen):
+    """USD per million tokens of each kind, as the run priced them."""
+
+    input: float
+    output: float
+    cache_read: float
+    cache_write: float
+
+
+class UsageLimits(Frozen):
+    """The caps the engine ran under (0: no cap)."""
+
+    max_calls: int = 0
+    max_tokens: int = 0
+    max_cost_usd: float = 0.0
+    time_limit_seconds: float = 0.0
+    max_asks: int = 0
+
+
+class PreflightUsage(Frozen):
+    """What the check before the run found: how many models the server listed, and its note."""
+
+    models_listed: int = 0
+    note: str = ""
+
+
+class OfflineUsage(Frozen):
+    """``--engine auto``: what the offline engine spent before the hand-over, and whether it handed over."""
+
+    candidates: int = 0
+    hypotheses: int = 0
+    handed_over: bool = False
+
+
+class Usage(RoleUsage):
+    """What an engine spent (``Engine.usage()``), carried in report.json under ``usage``: the run's totals, the
+    same per role, the model and its price, the counts of retries, invalid answers and asks, and the caps. The
+    offline engine spends nothing: ``Usage()``, written as ``{}``; ``preflight`` and ``offline`` are written only
+    when there is one."""
+
+    provider: str = ""
+    model: str = ""
+    structured: str = ""  # how the server returned structured answers at the end (tools, json-schema, json)
+    by_role: dict[str, RoleUsage] = Field(default_factory=dict)
+    retries: int = 0
+    invalid_answers: int = 0
+    asks: int = 0
+    elapsed_seconds: float = 0.0
+    price_per_million_tokens: PricePerMillion | None = None
+    price_known: bool = False
+    limits: UsageLimits = Field(default_factory=UsageLimits)
+    preflight: PreflightUsage | None = None
+    offline: OfflineUsage | None = None
+
+    @model_serializer(mode="wrap")
+    def _written(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        if self == Usage():
+            return {}  # no engine spending: the shape report.json always had for the offline engine
+        written: dict[str, Any] = handler(self)
+        for optional in ("preflight", "offline"):
+            if written.get(optional) is None:
+                written.pop(optional, None)
+        return written
 
 
 class HypothesisRecord(Frozen):
@@ -195,7 +273,7 @@ class HealReport(Frozen):
     # failing tests it named as the environment's, were left out of the tests to heal.
     environment_problem: str = ""
     environment_tests: tuple[str, ...] = ()
-    usage: dict[str, Any] = Field(default_factory=dict)  # engine usage: calls, tokens, cost per role
+    usage: Usage = Field(default_factory=Usage)  # what the engine spent: calls, tokens, cost per role
     isolation: dict[str, Any] = Field(default_factory=dict)  # the sandbox boundary every test run had
     # Failing tests the JUnit report names that this checkout does not have, and the tests that fail here without
     # the report naming them as failing (healed only when asked: LoopConfig.heal_seen_failures).
@@ -364,7 +442,7 @@ def render_markdown(report: HealReport) -> str:
         if report.confidence is not None:
             out += ["", *render_confidence(report.confidence)]
 
-    if report.usage.get("calls"):
+    if report.usage.calls:
         out += ["", "## Model usage", ""]
         out += render_usage(report.usage)
 
@@ -424,27 +502,27 @@ def time_split(report: HealReport) -> str:
     """Where the wall time went: waiting for the model, running tests, the rest (selfix's own work)."""
     total = report.timings.get("total", 0.0)
     tests = report.timings.get("tests", 0.0)
-    model = float(report.usage.get("model_seconds", 0.0) or 0.0)
+    model = report.usage.model_seconds
     return f"model {model:.1f}s, tests {tests:.1f}s, other {max(0.0, total - tests - model):.1f}s"
 
 
-def render_usage(usage: dict[str, Any]) -> list[str]:
+def render_usage(usage: Usage) -> list[str]:
     """Calls, tokens and cost per role and in total (the engine's ``usage()``)."""
     rows = ["| role | calls | input | output | cached | model s | cost (USD) |", "|---|---|---|---|---|---|---|"]
-    roles = dict(usage.get("by_role", {}))
-    roles["total"] = usage
+    roles: dict[str, RoleUsage] = {**usage.by_role, "total": usage}
     for role, item in roles.items():
-        cached = int(item.get("cache_read_tokens", 0) or 0) + int(item.get("cache_write_tokens", 0) or 0)
+        cached = item.cache_read_tokens + item.cache_write_tokens
         rows.append(
-            f"| {role} | {item.get('calls', 0)} | {item.get('input_tokens', 0)} | {item.get('output_tokens', 0)} "
-            f"| {cached} | {float(item.get('model_seconds', 0.0) or 0.0):.1f} "
-            f"| {float(item.get('cost_usd', 0.0) or 0.0):.4f} |"
+            f"| {role} | {item.calls} | {item.input_tokens} | {item.output_tokens} "
+            f"| {cached} | {item.model_seconds:.1f} "
+            f"| {item.cost_usd:.4f} |"
         )
-    model = f"{usage.get('provider', '')}:{usage.get('model', '')}".strip(":")
+    model = f"{usage.provider}:{usage.model}".strip(":")
+    limits = usage.limits.model_dump()
     rows.append("")
     rows.append(
-        f"Model `{model}`; retries {usage.get('retries', 0)}; invalid answers {usage.get('invalid_answers', 0)}; "
-        f"asks: {usage.get('asks', 0)}; "
-        f"price known: {usage.get('price_known', 'n/a')}; limits: {usage.get('limits', {})}."
+        f"Model `{model}`; retries {usage.retries}; invalid answers {usage.invalid_answers}; "
+        f"asks: {usage.asks}; "
+        f"price known: {usage.price_known}; limits: {limits}."
     )
     return rows

@@ -5,7 +5,15 @@ event into a ``HealRequest`` and the ``HealOutcome`` into exit codes and outputs
 (JUnit sets, the engine and its hooks, the sandbox and its isolation, trace, memory, the report files) is here.
 """
 
-from selfix_action.heal.pipeline import HealContext, Healer, HealOutcome, default_jobs, heal, heal_in_sandbox
+from selfix_action.heal.pipeline import (
+    HealContext,
+    Healer,
+    HealOutcome,
+    default_jobs,
+    heal,
+    heal_in_sandbox,
+    heal_status,
+)
 from selfix_action.heal.request import EngineChoice, HealRequest, resolve_test_cmd
 
 __all__ = [
@@ -17,5 +25,6 @@ __all__ = [
     "default_jobs",
     "heal",
     "heal_in_sandbox",
+    "heal_status",
     "resolve_test_cmd",
 ]

@@ -5,26 +5,26 @@ examples). When the offline engine heals at high confidence, no model is called;
 shown to the LLM engine as a candidate to confirm or beat, and the loop keeps the better of the two
 (``accepts``).
 
-The loop asks an engine for its hypotheses once and walks the list it gets back. The cascade hands it the
-offline hypotheses followed by one hand-over entry, in a list it keeps. The loop reaches the hand-over only
+The loop asks an engine for its hypotheses once and walks them; what an engine changes on the way it says in
+the value ``revise`` returns once the loop is done with a hypothesis (``engine.protocols.Engine``). The cascade
+hands the loop the offline hypotheses followed by one hand-over entry. The loop reaches the hand-over only
 after every offline candidate it took has its verdict and none healed (a winner ends the walk first), so the
 model is never called for a run the offline engine heals, even with candidates checked side by side. Asked for
-the hand-over's candidates, the cascade calls the Detective and inserts its hypotheses right after it, so the
-same walk goes on into the LLM phase (a list iterator reads the list's length at every step); the hand-over
-itself yields no candidate. When the offline share runs out early, the offline hypotheses not reached yet are
-dropped from the list.
+the hand-over's candidates, the cascade calls the Detective (the hand-over itself yields no candidate), and its
+hypotheses come back from ``revise`` as the ones to walk next, so the same walk goes on into the LLM phase.
+When the offline share runs out early, or an offline patch below high confidence is kept, the offline
+hypotheses not reached yet are dropped the same way.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
 
-from selfix_action.engine.models import CandidatePatch, Evidence, Hypothesis, QATest, Verification
+from selfix_action.engine.models import CandidatePatch, Evidence, Hypothesis, PlanChange, QATest, Verification
 from selfix_action.engine.patches import unified_diff
 from selfix_action.engine.protocols import Engine, Sandbox
-from selfix_action.engine.report import Confidence
+from selfix_action.engine.report import Confidence, OfflineUsage, Usage
 from selfix_action.llm.engine import LLMEngine
 from selfix_action.untrusted import block
 
@@ -51,7 +51,6 @@ class CascadeEngine:
         self.trace = trace or (lambda *args, **kwargs: None)
         self._clock = clock
         self._started: float | None = None
-        self._plan: list[Hypothesis] = []
         self._limit = 1
         self._dropped = 0  # offline hypotheses skipped when the offline share ran out
         self._offline_ids: set[str] = set()
@@ -59,6 +58,9 @@ class CascadeEngine:
         self._tried: list[tuple[Hypothesis, CandidatePatch]] = []
         self._histories: list[Sequence[Verification]] = []
         self._handed_over = False
+        self._found: list[Hypothesis] | None = None  # the LLM Detective's hypotheses, once it answered
+        self._drop_offline = False  # the offline hypotheses ahead are not walked (its share ran out, an incumbent)
+        self._share_ran_out = False
         self._incumbent: tuple[CandidatePatch, Confidence | None] | None = None  # an offline patch below high
         self._phase = "offline"
         self._handover = Hypothesis(
@@ -77,23 +79,30 @@ class CascadeEngine:
         # Read by the loop right after ``candidates`` is called for a hypothesis, so it is that hypothesis's phase.
         return self._phase == "offline"
 
-    def usage(self) -> dict[str, Any]:
-        usage = dict(self.llm.usage())
-        usage["offline"] = {
-            "candidates": self._spent,
-            "hypotheses": len(self._offline_ids),
-            "handed_over": self._handed_over,
-        }
-        return usage
+    def usage(self) -> Usage:
+        offline = OfflineUsage(candidates=self._spent, hypotheses=len(self._offline_ids), handed_over=self._handed_over)
+        return self.llm.usage().model_copy(update={"offline": offline})
 
     def hypotheses(self, evidence: Evidence, sandbox: Sandbox, limit: int) -> list[Hypothesis]:
         self._started = self._clock()
         self._limit = limit
-        self._plan = list(self.offline.hypotheses(evidence, sandbox, limit))
-        self._offline_ids = {h.id for h in self._plan}
-        self._handover = self._handover.model_copy(update={"rank": len(self._plan) + 1})
-        self._plan.append(self._handover)
-        return self._plan
+        plan = list(self.offline.hypotheses(evidence, sandbox, limit))
+        self._offline_ids = {h.id for h in plan}
+        self._handover = self._handover.model_copy(update={"rank": len(plan) + 1})
+        return [*plan, self._handover]
+
+    def revise(self, hypothesis: Hypothesis, ahead: Sequence[Hypothesis]) -> PlanChange:
+        """After the hand-over: the LLM Detective's hypotheses next. After an offline hypothesis whose share ran
+        out, or whose patch was kept below high confidence: the offline hypotheses ahead dropped (the hand-over
+        is next)."""
+        if hypothesis.id == self._handover.id:
+            return PlanChange(follow=tuple(self._found or ()))
+        if hypothesis.id in self._offline_ids and self._drop_offline:
+            if self._share_ran_out:
+                self._dropped = sum(1 for h in ahead if h.id in self._offline_ids)
+            self._drop_offline = self._share_ran_out = False
+            return PlanChange(drop=frozenset(self._offline_ids))
+        return PlanChange()
 
     def accepts(self, patch: CandidatePatch, confidence: Confidence | None) -> bool:
         """An offline patch ends the heal only at high confidence: below that the cheap path is often the wrong
@@ -105,14 +114,13 @@ class CascadeEngine:
         if confidence is not None and confidence.level == "high":
             return True
         self._incumbent = (patch, confidence)
-        position = next((i for i, h in enumerate(self._plan) if h.id == patch.hypothesis_id), len(self._plan))
-        self._plan[position + 1 :] = [h for h in self._plan[position + 1 :] if h.id not in self._offline_ids]
+        self._drop_offline = True
         return False
 
     def qa_test(
         self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, feedback: str = ""
     ) -> QATest | None:
-        if hypothesis is self._handover:
+        if hypothesis.id == self._handover.id:
             return None  # nothing to expose: it only hands over
         if hypothesis.id in self._offline_ids:
             return self.offline.qa_test(hypothesis, evidence, sandbox, feedback)
@@ -125,7 +133,7 @@ class CascadeEngine:
         sandbox: Sandbox,
         history: Sequence[Verification],
     ) -> Iterator[CandidatePatch]:
-        if hypothesis is self._handover:
+        if hypothesis.id == self._handover.id:
             self._phase = "llm"
             self._hand_over(evidence, sandbox)
             return iter(())
@@ -157,19 +165,32 @@ class CascadeEngine:
                 if self._offline_spent():
                     break
         if self._offline_spent():  # the offline hypotheses not reached yet are skipped, the hand-over is next
-            position = self._plan.index(hypothesis)
-            dropped = [h for h in self._plan[position + 1 :] if h.id in self._offline_ids]
-            self._plan[position + 1 :] = [h for h in self._plan[position + 1 :] if h.id not in self._offline_ids]
-            self._dropped = len(dropped)
+            self._share_ran_out = self._drop_offline = True
 
     # -- the hand-over -------------------------------------------------------------------------------------
     def _hand_over(self, evidence: Evidence, sandbox: Sandbox) -> None:
-        """Insert the Detective's hypotheses right after the hand-over entry (every offline verdict is in)."""
-        if self._handed_over:
+        """Ask the LLM engine's Detective, shown what the offline engine tried (every offline verdict is in); its
+        hypotheses are walked next (``revise``). Walked again (the Detective named some failing tests as the
+        environment's and the loop left them out), the hand-over asks the Detective once more."""
+        if self._found is not None:
             return
-        self._handed_over = True
+        if not self._handed_over:
+            self._handed_over = True
+            self._trace_handover()
+        prior = self.negative_examples() + self.incumbent_section(sandbox)
+        # Ids of their own: the offline hypotheses already hold H1, H2, ... in the report.
+        self._found = [
+            h.model_copy(update={"id": f"L{h.rank}", "rank": self._handover.rank + h.rank})
+            for h in self.llm.hypotheses(evidence, sandbox, self._limit, prior_attempts=prior)
+        ]
+        self.trace(
+            "hypotheses",
+            f"{len(self._found)} hypotheses from {self.llm.name}",
+            hypotheses=[h.model_dump() for h in self._found],
+        )
+
+    def _trace_handover(self) -> None:
         dropped = self._dropped
-        self.llm.prior_attempts = self.negative_examples() + self.incumbent_section(sandbox)
         why = (
             f"the offline engine's patch is only {self._incumbent[1].level if self._incumbent[1] else 'of unknown'} "
             "confidence"
@@ -185,18 +206,6 @@ class CascadeEngine:
             offline_hypotheses_dropped=dropped,
             negative_examples=min(len(self._tried), MAX_NEGATIVE_EXAMPLES),
             incumbent=self._incumbent[0].id if self._incumbent is not None else None,
-        )
-        position = self._plan.index(self._handover)
-        # Ids of their own: the offline hypotheses already hold H1, H2, ... in the report.
-        found = [
-            h.model_copy(update={"id": f"L{h.rank}", "rank": self._handover.rank + h.rank})
-            for h in self.llm.hypotheses(evidence, sandbox, self._limit)
-        ]
-        self._plan[position + 1 : position + 1] = found
-        self.trace(
-            "hypotheses",
-            f"{len(found)} hypotheses from {self.llm.name}",
-            hypotheses=[h.model_dump() for h in found],
         )
 
     def incumbent_section(self, sandbox: Sandbox) -> str:

@@ -85,9 +85,8 @@ def build_engine(
         "price": choice.price,
     }
     try:
-        llm = build_llm_engine(kind, **kwargs)
         # Fail fast: a wrong key, base URL or model name is a usage error (exit 2) before the suite runs.
-        llm.preflight = llm.model.preflight()
+        llm = build_llm_engine(kind, preflight=True, **kwargs)
     except (LLMSetupError, ModelSetupError) as exc:
         if choice.kind != "auto":
             raise

@@ -134,11 +134,11 @@ def _test_runs(report: HealReport, request: HealRequest, options: Mapping[str, s
 
 def _engine_budget(report: HealReport, request: HealRequest, options: Mapping[str, str]) -> str:
     """Raise the cap that stopped it: the usage says which one was reached."""
-    usage, limits = report.usage, report.usage.get("limits", {})
-    caps = (
-        ("max_cost", float(usage.get("cost_usd", 0) or 0), float(limits.get("max_cost_usd", 0) or 0), "dollar"),
-        ("max_tokens", float(usage.get("tokens", 0) or 0), float(limits.get("max_tokens", 0) or 0), "token"),
-        ("max_calls", float(usage.get("calls", 0) or 0), float(limits.get("max_calls", 0) or 0), "call"),
+    usage, limits = report.usage, report.usage.limits
+    caps: tuple[tuple[str, float, float, str], ...] = (
+        ("max_cost", usage.cost_usd, limits.max_cost_usd, "dollar"),
+        ("max_tokens", usage.tokens, limits.max_tokens, "token"),
+        ("max_calls", usage.calls, limits.max_calls, "call"),
     )
     for key, spent, cap, word in caps:
         if cap > 0 and spent >= cap:

@@ -105,15 +105,22 @@ class HealOutcome:
     @property
     def status(self) -> str:
         """The action's status output: healed, not_healed or nothing_to_heal."""
-        if self.healed:
-            return "healed"
-        if self.report.exit_code == StopReason.NO_FAILING_TESTS.exit_code:
-            return "nothing_to_heal"
-        return "not_healed"
+        return heal_status(self.report, patched=self.result.files is not None)
 
     @property
     def exit_code(self) -> int:
         return self.report.exit_code
+
+
+def heal_status(report: HealReport, *, patched: bool) -> str:
+    """The action's status output for a heal's report: healed (a heal with its verified files, ``patched``),
+    nothing_to_heal (the stops that exit 3) or not_healed. The same for a heal just run (``HealOutcome``) and
+    for one read back from a bundle (``selfix publish``)."""
+    if report.stop_reason is StopReason.HEALED and patched:
+        return "healed"
+    if report.exit_code == StopReason.NO_FAILING_TESTS.exit_code:
+        return "nothing_to_heal"
+    return "not_healed"
 
 
 def heal_in_sandbox(context: HealContext) -> HealResult:

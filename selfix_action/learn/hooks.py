@@ -23,7 +23,6 @@ def trace_header(repo: str, engine: str) -> dict[str, Any]:
 
 def outcome_fields(report: HealReport) -> dict[str, Any]:
     """The ``outcome`` event's fields: the final outcome with tokens and cost."""
-    usage = report.usage or {}
     signatures = [failure_signature(f) for f in report.failures[:10]]
     confidence = report.confidence if report.patch is not None else None
     return {
@@ -41,9 +40,9 @@ def outcome_fields(report: HealReport) -> dict[str, Any]:
         "patch_hypothesis": report.patch.hypothesis_id if report.patch else "",
         "patch_description": report.patch.description if report.patch else "",
         "patch_diff": report.patch.diff if report.patch else "",
-        "tokens": int(usage.get("tokens", 0) or 0),
-        "cost_usd": float(usage.get("cost_usd", 0.0) or 0.0),
-        "calls": int(usage.get("calls", 0) or 0),
+        "tokens": report.usage.tokens,
+        "cost_usd": report.usage.cost_usd,
+        "calls": report.usage.calls,
         "seconds": float(report.timings.get("total", 0.0)),
         "fingerprint": signatures[0].fingerprint if signatures else "",
         "signatures": [s.model_dump() for s in signatures],

@@ -163,9 +163,9 @@ def summarize(trace: Trace) -> RunRecord:
             record.stop_reason = event.stop_reason
             record.candidates = event.candidates
             record.test_runs = event.test_runs
-            record.tokens = int(event.usage.get("tokens", 0) or 0)
-            record.cost_usd = float(event.usage.get("cost_usd", 0.0) or 0.0)
-            record.calls = int(event.usage.get("calls", 0) or 0)
+            record.tokens = event.usage.tokens
+            record.cost_usd = event.usage.cost_usd
+            record.calls = event.usage.calls
         elif isinstance(event, OutcomeEvent):
             record.stop_reason = event.stop_reason
             record.healed = event.healed

@@ -41,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from selfix_action.engine.fingerprint import FailureSignature
 from selfix_action.engine.models import Hypothesis, TestResult
+from selfix_action.engine.report import Usage
 
 SCHEMA_VERSION = 1
 
@@ -112,7 +113,7 @@ class StopEvent(TraceEvent):
     stop_reason: str
     test_runs: int = 0
     candidates: int = 0
-    usage: dict[str, Any] = Field(default_factory=dict)
+    usage: Usage = Field(default_factory=Usage)  # the report's usage (engine.report.Usage)
 
 
 class ModelCallEvent(TraceEvent):

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from selfix_action.engine.protocols import EngineStopped
-from selfix_action.engine.report import StopReason
+from selfix_action.engine.report import PricePerMillion, RoleUsage, StopReason, Usage, UsageLimits
 from selfix_action.errors import InputError
 from selfix_action.models.base import TokenUsage
 
@@ -129,17 +129,17 @@ class _Tally:
     def tokens(self) -> int:
         return self.input_tokens + self.output_tokens + self.cache_read_tokens + self.cache_write_tokens
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "calls": self.calls,
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "cache_read_tokens": self.cache_read_tokens,
-            "cache_write_tokens": self.cache_write_tokens,
-            "tokens": self.tokens,
-            "cost_usd": round(self.cost_usd, 6),
-            "model_seconds": round(self.seconds, 3),
-        }
+    def as_role(self) -> RoleUsage:
+        return RoleUsage(
+            calls=self.calls,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            cache_read_tokens=self.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens,
+            tokens=self.tokens,
+            cost_usd=round(self.cost_usd, 6),
+            model_seconds=round(self.seconds, 3),
+        )
 
 
 class Budget:
@@ -222,30 +222,31 @@ class Budget:
         self.by_role.setdefault(role, _Tally()).add(usage, cost, seconds)
         return cost
 
-    def usage(self) -> dict[str, Any]:
+    def usage(self) -> Usage:
+        """The counts so far; the engine adds its model, its provider and what else it knows (``LLMEngine``)."""
         price = (
-            {
-                "input": self.price.input,
-                "output": self.price.output,
-                "cache_read": self.price.cache_read,
-                "cache_write": self.price.cache_write,
-            }
+            PricePerMillion(
+                input=self.price.input,
+                output=self.price.output,
+                cache_read=self.price.cache_read,
+                cache_write=self.price.cache_write,
+            )
             if self.price
             else None
         )
-        return {
-            **self.total.as_dict(),
-            "by_role": {role: tally.as_dict() for role, tally in self.by_role.items()},
-            "retries": self.retries,
-            "invalid_answers": self.invalid_answers,
-            "asks": self.asks,
-            "elapsed_seconds": round(self.elapsed(), 3),
-            "price_per_million_tokens": price,
-            "price_known": self.price is not None,
-            "limits": {
-                "max_calls": self.max_calls,
-                "max_tokens": self.max_tokens,
-                "max_cost_usd": self.max_cost_usd,
-                "time_limit_seconds": self.time_limit,
-            },
-        }
+        return Usage(
+            **self.total.as_role().model_dump(),
+            by_role={role: tally.as_role() for role, tally in self.by_role.items()},
+            retries=self.retries,
+            invalid_answers=self.invalid_answers,
+            asks=self.asks,
+            elapsed_seconds=round(self.elapsed(), 3),
+            price_per_million_tokens=price,
+            price_known=self.price is not None,
+            limits=UsageLimits(
+                max_calls=self.max_calls,
+                max_tokens=self.max_tokens,
+                max_cost_usd=self.max_cost_usd,
+                time_limit_seconds=self.time_limit,
+            ),
+        )

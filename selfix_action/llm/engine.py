@@ -22,10 +22,18 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from selfix_action.engine.models import CandidatePatch, Evidence, Hypothesis, Location, QATest, Verification
+from selfix_action.engine.models import (
+    CandidatePatch,
+    Evidence,
+    Hypothesis,
+    Location,
+    PlanChange,
+    QATest,
+    Verification,
+)
 from selfix_action.engine.patches import changed_line_count, program_key
 from selfix_action.engine.protocols import EngineStopped, Sandbox
-from selfix_action.engine.report import Confidence, StopReason
+from selfix_action.engine.report import Confidence, PreflightUsage, StopReason, Usage
 from selfix_action.llm.asks import AskReply, RepositoryView, ask_heading, evidence_test_files, reply_message
 from selfix_action.llm.budget import Budget
 from selfix_action.llm.edits import Edit, EditError, apply_edits, normalize_path
@@ -126,6 +134,7 @@ class LLMEngine:
         output_tokens: Mapping[str, int] | None = None,
         samples: int = 1,
         max_asks: int = 8,
+        preflight: PreflightResult | None = None,
     ) -> None:
         self.model = model
         self.budget = budget
@@ -146,10 +155,10 @@ class LLMEngine:
         self._view: RepositoryView | None = None
         self._view_evidence: Evidence | None = None
         # What the offline engine tried before this engine was called (--engine auto): the evidence it had and
-        # the candidates that failed, shown to every role as negative examples.
-        self.prior_attempts = ""
+        # the candidates that failed, shown to every role as negative examples (``hypotheses(prior_attempts=)``).
+        self._prior_attempts = ""
         self._tools: tuple[Any, ...] | None = None  # built from the first sandbox seen (see _tools_for)
-        self.preflight: PreflightResult | None = None  # what the check before the run found (heal.engines)
+        self.preflight = preflight  # what the check before the run found (heal.engines), shown in the usage
         self._file_lines: dict[str, int] = {}  # source file shown -> its line count (the schemas' bounds)
         self._read: Callable[[str], str] = _unread
         self._yielded_programs: set[str] = set()  # engine.patches.program_key of every candidate handed out
@@ -163,15 +172,33 @@ class LLMEngine:
         self._stashed_patch: tuple[PatcherAnswer, dict[str, str]] | None = None
 
     # -- Engine protocol ---------------------------------------------------------------------------------
-    def usage(self) -> dict[str, Any]:
-        usage = {"provider": self.model.provider, "model": self.model.model, **self.budget.usage()}
-        usage["structured"] = getattr(self.model, "structured", "tools")
-        usage["limits"] = {**usage.get("limits", {}), "max_asks": self.max_asks}
-        if self.preflight is not None:
-            usage["preflight"] = {"models_listed": len(self.preflight.models), "note": self.preflight.note}
-        return usage
+    def usage(self) -> Usage:
+        usage = self.budget.usage()
+        preflight = (
+            PreflightUsage(models_listed=len(self.preflight.models), note=self.preflight.note)
+            if self.preflight is not None
+            else None
+        )
+        return usage.model_copy(
+            update={
+                "provider": self.model.provider,
+                "model": self.model.model,
+                "structured": getattr(self.model, "structured", "tools"),
+                "limits": usage.limits.model_copy(update={"max_asks": self.max_asks}),
+                "preflight": preflight,
+            }
+        )
 
-    def hypotheses(self, evidence: Evidence, sandbox: Sandbox, limit: int) -> list[Hypothesis]:
+    def revise(self, hypothesis: Hypothesis, ahead: Sequence[Hypothesis]) -> PlanChange:
+        return PlanChange()  # the Detective answers once; the Patcher's feedback goes through ``history``
+
+    def hypotheses(
+        self, evidence: Evidence, sandbox: Sandbox, limit: int, *, prior_attempts: str | None = None
+    ) -> list[Hypothesis]:
+        """``prior_attempts`` (--engine auto's hand-over): what was tried before this engine was called, a context
+        section every role is shown from this call on."""
+        if prior_attempts is not None:
+            self._prior_attempts = prior_attempts
         count = max(1, min(self.n_hypotheses, limit))
         editable = set(sandbox.source_files())
 
@@ -656,8 +683,8 @@ class LLMEngine:
                 editable = set(sandbox.source_files())
                 shown = [path for path in source_slices(evidence, sandbox.read_file) if path in editable]
                 self._tools = self._tools_for(sandbox, shown)
-            if self.prior_attempts:
-                self._context += "\n" + self.prior_attempts
+            if self._prior_attempts:
+                self._context += "\n" + self._prior_attempts
             self._context_evidence = evidence
         return self._context
 

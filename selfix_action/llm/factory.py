@@ -73,6 +73,7 @@ def build_engine(
     max_output_tokens: int = 0,
     replay: Path | None = None,
     price: tuple[float, float] | None = None,
+    preflight: bool = False,
 ) -> LLMEngine:
     """The LLM engine for ``kind`` ("anthropic" or "openai"). Flags win over ``env``; a cap <= 0 is no cap.
 
@@ -87,6 +88,8 @@ def build_engine(
     for the model (``models.replay``; no key, no server). ``price``: USD per million input and output tokens of
     this run's model (over any table). A dollar cap (``max_cost_usd`` > 0) needs a price: with none known for the
     model, ``LLMSetupError`` says how to give one (``fixes["price"]``) or turn the cap off (``fixes["max_cost"]``).
+    ``preflight``: check the key, the base URL and the model name now, by one cheap call (``ChatModel.preflight``;
+    its ``ModelSetupError`` is a usage error), and show what it found in the engine's usage.
     """
     if kind not in KINDS:
         raise InputError(f"unknown engine {kind!r}: choose one of {', '.join(KINDS)}")
@@ -151,6 +154,7 @@ def build_engine(
     return LLMEngine(
         chat,
         budget,
+        preflight=chat.preflight() if preflight else None,
         hypotheses=hypotheses,
         patch_retries=patch_retries,
         protected_paths=protected_paths,

@@ -6,128 +6,64 @@ as JSON text instead of a tool call is accepted in every mode."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
 import openai
 
 from selfix_action.models.base import (
-    ModeLadder,
     ModelError,
     ModelRequest,
     ModelResponse,
-    ModelSetupError,
-    PreflightResult,
-    RetryPolicy,
     TokenUsage,
     answer_instruction,
-    complete_stepping_down,
     parse_json_object,
-    preflight_result,
-    preflight_status_error,
-    status_error,
 )
+from selfix_action.models.sdk import SDKErrors, SDKModel, short
 
 DEFAULT_MODEL = "gpt-5-mini"
-DEFAULT_TIMEOUT = 120.0
 PROVIDER = "openai"
 DEFAULT_FIXES = {"api_key": "OPENAI_API_KEY (or --api-key)", "base_url": "--base-url", "model": "--model"}
 
 
-class OpenAIModel:
+class OpenAIModel(SDKModel[openai.OpenAI]):
     provider = PROVIDER
-
-    def __init__(
-        self,
-        *,
-        api_key: str,
-        model: str = DEFAULT_MODEL,
-        base_url: str | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
-        retry: RetryPolicy | None = None,
-        structured: str = "auto",
-        fixes: Mapping[str, str] | None = None,
-        sleep: Callable[[float], None] = time.sleep,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.model = model
-        self.retry = retry or RetryPolicy()
-        self.timeout = timeout
-        self.fixes = {**DEFAULT_FIXES, **(fixes or {})}
-        self._ladder = ModeLadder(structured)
-        self._sleep = sleep
-        self._clock = clock
-        self._api_key = api_key
-        self._base_url = base_url
-        # Hosted OpenAI takes max_completion_tokens; most OpenAI-compatible servers only know max_tokens.
-        hosted = base_url is None or (urlsplit(base_url).hostname or "").endswith("openai.com")
-        self._token_param = "max_completion_tokens" if hosted else "max_tokens"
-        self._client = self._new_client()
+    default_model = DEFAULT_MODEL
+    default_fixes = DEFAULT_FIXES
+    errors = SDKErrors(
+        status=openai.APIStatusError,
+        timeout=openai.APITimeoutError,
+        connection=openai.APIConnectionError,
+        validation=openai.APIResponseValidationError,
+        root=openai.OpenAIError,
+    )
 
     @property
-    def structured(self) -> str:
-        return self._ladder.current
-
-    def step_down(self) -> str | None:
-        return self._ladder.step_down()
+    def _token_param(self) -> str:
+        # Hosted OpenAI takes max_completion_tokens; most OpenAI-compatible servers only know max_tokens.
+        hosted = self._base_url is None or (urlsplit(self._base_url).hostname or "").endswith("openai.com")
+        return "max_completion_tokens" if hosted else "max_tokens"
 
     def _new_client(self) -> openai.OpenAI:
-        # We retry ourselves so that no single wait exceeds the policy's cap (see base.with_retries).
         return openai.OpenAI(api_key=self._api_key, base_url=self._base_url, timeout=self.timeout, max_retries=0)
 
-    def _drop_connections(self, err: ModelError) -> None:
-        """After a timeout, close the pooled connections: the server sees the abandoned request's socket close
-        (llama.cpp then cancels its task) rather than finishing it while the retry waits for the slot."""
-        if err.timed_out:
-            self._client.close()
-            self._client = self._new_client()
+    def _list_models(self, client: openai.OpenAI) -> list[Any]:
+        return list(client.models.list())
 
-    # -- the cheap check before the run ---------------------------------------------------------------
-    def preflight(self) -> PreflightResult:
-        try:
-            models = list(self._client.with_options(timeout=min(self.timeout, 30.0)).models.list())
-        except openai.APIStatusError as exc:
-            raise preflight_status_error(PROVIDER, exc.status_code, _detail(exc), self.fixes) from exc
-        except openai.APIConnectionError as exc:
-            raise ModelSetupError(
-                f"{PROVIDER}: cannot reach the server ({_short(str(exc))}). Check {self.fixes['base_url']}.",
-                fix=self.fixes["base_url"],
-            ) from exc
-        except (openai.OpenAIError, ValueError) as exc:  # a body that is not a model list
-            raise ModelSetupError(
-                f"{PROVIDER}: GET /v1/models gave no model list ({_short(str(exc))}). Check {self.fixes['base_url']}.",
-                fix=self.fixes["base_url"],
-            ) from exc
-        return preflight_result(PROVIDER, self.model, models, self.fixes, self._retrievable, self._ladder)
+    def _retrieve_model(self, client: openai.OpenAI) -> None:
+        client.models.retrieve(self.model)
 
-    def _retrievable(self) -> bool:
-        try:
-            self._client.with_options(timeout=min(self.timeout, 30.0)).models.retrieve(self.model)
-        except (openai.OpenAIError, ValueError):
-            return False
-        return True
+    def _status(self, exc: openai.APIStatusError) -> tuple[int, str, Mapping[str, str]]:
+        return exc.status_code, _detail(exc), exc.response.headers
 
-    # -- one structured completion ------------------------------------------------------------------------
-    def complete(self, request: ModelRequest) -> ModelResponse:
-        return complete_stepping_down(
-            lambda mode, deadline: self._response(self._call(request, mode, deadline), request.tool, mode),
-            request,
-            self._ladder,
-            self.retry,
-            self._sleep,
-            self._clock,
-            self._drop_connections,
-        )
-
-    def _call(self, request: ModelRequest, mode: str, deadline: float | None) -> Any:
+    def _request(self, request: ModelRequest, mode: str) -> dict[str, Any]:
         # System prompt and repository context first and byte-identical across calls: providers that cache
         # prompt prefixes automatically (OpenAI, vLLM's prefix caching, llama.cpp's slots) can reuse them.
         system = request.system + ("\n\n" + request.context if request.context else "")
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
         messages += [{"role": m.role, "content": m.content} for m in request.messages]
-        kwargs: dict[str, Any] = {self._token_param: request.max_tokens}
+        kwargs: dict[str, Any] = {"model": self.model, "messages": messages, self._token_param: request.max_tokens}
         spec = next(t for t in request.tools if t.name == request.tool)
         messages[-1] = {**messages[-1], "content": messages[-1]["content"] + answer_instruction(mode, spec)}
         if mode == "tools":
@@ -146,26 +82,10 @@ class OpenAIModel:
             }
         else:
             kwargs["response_format"] = {"type": "json_object"}
-        client = self._client
-        if deadline is not None:
-            left = deadline - self._clock()
-            if left <= 0:
-                raise ModelError(f"{PROVIDER}: no time left for the request", timed_out=True)
-            client = client.with_options(timeout=min(self.timeout, left))
-        try:
-            return client.chat.completions.create(model=self.model, messages=messages, **kwargs)  # type: ignore[arg-type]
-        except openai.APIStatusError as exc:
-            raise status_error(exc.status_code, PROVIDER, _detail(exc), exc.response.headers) from exc
-        except openai.APITimeoutError as exc:
-            raise ModelError(f"{PROVIDER}: request timed out", retryable=True, timed_out=True) from exc
-        except openai.APIConnectionError as exc:
-            raise ModelError(f"{PROVIDER}: cannot connect ({_short(str(exc))})", retryable=True) from exc
-        except openai.APIResponseValidationError as exc:
-            raise ModelError(f"{PROVIDER}: unreadable response ({_short(str(exc))})", retryable=True) from exc
-        except ValueError as exc:  # a body that is not JSON (a proxy's error page)
-            raise ModelError(f"{PROVIDER}: unreadable response ({_short(str(exc))})", retryable=True) from exc
-        except openai.OpenAIError as exc:
-            raise ModelError(f"{PROVIDER}: {_short(str(exc))}") from exc
+        return kwargs
+
+    def _create(self, client: openai.OpenAI, kwargs: dict[str, Any]) -> Any:
+        return client.chat.completions.create(**kwargs)
 
     def _response(self, completion: Any, tool: str, mode: str) -> ModelResponse:
         try:
@@ -183,7 +103,7 @@ class OpenAIModel:
             calls = [c for c in (message.tool_calls or []) if getattr(c, "function", None) is not None]
         except (AttributeError, IndexError, TypeError) as exc:  # a 200 whose body is not a completion
             raise ModelError(
-                f"{PROVIDER}: the response is not a chat completion ({_short(repr(completion))})",
+                f"{PROVIDER}: the response is not a chat completion ({short(repr(completion))})",
                 retryable=True,
             ) from exc
         model = completion.model or self.model
@@ -222,10 +142,5 @@ def _detail(exc: openai.APIStatusError) -> str:
     if isinstance(body, dict):
         inner = body.get("error", body)
         if isinstance(inner, dict) and inner.get("message"):
-            return _short(str(inner["message"]))
-    return _short(exc.message)
-
-
-def _short(text: str, limit: int = 300) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+            return short(str(inner["message"]))
+    return short(exc.message)

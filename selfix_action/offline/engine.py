@@ -6,11 +6,10 @@ from __future__ import annotations
 import itertools
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
 
-from selfix_action.engine.models import CandidatePatch, Evidence, Hypothesis, QATest, Verification
+from selfix_action.engine.models import CandidatePatch, Evidence, Hypothesis, PlanChange, QATest, Verification
 from selfix_action.engine.protocols import Sandbox
-from selfix_action.engine.report import Confidence
+from selfix_action.engine.report import Confidence, Usage
 from selfix_action.offline.ordering import (
     FailureContext,
     FileIndex,
@@ -47,8 +46,11 @@ class OfflineEngine:
         )
         self._failure: FailureContext | None = None
 
-    def usage(self) -> dict[str, Any]:
-        return {}
+    def usage(self) -> Usage:
+        return Usage()  # no model, nothing spent
+
+    def revise(self, hypothesis: Hypothesis, ahead: Sequence[Hypothesis]) -> PlanChange:
+        return PlanChange()  # its hypotheses are fixed up front
 
     def hypotheses(self, evidence: Evidence, sandbox: Sandbox, limit: int) -> list[Hypothesis]:
         groups: dict[tuple[str, str], list[tuple[int, float]]] = defaultdict(list)

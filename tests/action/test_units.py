@@ -12,16 +12,28 @@ from selfix_action.action.log import Log
 from selfix_action.action.render import (
     SUMMARY_LIMIT,
     clean,
+    cost_usd,
     escalation_body,
     job_summary,
     pr_body,
     suggestions_from_diff,
     summary_markdown,
+    tokens,
 )
+from selfix_action.action.runner import ActionOutcome
 from selfix_action.action.settings import Mode, load_settings
 from selfix_action.engine.models import Hypothesis
-from selfix_action.engine.report import STOP_EXPLANATIONS, HealReport, HypothesisRecord, PatchRecord, StopReason
+from selfix_action.engine.report import (
+    STOP_EXPLANATIONS,
+    HealReport,
+    HypothesisRecord,
+    PatchRecord,
+    StopReason,
+    Usage,
+)
 from selfix_action.errors import InputError
+from selfix_action.llm.budget import Budget
+from selfix_action.models.base import TokenUsage
 from tests.action.conftest import runner_inputs
 
 
@@ -169,16 +181,18 @@ def test_pr_body_and_summary_count_the_rejected_candidates() -> None:
 
 
 def test_the_job_summary_shows_an_llm_heals_calls_tokens_and_where_the_time_went() -> None:
-    usage = {
-        "calls": 3,
-        "input_tokens": 9000,
-        "output_tokens": 700,
-        "cache_read_tokens": 4000,
-        "tokens": 13700,
-        "cost_usd": 0.0375,
-        "model_seconds": 21.5,
-        "price_known": True,
-    }
+    usage = Usage(
+        provider="openai",
+        model="gpt-5-mini",
+        calls=3,
+        input_tokens=9000,
+        output_tokens=700,
+        cache_read_tokens=4000,
+        tokens=13700,
+        cost_usd=0.0375,
+        model_seconds=21.5,
+        price_known=True,
+    )
     report = HealReport(
         repo="o/r",
         engine="openai:gpt-5-mini",
@@ -191,8 +205,33 @@ def test_the_job_summary_shows_an_llm_heals_calls_tokens_and_where_the_time_went
     summary = job_summary("healed", report, "# selfix\n\n**verified.**\n")
     assert "3 model call(s), 9000 tokens in, 700 out, 4000 cached; $0.0375, 13700 tokens" in summary
     assert "time 60.0 s (model 21.5s, tests 30.2s, other 8.2s)" in summary
-    unpriced = report.model_copy(update={"usage": {**usage, "price_known": False, "cost_usd": 0.0}})
+    unpriced = report.model_copy(update={"usage": usage.model_copy(update={"price_known": False, "cost_usd": 0.0})})
     assert "its price is not in the table, so the cost counts 0" in job_summary("healed", unpriced, "")
+
+
+def test_the_summary_and_the_outputs_show_the_cost_and_tokens_a_heal_recorded() -> None:
+    """What the LLM engine's budget counted, through report.json (as ``selfix publish`` reads it from a bundle),
+    is what the job summary and the ``cost_usd``/``tokens`` outputs show: every kind of token, the priced cost."""
+    budget = Budget(model="gpt-5-mini")
+    budget.record("detective", TokenUsage(input_tokens=1000, output_tokens=300, cache_read_tokens=500))
+    budget.record("patcher", TokenUsage(input_tokens=2000, output_tokens=700, cache_write_tokens=100))
+    recorded = budget.usage().model_copy(update={"provider": "openai", "model": "gpt-5-mini"})
+    cost = round(budget.total.cost_usd, 6)
+    assert cost > 0
+    written = HealReport(
+        repo="o/r",
+        engine="openai:gpt-5-mini",
+        stop_reason=StopReason.HYPOTHESES_EXHAUSTED,
+        explanation="no patch",
+        exit_code=1,
+        usage=recorded,
+    ).model_dump_json()
+    report = HealReport.model_validate_json(written)
+    assert cost_usd(report) == cost and tokens(report) == 1000 + 300 + 500 + 2000 + 700 + 100
+    summary = job_summary("not_healed", report, "# selfix\n")
+    assert f"2 model call(s), 3000 tokens in, 1000 out, 500 cached; ${cost:.4f}, 4600 tokens" in summary
+    outputs = ActionOutcome("not_healed", cost_usd=cost_usd(report), tokens=tokens(report)).outputs()
+    assert outputs["cost_usd"] == f"{cost:.4f}" and outputs["tokens"] == "4600"
 
 
 def test_the_default_config_file_may_be_missing_but_a_chosen_one_may_not(tmp_path: Path) -> None:

@@ -6,9 +6,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 
 from selfix_action.engine.loop import HealingLoop, LoopConfig
-from selfix_action.engine.models import CandidatePatch, Evidence, Hypothesis, QATest, Verification, VerifyStage
+from selfix_action.engine.models import (
+    CandidatePatch,
+    Evidence,
+    Hypothesis,
+    PlanChange,
+    QATest,
+    Verification,
+    VerifyStage,
+)
 from selfix_action.engine.protocols import Sandbox
-from selfix_action.engine.report import Confidence, HealReport, StopReason, render_markdown
+from selfix_action.engine.report import Confidence, HealReport, StopReason, Usage, render_markdown
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
 
 
@@ -24,8 +32,11 @@ class Playback:
         self._candidates = candidates
         self.feedback: Sequence[Verification] = []
 
-    def usage(self) -> dict[str, int]:
-        return {}
+    def usage(self) -> Usage:
+        return Usage()
+
+    def revise(self, hypothesis: Hypothesis, ahead: Sequence[Hypothesis]) -> PlanChange:
+        return PlanChange()
 
     def hypotheses(self, evidence: Evidence, sandbox: Sandbox, limit: int) -> list[Hypothesis]:
         return [Hypothesis(id="H1", rank=1, title="t", confidence=1.0, file=self.file, symbol=self.symbol, lines=(2,))]

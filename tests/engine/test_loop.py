@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,12 +14,13 @@ from selfix_action.engine.models import (
     CandidatePatch,
     Evidence,
     Hypothesis,
+    PlanChange,
     QATest,
     Verification,
     VerifyStage,
 )
 from selfix_action.engine.protocols import EngineStopped, Sandbox
-from selfix_action.engine.report import Confidence, StopReason, render_markdown
+from selfix_action.engine.report import Confidence, StopReason, Usage, render_markdown
 from selfix_action.offline.engine import OfflineEngine
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
@@ -70,8 +72,11 @@ class ScriptedEngine:
         self.feedback: list[Verification] = []
         self.qa_feedback: list[tuple[str, str]] = []  # (hypothesis id, why its last QA test was broken)
 
-    def usage(self) -> dict[str, int]:
-        return {"calls": len(self.feedback)}
+    def usage(self) -> Usage:
+        return Usage(calls=len(self.feedback))
+
+    def revise(self, hypothesis: Hypothesis, ahead: Sequence[Hypothesis]) -> PlanChange:
+        return PlanChange()
 
     def hypotheses(self, evidence: Evidence, sandbox: Sandbox, limit: int) -> list[Hypothesis]:
         return self._hypotheses[:limit]
@@ -378,3 +383,37 @@ def test_a_patch_only_two_of_the_projects_tests_run_is_never_high(make_sandbox: 
     assert "only 2 of the project's tests run the edited lines (1 failing, 1 passing)" in " ".join(
         r.text for r in report.confidence.reasons
     )
+
+
+class RevisingEngine(ScriptedEngine):
+    """Adds a hypothesis to walk next and drops one ahead, through ``revise``'s value only, never by touching the
+    list ``hypotheses`` returned."""
+
+    def __init__(self, *args: Any, changes: dict[str, PlanChange], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.changes = changes
+        self.asked: list[tuple[str, tuple[str, ...]]] = []  # (hypothesis walked, ids ahead then)
+
+    def revise(self, hypothesis: Hypothesis, ahead: Sequence[Hypothesis]) -> PlanChange:
+        self.asked.append((hypothesis.id, tuple(h.id for h in ahead)))
+        return self.changes.get(hypothesis.id, PlanChange())
+
+
+def test_the_loop_walks_the_hypotheses_an_engine_adds_and_skips_those_it_drops(
+    make_sandbox: Callable[..., PytestSandbox],
+) -> None:
+    sandbox = make_sandbox(CALC)
+    still_failing = {"calc.py": FIXED.replace("a + b", "a * b")}
+    engine = RevisingEngine(
+        [hyp("H1", 1), hyp("H2", 2), hyp("H3", 3)],
+        {},
+        {"H1": [still_failing], "H2": [{"calc.py": FIXED}], "L1": [still_failing], "L2": [{"calc.py": FIXED}]},
+        changes={"H1": PlanChange(follow=(hyp("L1", 4), hyp("L2", 5)), drop=frozenset({"H2"}))},
+    )
+    report = HealingLoop(sandbox, engine).run().report
+    assert report.stop_reason is StopReason.HEALED
+    assert report.patch is not None and report.patch.hypothesis_id == "L2"  # H2 was dropped, never walked
+    walked = [(r.hypothesis.id, r.outcome) for r in report.hypotheses]
+    assert [h for h, _ in walked] == ["H1", "L1", "L2", "H3"] and walked[-1][1] == "not reached"
+    # Asked after each hypothesis walked on from, with what was ahead then; not after the winner.
+    assert engine.asked == [("H1", ("H2", "H3")), ("L1", ("L2", "H3"))]

@@ -363,7 +363,7 @@ def test_a_model_that_only_asks_stops_asking_at_max_asks_and_the_heal_ends_with_
     reason = " ".join(report.notes)
     assert "the detective gave no hypothesis: it kept asking for more context" in reason
     assert "8 ask(s) answered" in reason
-    assert engine.usage()["asks"] == 8 and engine.usage()["limits"]["max_asks"] == 8
+    assert engine.usage().asks == 8 and engine.usage().limits.max_asks == 8
     assert engine.asked_files == {"tally.py", "tests/test_tally.py"}
 
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from selfix_action.engine.protocols import EngineStopped
-from selfix_action.engine.report import StopReason
+from selfix_action.engine.report import HealReport, PreflightUsage, StopReason, Usage
 from selfix_action.errors import InputError
 from selfix_action.llm.budget import Budget, Price, parse_prices, price_for
 from selfix_action.models.base import TokenUsage
@@ -34,10 +36,10 @@ def test_cost_and_usage_per_role() -> None:
     assert cost == pytest.approx((1000 * 3 + 200 * 15 + 4000 * 0.3 + 100 * 3.75) / 1e6)
     budget.record("patcher", CALL)
     usage = budget.usage()
-    assert usage["calls"] == 2 and usage["tokens"] == 2 * 5300
-    assert usage["by_role"]["detective"]["calls"] == 1 and usage["by_role"]["qa"]["calls"] == 0
-    assert usage["cost_usd"] == pytest.approx(2 * cost)
-    assert usage["price_known"] is True
+    assert usage.calls == 2 and usage.tokens == 2 * 5300
+    assert usage.by_role["detective"].calls == 1 and usage.by_role["qa"].calls == 0
+    assert usage.cost_usd == pytest.approx(2 * cost)
+    assert usage.price_known is True
 
 
 @pytest.mark.parametrize(
@@ -72,7 +74,7 @@ def test_zero_means_no_cap_and_unknown_price_costs_nothing() -> None:
     for _ in range(50):
         budget.record("qa", CALL)
     budget.check("qa")
-    assert budget.usage()["cost_usd"] == 0 and budget.usage()["price_known"] is False
+    assert budget.usage().cost_usd == 0 and budget.usage().price_known is False
 
 
 def test_output_allowance_never_exceeds_the_token_budget() -> None:
@@ -80,3 +82,39 @@ def test_output_allowance_never_exceeds_the_token_budget() -> None:
     assert budget.output_allowance(2000) == 2000
     budget.record("qa", CALL)  # 5300 spent
     assert budget.output_allowance(2000) == 700
+
+
+# The keys report.json has always carried under "usage" for an LLM engine (readers: users, the benchmark).
+REPORT_USAGE_KEYS = {
+    "calls", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "tokens", "cost_usd",
+    "model_seconds", "by_role", "retries", "invalid_answers", "asks", "elapsed_seconds", "price_per_million_tokens",
+    "price_known", "limits", "provider", "model", "structured",
+}  # fmt: skip
+
+
+def test_the_usage_written_to_report_json_keeps_its_keys_and_reads_back_the_same() -> None:
+    budget = Budget(model="claude-sonnet-4-6", max_calls=10)
+    budget.record("detective", CALL, seconds=1.5)
+    budget.asks = 2
+    usage = budget.usage().model_copy(update={"provider": "anthropic", "model": "claude-sonnet-4-6"})
+    report = HealReport(
+        repo=".", engine="anthropic:claude-sonnet-4-6", stop_reason=StopReason.HEALED, explanation="", exit_code=0,
+        usage=usage,
+    )  # fmt: skip
+    written = json.loads(report.model_dump_json())["usage"]
+    assert set(written) == REPORT_USAGE_KEYS  # preflight and offline only when there is one
+    assert set(written["by_role"]["detective"]) == {
+        "calls", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "tokens", "cost_usd",
+        "model_seconds",
+    }  # fmt: skip
+    assert written["limits"] == {
+        "max_calls": 10, "max_tokens": 400_000, "max_cost_usd": 2.0, "time_limit_seconds": 900.0, "max_asks": 0,
+    }  # fmt: skip
+    assert written["tokens"] == 5300 and written["asks"] == 2 and written["by_role"]["qa"]["calls"] == 0
+    assert HealReport.model_validate_json(report.model_dump_json()).usage == usage
+    with_preflight = usage.model_copy(update={"preflight": PreflightUsage(models_listed=3, note="ok")})
+    assert with_preflight.model_dump()["preflight"] == {"models_listed": 3, "note": "ok"}
+    # The offline engine spends nothing: its usage is written as it always was, {}.
+    offline = report.model_copy(update={"usage": Usage()})
+    assert json.loads(offline.model_dump_json())["usage"] == {}
+    assert HealReport.model_validate_json(offline.model_dump_json()).usage == Usage()

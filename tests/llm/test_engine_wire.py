@@ -122,7 +122,7 @@ def test_rate_limit_retry_after_is_honoured_but_capped(calc: CachedSandbox, trac
     report = run("anthropic", provider, calc, trace_log)
     # Not 120 s: the wait was capped at max_retry_wait (the trace says what was waited, not a wall clock).
     assert_healed(report)
-    assert report.usage["retries"] == 1 and report.usage["calls"] == 3
+    assert report.usage.retries == 1 and report.usage.calls == 3
     (retry,) = trace_log.steps("model_retry")
     assert retry["status"] == 429 and retry["requested_wait"] == 120 and retry["waited"] == 0.05
     assert "capped" in retry["message"]
@@ -145,8 +145,8 @@ def test_overloaded_and_unavailable_are_retried(calc: CachedSandbox, trace_log: 
     report = run("anthropic", provider, calc, trace_log)
     assert_healed(report)
     assert [r["status"] for r in trace_log.steps("model_retry")] == [529, 503]
-    assert report.usage["retries"] == 2
-    assert report.usage["by_role"]["qa"]["calls"] == 1  # failed attempts are not billed calls
+    assert report.usage.retries == 2
+    assert report.usage.by_role["qa"].calls == 1  # failed attempts are not billed calls
 
 
 def test_server_error_then_success_openai(calc: CachedSandbox, trace_log: TraceLog) -> None:
@@ -160,9 +160,9 @@ def test_server_error_then_success_openai(calc: CachedSandbox, trace_log: TraceL
     )
     report = run("openai", provider, calc, trace_log)
     assert_healed(report)
-    detective = report.usage["by_role"]["detective"]
-    assert detective["input_tokens"] == 200 and detective["cache_read_tokens"] == 1000
-    assert report.usage["retries"] == 1
+    detective = report.usage.by_role["detective"]
+    assert detective.input_tokens == 200 and detective.cache_read_tokens == 1000
+    assert report.usage.retries == 1
 
 
 def test_server_error_that_persists_stops_with_model_error(calc: CachedSandbox, trace_log: TraceLog) -> None:
@@ -171,7 +171,7 @@ def test_server_error_that_persists_stops_with_model_error(calc: CachedSandbox, 
     assert report.stop_reason is StopReason.MODEL_ERROR and report.exit_code == 1
     assert len(provider.requests) == 3  # one try and max_retries=2
     assert any("HTTP 500" in note for note in report.notes)
-    assert report.usage["calls"] == 0 and report.usage["retries"] == 2
+    assert report.usage.calls == 0 and report.usage.retries == 2
 
 
 def test_bad_key_stops_at_once(calc: CachedSandbox, trace_log: TraceLog) -> None:
@@ -181,7 +181,7 @@ def test_bad_key_stops_at_once(calc: CachedSandbox, trace_log: TraceLog) -> None
     assert len(provider.requests) == 1
     (note,) = report.notes
     assert "rejected the API key (HTTP 401)" in note and "ANTHROPIC_API_KEY" in note
-    assert report.usage["calls"] == 0 and not trace_log.steps("model_retry")
+    assert report.usage.calls == 0 and not trace_log.steps("model_retry")
 
 
 def test_malformed_json_gets_one_corrective_reask(calc: CachedSandbox, trace_log: TraceLog) -> None:
@@ -198,8 +198,8 @@ def test_malformed_json_gets_one_corrective_reask(calc: CachedSandbox, trace_log
     reask = provider.calls("report_hypotheses")[1].body["messages"]
     assert reask[-2]["role"] == "assistant" and reask[-2]["content"].startswith('{"hypotheses"')
     assert "not valid JSON" in reask[-1]["content"]
-    assert report.usage["invalid_answers"] == 1
-    assert report.usage["by_role"]["detective"]["calls"] == 2
+    assert report.usage.invalid_answers == 1
+    assert report.usage.by_role["detective"].calls == 2
 
 
 def test_malformed_twice_is_a_failed_attempt(calc: CachedSandbox, trace_log: TraceLog) -> None:
@@ -215,7 +215,7 @@ def test_malformed_twice_is_a_failed_attempt(calc: CachedSandbox, trace_log: Tra
     )
     report = run("anthropic", provider, calc, trace_log)
     assert_healed(report)
-    assert report.usage["invalid_answers"] == 2 and report.usage["by_role"]["patcher"]["calls"] == 3
+    assert report.usage.invalid_answers == 2 and report.usage.by_role["patcher"].calls == 3
     second = provider.calls("propose_edits")[1].prompt_text()
     assert "give at least one edit, or environment_problem" in second
     third = provider.calls("propose_edits")[2].prompt_text()
@@ -274,14 +274,14 @@ def test_repeated_identical_edit_stops_the_loop(calc: CachedSandbox, trace_log: 
     assert report.stop_reason is StopReason.REPEATED_EDIT and report.exit_code == 1
     assert report.candidates_tried == 1
     assert "identical to one already tried" in provider.calls("propose_edits")[2].prompt_text()
-    assert report.usage["by_role"]["patcher"]["calls"] == 3
+    assert report.usage.by_role["patcher"].calls == 3
 
 
 def test_call_budget(calc: CachedSandbox, trace_log: TraceLog) -> None:
     provider = FakeProvider(by_tool=anthropic_script())
     report = run("anthropic", provider, calc, trace_log, max_calls=2)
     assert report.stop_reason is StopReason.BUDGET_EXHAUSTED and report.exit_code == 1
-    assert report.usage["calls"] == 2 and len(provider.requests) == 2
+    assert report.usage.calls == 2 and len(provider.requests) == 2
     assert any("call budget of 2" in note for note in report.notes)
 
 
@@ -290,17 +290,17 @@ def test_cost_budget_with_a_user_price(calc: CachedSandbox, trace_log: TraceLog)
     prices = {"claude-sonnet-4-6": {"input": 3000.0, "output": 15000.0}}  # $0.30 + $0.30 per call here
     report = run("anthropic", provider, calc, trace_log, max_cost_usd=0.5, prices=prices)
     assert report.stop_reason is StopReason.BUDGET_EXHAUSTED
-    assert report.usage["calls"] == 1 and report.usage["cost_usd"] == pytest.approx(0.6)
-    assert report.usage["price_per_million_tokens"]["input"] == 3000.0
+    assert report.usage.calls == 1 and report.usage.cost_usd == pytest.approx(0.6)
+    assert report.usage.price_per_million_tokens.input == 3000.0
     assert any("cost budget" in note for note in report.notes)
 
 
 def test_token_and_time_budgets(calc: CachedSandbox, trace_log: TraceLog) -> None:
     provider = FakeProvider(by_tool=anthropic_script())
     report = run("anthropic", provider, calc, trace_log, max_tokens=100)
-    assert report.stop_reason is StopReason.BUDGET_EXHAUSTED and report.usage["calls"] == 1
+    assert report.stop_reason is StopReason.BUDGET_EXHAUSTED and report.usage.calls == 1
     report = run("anthropic", FakeProvider(by_tool=anthropic_script()), calc, trace_log, time_limit=1e-9)
-    assert report.stop_reason is StopReason.TIME_LIMIT and report.usage["calls"] == 0
+    assert report.stop_reason is StopReason.TIME_LIMIT and report.usage.calls == 0
 
 
 def test_json_mode_for_servers_without_tools(calc: CachedSandbox, trace_log: TraceLog) -> None:
@@ -318,8 +318,8 @@ def test_json_mode_for_servers_without_tools(calc: CachedSandbox, trace_log: Tra
     first = provider.requests[0].body
     assert first["response_format"] == {"type": "json_object"} and "tools" not in first
     assert first["max_tokens"] > 0 and "max_completion_tokens" not in first  # a local server's parameter
-    assert report.usage["model"] == "llama3.1:8b" and report.usage["price_known"] is False
-    assert report.usage["cost_usd"] == 0
+    assert report.usage.model == "llama3.1:8b" and report.usage.price_known is False
+    assert report.usage.cost_usd == 0
 
 
 def test_hypothesis_about_an_unknown_file_is_dropped(calc: CachedSandbox, trace_log: TraceLog) -> None:
@@ -333,4 +333,4 @@ def test_hypothesis_about_an_unknown_file_is_dropped(calc: CachedSandbox, trace_
     reask = provider.calls("report_hypotheses")[1].prompt_text()
     assert "'src/calc.py' is not one of the project's source files (did you mean calc.py?)" in reask
     assert [h.hypothesis.file for h in report.hypotheses] == ["calc.py"]  # the valid one was kept
-    assert report.usage["invalid_answers"] == 2
+    assert report.usage.invalid_answers == 2

@@ -31,7 +31,7 @@ def test_anthropic_from_the_environment() -> None:
     assert str(client.base_url).startswith("http://127.0.0.1:9") and client.max_retries == 0
     assert client.timeout == 120.0
     usage = engine.usage()
-    assert usage["calls"] == 0 and usage["limits"]["max_calls"] == 10
+    assert usage.calls == 0 and usage.limits.max_calls == 10
 
 
 def test_flags_win_over_the_environment() -> None:

@@ -35,5 +35,5 @@ def test_live_anthropic_smoke(project_sandbox: Callable[..., CachedSandbox], tra
     )
     report = HealingLoop(sandbox, engine, trace=trace_log).run().report
     assert report.stop_reason in set(StopReason)
-    assert report.usage["calls"] >= 1 and report.usage["input_tokens"] > 0
+    assert report.usage.calls >= 1 and report.usage.input_tokens > 0
     assert trace_log.steps("model_call")

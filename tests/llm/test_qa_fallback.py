@@ -38,4 +38,4 @@ def test_unparsable_qa_answers_get_the_error_back_once_then_the_failing_tests_se
     assert fallback["hypothesis"] == "H1" and "test_source" in fallback["problem"]
     (exposure,) = trace_log.steps("expose")
     assert exposure["qa_path"] is None and "failing test" in exposure["message"]
-    assert report.usage["invalid_answers"] == 2 and report.usage["by_role"]["qa"]["calls"] == 2
+    assert report.usage.invalid_answers == 2 and report.usage.by_role["qa"].calls == 2

@@ -157,15 +157,15 @@ def test_seed_walkthrough_anthropic(project_sandbox: Callable[..., CachedSandbox
 
     # Usage per role, as reported.
     usage = report.usage
-    assert usage["provider"] == "anthropic" and usage["model"] == "claude-sonnet-4-6"
-    assert usage["calls"] == 5
-    assert {role: u["calls"] for role, u in usage["by_role"].items()} == {"detective": 1, "qa": 2, "patcher": 2}
-    assert usage["by_role"]["detective"]["cache_write_tokens"] == 1500
-    assert usage["by_role"]["qa"]["cache_read_tokens"] == 3000
-    assert usage["input_tokens"] == 900 + 600 + 900
-    assert usage["output_tokens"] == 400 + 4 * 20
+    assert usage.provider == "anthropic" and usage.model == "claude-sonnet-4-6"
+    assert usage.calls == 5
+    assert {role: u.calls for role, u in usage.by_role.items()} == {"detective": 1, "qa": 2, "patcher": 2}
+    assert usage.by_role["detective"].cache_write_tokens == 1500
+    assert usage.by_role["qa"].cache_read_tokens == 3000
+    assert usage.input_tokens == 900 + 600 + 900
+    assert usage.output_tokens == 400 + 4 * 20
     expected_cost = (2400 * 3.0 + 480 * 15.0 + 6000 * 0.3 + 1500 * 3.75) / 1e6
-    assert usage["cost_usd"] == pytest.approx(expected_cost, abs=1e-6)
+    assert usage.cost_usd == pytest.approx(expected_cost, abs=1e-6)
 
     # Every prompt and response is in the trace.
     calls = trace_log.steps("model_call")
@@ -226,10 +226,10 @@ def test_every_hypothesis_fails_openai(project_sandbox: Callable[..., CachedSand
     assert h3.outcome == "rejected: none of 2 candidate(s) passed verification"
     assert h3.rejections_by_stage == {"fail_to_pass": 2}
     usage = report.usage
-    assert usage["calls"] == 1 + 4 + 4
-    assert usage["by_role"]["patcher"]["cache_read_tokens"] == 4 * 80
-    assert usage["by_role"]["patcher"]["input_tokens"] == 4 * (100 - 80)
-    assert usage["model"] == "gpt-5-mini" and usage["cost_usd"] > 0
+    assert usage.calls == 1 + 4 + 4
+    assert usage.by_role["patcher"].cache_read_tokens == 4 * 80
+    assert usage.by_role["patcher"].input_tokens == 4 * (100 - 80)
+    assert usage.model == "gpt-5-mini" and usage.cost_usd > 0
     markdown = render_markdown(report)
     assert "hypotheses exhausted" in markdown
     # The request shape is Chat Completions with a forced function call; the base URL path is kept.
