@@ -24,6 +24,8 @@ sandbox's own limits.
 
 from __future__ import annotations
 
+import ast
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -306,6 +308,19 @@ class Verifier:
             tail = "\n".join(run.output_tail.strip().splitlines()[-12:])[-1500:]
             return Exposure(qa, False, "the QA test could not be collected", broken=True, output=tail)
         failed = [r for r in results if r.status is not TestStatus.PASSED]  # a skipped QA test exposes nothing
+        stand_ins = [(r, why) for r in failed if (why := _incomplete_stand_in(r, qa.source))]
+        if stand_ins:
+            # The project called what the test's own fake object lacks: the test fails on every code, fixed or not.
+            first, why = stand_ins[0]
+            at = f" at {first.frames[-1].file}:{first.frames[-1].line}" if first.frames else ""
+            return Exposure(
+                qa,
+                False,
+                f"QA test fails for the wrong reason ({why})",
+                broken=True,
+                output=f"{first.exc_type}{at}: {first.message[:800]}\n{why}: give it what the project calls, or use "
+                "the project's own objects",
+            )
         real = [r for r in failed if _real_failure(r)]
         if real:
             first = real[0]
@@ -657,6 +672,26 @@ def _raised_in_project(result: TestResult) -> bool:
         return False
     innermost = result.frames[-1].file
     return not innermost.startswith(QA_TEST_DIR + "/") and is_source_path(innermost) and not is_test_path(innermost)
+
+
+# An error about an object of a class: the class is the QA test's own stand-in when the test module defines it.
+MISSING_ON_OBJECT = re.compile(r"'(\w+)' object has no attribute '(\w+)'|type object '(\w+)' has no attribute '(\w+)'")
+
+
+def _incomplete_stand_in(result: TestResult, qa_source: str) -> str:
+    """Why a QA failure is its own fake object's fault ("" if it is not): the project's code asked an object of a
+    class the QA module defines itself for something that class lacks. That test fails whatever the fix."""
+    match = MISSING_ON_OBJECT.search(result.message)
+    if match is None or result.exc_type != "AttributeError":
+        return ""
+    name, attribute = (match.group(1), match.group(2)) if match.group(1) else (match.group(3), match.group(4))
+    try:
+        tree = ast.parse(qa_source)
+    except SyntaxError:
+        return ""
+    if not any(isinstance(node, ast.ClassDef) and node.name == name for node in ast.walk(tree)):
+        return ""
+    return f"{name}, a stand-in the QA test defines itself, has no attribute {attribute!r} the project uses"
 
 
 def _real_failure(result: TestResult) -> bool:

@@ -552,7 +552,9 @@ Write a small pytest module (it is saved as _selfix_qa/{path} and run from the r
 the project importable exactly as the failing tests import it) that reproduces THIS hypothesis. It must
 FAIL on the current code with an AssertionError (or the exception the hypothesis predicts), and PASS once
 the hypothesized fix is applied. It must not fail because of an import error, a typo or a missing
-fixture. Use one or two test functions, plain asserts, no network, no files outside a tmp_path; never
+fixture. Prefer the project's own objects to fakes: a stand-in class you write must have everything the
+project's code calls on it, or the test fails on the fixed code too. Use one or two test functions, plain
+asserts, no network, no files outside a tmp_path; never
 import conftest.py (ask for its fixtures by name instead, those listed below only: fixtures of a conftest.py
 in a test folder are not visible there). If the hypothesis is wrong, an honest test passes on the current
 code: that is how we rule it out.{uses}{retry}"""
@@ -614,5 +616,6 @@ def ask_offer(asks_left: int) -> str:
         f"`asks` (at most 4 per answer; {asks_left} left in this run), each a file's line range (kind file, path, "
         "line_start, line_end), a definition (kind symbol, name: a function, Class.method, class or constant) or a "
         "search of the source and test files (kind search, pattern, regex true for a regular expression, "
-        "case-sensitive). The answers come back, then you give your answer."
+        "case-sensitive). The answers come back, then you give your answer. A source file not shown can be named "
+        "or edited once an ask has shown it."
     )
