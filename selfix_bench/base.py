@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from selfix_action.engine.models import TestRun, TestStatus
 from selfix_action.errors import InputError
+from selfix_action.repair.values import TestRun, TestStatus
 
 CACHE_DIR = Path.home() / ".cache" / "selfix-bench"
 PIP_TIMEOUT = 300

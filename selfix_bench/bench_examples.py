@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from selfix_action.engine.loop import LoopConfig
+from selfix_action.repair.loop import LoopConfig
 from selfix_bench.healing import EXAMPLES, heal_copy
 
 

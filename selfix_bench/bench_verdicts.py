@@ -17,8 +17,8 @@ import statistics
 from collections.abc import Sequence
 from pathlib import Path
 
-from selfix_action.engine.loop import LoopConfig
-from selfix_action.engine.report import HealReport
+from selfix_action.repair.loop import LoopConfig
+from selfix_action.repair.report import HealReport
 from selfix_bench.healing import EXAMPLES, heal_copy
 
 FIRST_PASSING = LoopConfig(alternatives=0, behaviour_coverage=False)

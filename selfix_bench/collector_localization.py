@@ -31,9 +31,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from selfix_action.engine.loop import LoopConfig
-from selfix_action.engine.report import StopReason
 from selfix_action.heal import HealRequest
+from selfix_action.repair.loop import LoopConfig
+from selfix_action.repair.report import StopReason
 from selfix_action.sandbox.isolation import IsolationConfig
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox

@@ -23,9 +23,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from selfix_action.engine.models import TestStatus
 from selfix_action.errors import SandboxError
 from selfix_action.junit import parse_reports
+from selfix_action.repair.values import TestStatus
 from selfix_action.sandbox.isolation import IsolationConfig, detect_isolation
 from selfix_action.sandbox.process import Limits, run_process
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox

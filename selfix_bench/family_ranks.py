@@ -15,11 +15,11 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from selfix_action.engine.models import Evidence, Hypothesis, SuspiciousLine
 from selfix_action.offline.engine import OfflineEngine
 from selfix_action.offline.ordering import RankedCandidate
 from selfix_action.offline.templates import SourceEdit, registry
 from selfix_action.offline.templates import candidates as pipeline
+from selfix_action.repair.values import Evidence, Hypothesis, SuspiciousLine
 from selfix_bench.tasks import apply_bug, load_tasks, pristine_tree
 
 ISSUE_14 = ("unbound_name", "literal_to_name", "string_edit", "sibling_method", "keyword_add", "none_guard")

@@ -29,9 +29,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from selfix_action.engine.localize import function_spans
-from selfix_action.engine.models import TestRun, TestStatus
 from selfix_action.offline.templates import SourceEdit, candidate_edits
+from selfix_action.repair.localize import function_spans
+from selfix_action.repair.values import TestRun, TestStatus
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
 from selfix_bench.base import CACHE_DIR

@@ -16,9 +16,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from selfix_action.engine.loop import HealResult, LoopConfig
-from selfix_action.engine.protocols import Engine
 from selfix_action.heal import HealContext, HealOutcome, HealRequest, heal, heal_in_sandbox
+from selfix_action.repair.loop import HealResult, LoopConfig
+from selfix_action.repair.protocols import Engine
 from selfix_action.sandbox.isolation import IsolationConfig
 from selfix_action.sandbox.process import Limits
 

@@ -13,7 +13,7 @@ swap), paired by task.
    hypotheses in order, within the 500-candidate budget). Configurations: hand priors; the order model fitted
    on the *other* library; the memory off, the memory filled with the other library's heals (and, as a
    repository's own memory grows, with the earlier tasks of this one), the old similarity memory.
-3. **reward model** (``learn.model``): fitted on one library's replayed hypotheses, scored on the other's.
+3. **reward model** (``learn.reward_model``): fitted on one library's replayed hypotheses, scored on the other's.
 4. **live** (``--live N``, optional): N tasks per library healed for real (verification, judge) with the hand
    priors, the learned order, and the learned order with the other library's memory: resolve rate and time.
 
@@ -38,17 +38,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from selfix_action.engine.fingerprint import FailureSignature, failure_signature
-from selfix_action.engine.loop import LoopConfig
-from selfix_action.engine.models import Evidence, Hypothesis, Verification
-from selfix_action.engine.protocols import Sandbox
-from selfix_action.learn import model as reward_model
 from selfix_action.learn import ranker
+from selfix_action.learn import reward_model as reward_model
 from selfix_action.learn.memory import Memory
 from selfix_action.learn.runs import Attempt, HypothesisOutcome, RunRecord
 from selfix_action.offline.engine import OfflineEngine
 from selfix_action.offline.ordering import OrderModel, RankedCandidate, load_order_model, ordered
 from selfix_action.offline.templates.render import SourceEdit
+from selfix_action.repair.fingerprint import FailureSignature, failure_signature
+from selfix_action.repair.loop import LoopConfig
+from selfix_action.repair.protocols import Sandbox
+from selfix_action.repair.values import Evidence, Hypothesis, Verification
 from selfix_bench.stats import mcnemar_exact, wilson_interval
 from selfix_bench.tasks import Task, load_task, load_tasks
 

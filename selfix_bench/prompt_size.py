@@ -26,14 +26,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from selfix_action.engine.models import Evidence, Hypothesis
-from selfix_action.engine.paths import is_test_path
-from selfix_action.engine.protocols import Sandbox
 from selfix_action.heal import HealRequest
 from selfix_action.llm.budget import Budget
 from selfix_action.llm.engine import LLMEngine
 from selfix_action.llm.prompts import SYSTEM_PROMPT, baseline_context, patcher_request
-from selfix_action.models.base import ModelRequest, ModelResponse, PreflightResult, TokenUsage
+from selfix_action.providers.base import ModelRequest, ModelResponse, PreflightResult, TokenUsage
+from selfix_action.repair.paths import is_test_path
+from selfix_action.repair.protocols import Sandbox
+from selfix_action.repair.values import Evidence, Hypothesis
 from selfix_action.sandbox.isolation import IsolationConfig
 from selfix_action.sandbox.process import Limits
 from selfix_bench.healing import heal_with

@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from selfix_action.engine.models import TestRun
 from selfix_action.errors import InputError
+from selfix_action.repair.values import TestRun
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
 from selfix_bench.base import CACHE_DIR, coverage_requirement, is_under, not_passed, passed, venv_python

@@ -50,7 +50,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from selfix_action.engine.models import (
+from selfix_action.errors import InputError
+from selfix_action.llm.asks import RepositoryView
+from selfix_action.llm.budget import Budget
+from selfix_action.llm.engine import LLMEngine
+from selfix_action.llm.schemas import DETECTIVE_TOOL, PATCHER_TOOL, QA_TOOL
+from selfix_action.providers.base import ModelRequest, ModelResponse, PreflightResult, TokenUsage
+from selfix_action.repair.paths import is_source_path
+from selfix_action.repair.protocols import EngineStopped, Sandbox
+from selfix_action.repair.report import Confidence, StopReason, Usage
+from selfix_action.repair.values import (
     CandidatePatch,
     Evidence,
     Hypothesis,
@@ -59,15 +68,6 @@ from selfix_action.engine.models import (
     QATest,
     Verification,
 )
-from selfix_action.engine.paths import is_source_path
-from selfix_action.engine.protocols import EngineStopped, Sandbox
-from selfix_action.engine.report import Confidence, StopReason, Usage
-from selfix_action.errors import InputError
-from selfix_action.llm.asks import RepositoryView
-from selfix_action.llm.budget import Budget
-from selfix_action.llm.engine import LLMEngine
-from selfix_action.llm.schemas import DETECTIVE_TOOL, PATCHER_TOOL, QA_TOOL
-from selfix_action.models.base import ModelRequest, ModelResponse, PreflightResult, TokenUsage
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
 from selfix_bench import realbugs

@@ -27,13 +27,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
 
-from selfix_action.engine.config import LoopConfig
-from selfix_action.engine.evidence import gather_evidence, reproduce
-from selfix_action.engine.models import CandidatePatch, Evidence
-from selfix_action.engine.patches import program_key
-from selfix_action.engine.verify import Stop, Verifier
 from selfix_action.errors import SelfixError
 from selfix_action.offline.engine import OfflineEngine
+from selfix_action.repair.config import LoopConfig
+from selfix_action.repair.evidence import gather_evidence, reproduce
+from selfix_action.repair.patches import program_key
+from selfix_action.repair.values import CandidatePatch, Evidence
+from selfix_action.repair.verify import Stop, Verifier
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
 from selfix_bench.tasks import Task, load_tasks

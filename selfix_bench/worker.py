@@ -23,12 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from selfix_action.engine.loop import LoopConfig
-from selfix_action.engine.patches import unified_diff
-from selfix_action.engine.protocols import Engine
-from selfix_action.engine.report import Usage
 from selfix_action.heal import EngineChoice, HealRequest
 from selfix_action.heal.request import ENGINES
+from selfix_action.repair.loop import LoopConfig
+from selfix_action.repair.patches import unified_diff
+from selfix_action.repair.protocols import Engine
+from selfix_action.repair.report import Usage
 from selfix_action.sandbox.isolation import IsolationConfig
 from selfix_action.sandbox.process import Limits
 from selfix_bench import realbugs

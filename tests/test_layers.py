@@ -39,16 +39,16 @@ def test_import_contracts_are_kept() -> None:
 @pytest.mark.parametrize(
     ("module", "source", "broken"),
     [
-        ("engine/_probe.py", "from selfix_action.sandbox import process\n", "The engine core imports no edge"),
+        ("repair/_probe.py", "from selfix_action.sandbox import process\n", "The repair core (the loop)"),
         ("action/_probe.py", "from selfix_action.commands import fix_cmd\n", "Layers"),
         ("heal/_probe.py", "import subprocess\n", "Only sandbox/ starts processes"),
         ("action/_probe.py", "import github\n", "Only github/ imports PyGithub"),
-        ("learn/_probe.py", "import anthropic\n", "Only models/ imports the LLM SDKs"),
+        ("learn/_probe.py", "import anthropic\n", "Only providers/ imports the LLM SDKs"),
         # The product never imports the benchmark, not even inside a function.
         ("cli_probe.py", "def f():\n    import selfix_bench.runner\n", "The product never imports the benchmark"),
         ("../selfix_bench/_probe.py", "import subprocess\n", "Only sandbox/ starts processes"),
         ("../selfix_bench/_probe.py", "import github\n", "Only github/ imports PyGithub"),
-        ("../selfix_bench/_probe.py", "import openai\n", "Only models/ imports the LLM SDKs"),
+        ("../selfix_bench/_probe.py", "import openai\n", "Only providers/ imports the LLM SDKs"),
     ],
 )
 def test_a_violation_breaks_its_contract(tmp_path: Path, module: str, source: str, broken: str) -> None:

@@ -16,7 +16,7 @@ from typing import TextIO
 from unidiff import PatchedFile, PatchSet
 
 from selfix_action.action.render import SUMMARY_LIMIT, clean
-from selfix_action.engine.report import HealReport, StopReason
+from selfix_action.repair.report import HealReport, StopReason
 
 
 def write_summary(path: Path | None, text: str) -> None:

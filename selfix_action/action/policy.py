@@ -16,9 +16,9 @@ from typing import TypedDict
 
 from selfix_action.action import render
 from selfix_action.action.settings import Mode, Settings
-from selfix_action.engine.paths import patch_violations
-from selfix_action.engine.report import HealReport
 from selfix_action.github.client import PullInfo, ReviewSuggestion, trusted_labels
+from selfix_action.repair.paths import patch_violations
+from selfix_action.repair.report import HealReport
 
 
 @dataclass(frozen=True)

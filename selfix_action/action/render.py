@@ -13,8 +13,8 @@ from collections.abc import Sequence
 
 from unidiff import PatchSet
 
-from selfix_action.engine.report import HealReport, candidate_counts, headline_facts, render_confidence, time_split
 from selfix_action.github.client import ReviewSuggestion
+from selfix_action.repair.report import HealReport, candidate_counts, headline_facts, render_confidence, time_split
 
 MARKER_PREFIX = "<!-- selfix:"
 SUMMARY_LIMIT = 1024 * 1024 - 16 * 1024  # GitHub rejects step summaries over 1 MiB; keep a margin

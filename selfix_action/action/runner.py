@@ -40,10 +40,10 @@ from selfix_action.action.policy import Target, plan_escalation, plan_fix, plan_
 from selfix_action.action.publisher import Publisher
 from selfix_action.action.request import heal_request
 from selfix_action.action.settings import Settings
-from selfix_action.engine.report import HealReport, render_markdown
 from selfix_action.errors import SelfixError
 from selfix_action.github.client import WRITE_PERMISSIONS
 from selfix_action.heal import Healer, HealOutcome, heal, heal_in_sandbox
+from selfix_action.repair.report import HealReport, render_markdown
 
 
 @dataclass

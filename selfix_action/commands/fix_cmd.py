@@ -10,11 +10,11 @@ from typing import TextIO
 
 from pydantic import BaseModel, ConfigDict
 
-from selfix_action.engine.loop import LoopConfig
-from selfix_action.engine.report import candidate_counts
 from selfix_action.errors import ExitCode, InputError
 from selfix_action.heal import EngineChoice, HealRequest, heal, resolve_test_cmd
 from selfix_action.heal.outputs import apply_to_tree
+from selfix_action.repair.loop import LoopConfig
+from selfix_action.repair.report import candidate_counts
 from selfix_action.sandbox.isolation import IsolationConfig
 from selfix_action.sandbox.process import Limits
 

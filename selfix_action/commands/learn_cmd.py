@@ -9,7 +9,7 @@ from typing import TextIO
 
 from selfix_action.errors import InputError
 from selfix_action.learn.dpo import corpus_stats, dpo_rows, load_runs, render_stats, write_jsonl
-from selfix_action.learn.model import save, train
+from selfix_action.learn.reward_model import save, train
 from selfix_action.learn.trace_schema import TraceError, read_trace
 from selfix_action.learn.viewer import render_html
 

@@ -21,11 +21,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Sequence
 
-from selfix_action.engine.models import CandidatePatch, Evidence, Hypothesis, PlanChange, QATest, Verification
-from selfix_action.engine.patches import unified_diff
-from selfix_action.engine.protocols import Engine, Sandbox
-from selfix_action.engine.report import Confidence, OfflineUsage, Usage
 from selfix_action.llm.engine import LLMEngine
+from selfix_action.repair.patches import unified_diff
+from selfix_action.repair.protocols import Engine, Sandbox
+from selfix_action.repair.report import Confidence, OfflineUsage, Usage
+from selfix_action.repair.values import CandidatePatch, Evidence, Hypothesis, PlanChange, QATest, Verification
 from selfix_action.untrusted import block
 
 Trace = Callable[..., None]

@@ -9,13 +9,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from selfix_action.engine.models import Evidence, Hypothesis
-from selfix_action.engine.protocols import Engine
 from selfix_action.errors import InputError, SelfixError
 from selfix_action.heal.request import EngineChoice
 from selfix_action.learn.hooks import memory_hooks
 from selfix_action.learn.memory import Memory
 from selfix_action.offline.engine import OfflineEngine
+from selfix_action.repair.protocols import Engine
+from selfix_action.repair.values import Evidence, Hypothesis
 
 Trace = Callable[..., None]
 
@@ -57,7 +57,7 @@ def build_engine(
         from selfix_action.heal.cascade import CascadeEngine
         from selfix_action.llm.factory import LLMSetupError
         from selfix_action.llm.factory import build_engine as build_llm_engine
-        from selfix_action.models.base import ModelSetupError
+        from selfix_action.providers.base import ModelSetupError
     except ImportError as exc:  # a build without the LLM engines
         raise InputError(f"engine {choice.kind!r} is not part of this build; use the offline engine") from exc
     kwargs: dict[str, Any] = {

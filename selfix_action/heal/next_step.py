@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from selfix_action.engine.report import HealReport, StopReason
 from selfix_action.heal.request import HealRequest
+from selfix_action.repair.report import HealReport, StopReason
 
 # selfix fix's flags.
 CLI_OPTIONS: dict[str, str] = {

@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, TextIO
 
-from selfix_action.engine.paths import IGNORED_DIR_NAMES, TEST_DIR_NAMES, is_test_path
-from selfix_action.engine.report import HealReport, render_markdown
 from selfix_action.errors import InputError
 from selfix_action.heal.gitindex import UnreadableIndex, find_checkout, tracked_paths, tracked_under
 from selfix_action.learn.trace_schema import TraceError, read_trace
 from selfix_action.learn.viewer import render_html
+from selfix_action.repair.paths import IGNORED_DIR_NAMES, TEST_DIR_NAMES, is_test_path
+from selfix_action.repair.report import HealReport, render_markdown
 
 
 class TraceWriter:

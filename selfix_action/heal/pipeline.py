@@ -21,9 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from selfix_action.engine.loop import HealingLoop, HealResult
-from selfix_action.engine.protocols import Engine
-from selfix_action.engine.report import STOP_EXPLANATIONS, HealReport, StopReason
 from selfix_action.errors import ExitCode, InputError, SandboxError
 from selfix_action.heal.engines import build_engine
 from selfix_action.heal.next_step import with_next_step
@@ -40,6 +37,9 @@ from selfix_action.heal.request import HealRequest
 from selfix_action.junit import Outcome, parse_reports
 from selfix_action.learn.hooks import learn_from_run, open_memory, outcome_fields, trace_header
 from selfix_action.learn.memory import Memory
+from selfix_action.repair.loop import HealingLoop, HealResult
+from selfix_action.repair.protocols import Engine
+from selfix_action.repair.report import STOP_EXPLANATIONS, HealReport, StopReason
 from selfix_action.sandbox.isolation import Isolation, detect_isolation
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
 from selfix_action.sandbox.setup import SetupResult, project_env_source, run_setup_command

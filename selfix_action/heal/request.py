@@ -13,8 +13,8 @@ from typing import Any
 
 import yaml
 
-from selfix_action.engine.loop import LoopConfig
 from selfix_action.errors import InputError
+from selfix_action.repair.loop import LoopConfig
 from selfix_action.sandbox.isolation import IsolationConfig
 from selfix_action.sandbox.process import Limits
 

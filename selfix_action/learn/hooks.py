@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Any
 
 from selfix_action import __version__
-from selfix_action.engine.fingerprint import FailureSignature, failure_signature
-from selfix_action.engine.models import Evidence, Hypothesis
-from selfix_action.engine.report import HealReport, StopReason
 from selfix_action.learn.memory import Memory
 from selfix_action.learn.runs import summarize
 from selfix_action.learn.trace_schema import TraceError, TraceHeader, read_trace
+from selfix_action.repair.fingerprint import FailureSignature, failure_signature
+from selfix_action.repair.report import HealReport, StopReason
+from selfix_action.repair.values import Evidence, Hypothesis
 
 Trace = Callable[..., None]
 

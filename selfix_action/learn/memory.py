@@ -40,8 +40,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from selfix_action.engine.fingerprint import FailureSignature, similarity
 from selfix_action.learn.runs import RunRecord
+from selfix_action.repair.fingerprint import FailureSignature, similarity
 
 PRIOR = 0.1
 PRIOR_WEIGHT = 2.0

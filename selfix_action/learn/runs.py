@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from selfix_action.engine.fingerprint import FailureSignature
 from selfix_action.learn.trace_schema import (
     ExposeEvent,
     HypothesesEvent,
@@ -15,6 +14,7 @@ from selfix_action.learn.trace_schema import (
     Trace,
     VerifyEvent,
 )
+from selfix_action.repair.fingerprint import FailureSignature
 
 MAX_PROMPT_FAILURES = 3
 MAX_PROMPT_LINES = 8

@@ -39,9 +39,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from selfix_action.engine.fingerprint import FailureSignature
-from selfix_action.engine.models import Hypothesis, TestResult
-from selfix_action.engine.report import Usage
+from selfix_action.repair.fingerprint import FailureSignature
+from selfix_action.repair.report import Usage
+from selfix_action.repair.values import Hypothesis, TestResult
 
 SCHEMA_VERSION = 1
 

@@ -1,1 +1,1 @@
-"""The LLM engine: Detective -> QA -> Patcher over a ``ChatModel`` (see ``selfix_action.models``)."""
+"""The LLM engine: Detective -> QA -> Patcher over a ``ChatModel`` (see ``selfix_action.providers``)."""

@@ -14,10 +14,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from selfix_action.engine.protocols import EngineStopped
-from selfix_action.engine.report import PricePerMillion, RoleUsage, StopReason, Usage, UsageLimits
 from selfix_action.errors import InputError
-from selfix_action.models.base import TokenUsage
+from selfix_action.providers.base import TokenUsage
+from selfix_action.repair.protocols import EngineStopped
+from selfix_action.repair.report import PricePerMillion, RoleUsage, StopReason, Usage, UsageLimits
 
 ROLES = ("detective", "qa", "patcher")
 

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 
-from selfix_action.engine.paths import protected_reason
+from selfix_action.repair.paths import protected_reason
 
 # "  12 | code": the numbering we show in prompts, which models sometimes copy into their search text.
 _NUMBERED = re.compile(r"^\s*\d+ \| ?")

@@ -22,18 +22,6 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from selfix_action.engine.models import (
-    CandidatePatch,
-    Evidence,
-    Hypothesis,
-    Location,
-    PlanChange,
-    QATest,
-    Verification,
-)
-from selfix_action.engine.patches import changed_line_count, program_key
-from selfix_action.engine.protocols import EngineStopped, Sandbox
-from selfix_action.engine.report import Confidence, PreflightUsage, StopReason, Usage
 from selfix_action.llm.asks import AskReply, RepositoryView, ask_heading, evidence_test_files, reply_message
 from selfix_action.llm.budget import Budget
 from selfix_action.llm.edits import Edit, EditError, apply_edits, normalize_path
@@ -66,13 +54,25 @@ from selfix_action.llm.schemas import (
     tool_specs,
     validation_message,
 )
-from selfix_action.models.base import (
+from selfix_action.providers.base import (
     ChatModel,
     Message,
     ModelError,
     ModelRequest,
     ModelResponse,
     PreflightResult,
+)
+from selfix_action.repair.patches import changed_line_count, program_key
+from selfix_action.repair.protocols import EngineStopped, Sandbox
+from selfix_action.repair.report import Confidence, PreflightUsage, StopReason, Usage
+from selfix_action.repair.values import (
+    CandidatePatch,
+    Evidence,
+    Hypothesis,
+    Location,
+    PlanChange,
+    QATest,
+    Verification,
 )
 
 Trace = Callable[..., None]  # trace(step, message, **data), as the loop's

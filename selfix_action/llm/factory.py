@@ -8,16 +8,16 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from selfix_action.engine.models import Evidence
 from selfix_action.errors import InputError
 from selfix_action.llm.budget import Budget, parse_prices, price_for
 from selfix_action.llm.engine import DEFAULT_OUTPUT_TOKENS, LLMEngine
-from selfix_action.models.base import STRUCTURED_CHOICES, ChatModel, RetryPolicy
-from selfix_action.models.replay import ReplayModel
+from selfix_action.providers.base import STRUCTURED_CHOICES, ChatModel, RetryPolicy
+from selfix_action.providers.replay import ReplayModel
+from selfix_action.repair.values import Evidence
 
 if TYPE_CHECKING:  # the SDKs are imported only when their engine is chosen (below)
-    from selfix_action.models.anthropic_model import AnthropicModel
-    from selfix_action.models.openai_model import OpenAIModel
+    from selfix_action.providers.anthropic_model import AnthropicModel
+    from selfix_action.providers.openai_model import OpenAIModel
 
 KINDS = ("anthropic", "openai")
 DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-5-mini"}
@@ -184,9 +184,9 @@ def _chat_model(
     model_class: type[AnthropicModel] | type[OpenAIModel]
     try:
         if kind == "anthropic":
-            from selfix_action.models.anthropic_model import AnthropicModel as model_class
+            from selfix_action.providers.anthropic_model import AnthropicModel as model_class
         else:
-            from selfix_action.models.openai_model import OpenAIModel as model_class
+            from selfix_action.providers.openai_model import OpenAIModel as model_class
     except ImportError as exc:
         raise LLMSetupError(
             f"the {kind} engine needs the {kind!r} package, which this Python cannot import ({exc}): install it "

@@ -14,9 +14,9 @@ import itertools
 import re
 from collections.abc import Callable, Iterable, Sequence
 
-from selfix_action.engine.localize import FunctionSpan, enclosing_function, function_spans
-from selfix_action.engine.models import Evidence, Hypothesis, Location, Verification
-from selfix_action.engine.paths import is_test_path
+from selfix_action.repair.localize import FunctionSpan, enclosing_function, function_spans
+from selfix_action.repair.paths import is_test_path
+from selfix_action.repair.values import Evidence, Hypothesis, Location, Verification
 from selfix_action.untrusted import NOTICE as UNTRUSTED_NOTICE
 from selfix_action.untrusted import block, inline
 

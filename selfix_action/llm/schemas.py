@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from selfix_action.models.base import ToolSpec
+from selfix_action.providers.base import ToolSpec
 
 
 class _Answer(BaseModel):
@@ -136,7 +136,8 @@ class EditAnswer(_Answer):
 
 
 class PatcherAnswer(_Answer):
-    explanation: str = Field(min_length=1, max_length=500, description="One sentence: what the patch does.")
+    # Required with edits only: an answer that only asks has nothing to explain yet.
+    explanation: str = Field(default="", max_length=500, description="One sentence: what the patch does.")
     edits: list[EditAnswer] = Field(default_factory=list, max_length=10)
     environment_problem: str = Field(default="", description=ENVIRONMENT_DESCRIPTION)
     environment_tests: list[str] = Field(
@@ -148,6 +149,8 @@ class PatcherAnswer(_Answer):
     def _something(self) -> PatcherAnswer:
         if not self.edits and not self.environment_problem.strip() and not self.asks:
             raise ValueError("give at least one edit, or environment_problem when no code is at fault")
+        if self.edits and not self.explanation.strip():
+            raise ValueError("explanation: say in one sentence what the edits do")
         return self
 
 

@@ -7,9 +7,6 @@ import itertools
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
-from selfix_action.engine.models import CandidatePatch, Evidence, Hypothesis, PlanChange, QATest, Verification
-from selfix_action.engine.protocols import Sandbox
-from selfix_action.engine.report import Confidence, Usage
 from selfix_action.offline.ordering import (
     FailureContext,
     FileIndex,
@@ -20,6 +17,9 @@ from selfix_action.offline.ordering import (
     shipped_order_model,
 )
 from selfix_action.offline.templates import Hints, SourceEdit, candidate_edits, pair_edits
+from selfix_action.repair.protocols import Sandbox
+from selfix_action.repair.report import Confidence, Usage
+from selfix_action.repair.values import CandidatePatch, Evidence, Hypothesis, PlanChange, QATest, Verification
 
 MAX_LINES_PER_HYPOTHESIS = 12
 

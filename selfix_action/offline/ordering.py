@@ -28,8 +28,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from selfix_action.engine.models import Evidence, Hypothesis
 from selfix_action.offline.templates.render import SourceEdit
+from selfix_action.repair.values import Evidence, Hypothesis
 
 ORDER_MODEL_VERSION = 1
 ORDER_MODEL_KIND = "candidate_order_logistic"

@@ -27,9 +27,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from selfix_action.engine.models import CandidateCheck, Frame, TestResult, TestRun, TestStatus
-from selfix_action.engine.paths import IGNORED_DIR_NAMES, QA_TEST_DIR, is_ignored_path, is_source_path
 from selfix_action.errors import InputError, SandboxError
+from selfix_action.repair.paths import IGNORED_DIR_NAMES, QA_TEST_DIR, is_ignored_path, is_source_path
+from selfix_action.repair.values import CandidateCheck, Frame, TestResult, TestRun, TestStatus
 from selfix_action.sandbox.forkserver import ForkServer, ForkServerUnavailable, worker_result
 from selfix_action.sandbox.hotswap import UNKNOWN_TEST, UNSWAPPABLE, HotServer, skeleton
 from selfix_action.sandbox.isolation import Isolation, former_home

@@ -31,8 +31,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from selfix_action.engine.paths import IGNORED_DIR_NAMES
 from selfix_action.errors import InputError, SandboxError
+from selfix_action.repair.paths import IGNORED_DIR_NAMES
 from selfix_action.sandbox.isolation import Isolation, IsolationLevel, former_home
 from selfix_action.sandbox.process import Limits, ProcessResult, private_dirs, run_process, sandbox_env
 

@@ -18,10 +18,10 @@ import pytest
 import yaml
 
 from selfix_action.commands.action_cmd import run_action
-from selfix_action.engine.loop import HealResult
-from selfix_action.engine.patches import unified_diff
-from selfix_action.engine.report import STOP_EXPLANATIONS, HealReport, PatchRecord, StopReason
 from selfix_action.heal import HealContext
+from selfix_action.repair.loop import HealResult
+from selfix_action.repair.patches import unified_diff
+from selfix_action.repair.report import STOP_EXPLANATIONS, HealReport, PatchRecord, StopReason
 from tests.github.fake_github import FakeGitHub
 
 WEBHOOKS = Path(__file__).resolve().parents[1] / "fixtures" / "github" / "webhooks"

@@ -13,11 +13,11 @@ import yaml
 
 from selfix_action.action.request import REPORT_DIR
 from selfix_action.action.settings import load_settings
-from selfix_action.engine.loop import HealResult
-from selfix_action.engine.models import Frame, TestResult, TestStatus
 from selfix_action.errors import InputError
 from selfix_action.heal import HealContext
 from selfix_action.learn.trace_schema import read_trace
+from selfix_action.repair.loop import HealResult
+from selfix_action.repair.values import Frame, TestResult, TestStatus
 from tests.action.conftest import HEALABLE, Repos, action_env, invoke, make_repos, synthetic, workflow_run_payload
 from tests.github.fake_github import FakeGitHub
 

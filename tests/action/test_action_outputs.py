@@ -14,12 +14,12 @@ from selfix_action.action.log import write_outputs
 from selfix_action.action.render import SUMMARY_LIMIT
 from selfix_action.action.request import isolation_config
 from selfix_action.action.settings import load_settings
-from selfix_action.engine.loop import HealResult
-from selfix_action.engine.models import SuspiciousLine
-from selfix_action.engine.report import Confidence, ConfidenceReason
 from selfix_action.errors import InputError, SandboxError
 from selfix_action.heal import HealContext
 from selfix_action.heal import pipeline as pipeline_mod
+from selfix_action.repair.loop import HealResult
+from selfix_action.repair.report import Confidence, ConfidenceReason
+from selfix_action.repair.values import SuspiciousLine
 from selfix_action.sandbox.isolation import IsolationConfig
 from tests.action.conftest import Repos, action_env, git, invoke, synthetic, workflow_run_payload
 from tests.github.fake_github import FakeGitHub

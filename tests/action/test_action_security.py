@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from selfix_action.action.render import comment_marker
-from selfix_action.engine.loop import HealResult
-from selfix_action.engine.patches import unified_diff
 from selfix_action.heal import HealContext
+from selfix_action.repair.loop import HealResult
+from selfix_action.repair.patches import unified_diff
 from tests.action.conftest import (
     Repos,
     action_env,

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from selfix_action.action.gitops import Git, token_header
-from selfix_action.engine.loop import HealResult
 from selfix_action.heal import HealContext
+from selfix_action.repair.loop import HealResult
 from tests.action.conftest import Repos, action_env, invoke, synthetic, workflow_run_payload
 from tests.github.fake_github import FakeGitHub
 

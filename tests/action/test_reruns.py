@@ -9,9 +9,9 @@ from pathlib import Path
 
 from selfix_action.action.gitops import fingerprint
 from selfix_action.action.render import review_marker_prefix
-from selfix_action.engine.loop import HealResult
-from selfix_action.engine.patches import unified_diff
 from selfix_action.heal import HealContext
+from selfix_action.repair.loop import HealResult
+from selfix_action.repair.patches import unified_diff
 from tests.action.conftest import REPO, Repos, action_env, invoke, synthetic, workflow_run_payload
 from tests.action.test_action_e2e import F2P, remote_branches
 from tests.github.fake_github import FakeGitHub

@@ -13,7 +13,7 @@ import pytest
 from selfix_action.action.gitops import TRAILER, fingerprint
 from selfix_action.cli import build_parser
 from selfix_action.commands.split_cmd import run_heal, run_publish
-from selfix_action.engine.patches import unified_diff
+from selfix_action.repair.patches import unified_diff
 from tests.action.conftest import (
     HEALABLE,
     REPO,

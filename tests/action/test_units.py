@@ -22,8 +22,10 @@ from selfix_action.action.render import (
 )
 from selfix_action.action.runner import ActionOutcome
 from selfix_action.action.settings import Mode, load_settings
-from selfix_action.engine.models import Hypothesis
-from selfix_action.engine.report import (
+from selfix_action.errors import InputError
+from selfix_action.llm.budget import Budget
+from selfix_action.providers.base import TokenUsage
+from selfix_action.repair.report import (
     STOP_EXPLANATIONS,
     HealReport,
     HypothesisRecord,
@@ -31,9 +33,7 @@ from selfix_action.engine.report import (
     StopReason,
     Usage,
 )
-from selfix_action.errors import InputError
-from selfix_action.llm.budget import Budget
-from selfix_action.models.base import TokenUsage
+from selfix_action.repair.values import Hypothesis
 from tests.action.conftest import runner_inputs
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from selfix_action.engine.loop import LoopConfig
-from selfix_action.engine.report import StopReason
 from selfix_action.offline.engine import OfflineEngine
+from selfix_action.repair.loop import LoopConfig
+from selfix_action.repair.report import StopReason
 from selfix_bench import bench_examples, bench_verdicts, collector_localization, prompt_size
 from selfix_bench.healing import EXAMPLES, heal_copy
 from selfix_bench.tasks import load_task

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from selfix_action import cli
-from selfix_action.engine.models import SuspiciousFunction, SuspiciousLine
 from selfix_action.errors import ExitCode
 from selfix_action.llm.prompts import build_context, render_slices
+from selfix_action.repair.values import SuspiciousFunction, SuspiciousLine
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
 from selfix_bench.recall import (
@@ -145,7 +145,7 @@ def test_numbered_text_outside_a_file_block_is_not_code_shown() -> None:
 
 def test_the_shared_context_is_parsed_as_rendered() -> None:
     source = "".join(f"v{n} = {n}\n" for n in range(1, 6)) + "\n\ndef f(x):\n    return x + 1\n"
-    from selfix_action.engine.models import Evidence
+    from selfix_action.repair.values import Evidence
 
     evidence = Evidence(
         f2p_tests=(),

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from selfix_action.engine.models import TestResult, TestRun, TestStatus
 from selfix_action.errors import InputError
 from selfix_action.offline.templates import candidate_edits
+from selfix_action.repair.values import TestResult, TestRun, TestStatus
 from selfix_bench.generate import bug_report, splice_of
 from selfix_bench.tasks import Bug, apply_bug, leak_reasons, load_task, load_tasks
 

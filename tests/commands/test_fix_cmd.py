@@ -13,7 +13,7 @@ import pytest
 
 from selfix_action.action.render import job_summary, pr_body
 from selfix_action.cli import main
-from selfix_action.engine.report import HealReport
+from selfix_action.repair.report import HealReport
 from tests.conftest import EXAMPLES, write_project
 
 EXPECTED = json.loads((EXAMPLES / "expected_fixes.json").read_text(encoding="utf-8"))

@@ -11,7 +11,7 @@ import pytest
 from selfix_action.cli import main
 from tests.commands.test_fix_cmd import copy_example
 from tests.llm.test_walkthrough import AGE_DETECTIVE, PATCH_RIGHT, QA_RIGHT, QA_WRONG
-from tests.models.fake_servers import FakeProvider, anthropic_tool_use, openai_tool_call, serve
+from tests.providers.fake_servers import FakeProvider, anthropic_tool_use, openai_tool_call, serve
 
 pytestmark = pytest.mark.slow
 

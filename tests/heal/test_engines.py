@@ -18,7 +18,7 @@ from selfix_action.cli import main
 from selfix_action.errors import ExitCode
 from tests.conftest import write_project
 from tests.llm.tally import TALLY
-from tests.models.fake_servers import FakeProvider, anthropic_error, openai_error, serve
+from tests.providers.fake_servers import FakeProvider, anthropic_error, openai_error, serve
 
 # A bug the offline engine heals (the operator swapped), and one no template can fix (tests/llm/tally.py).
 SWAPPED = {

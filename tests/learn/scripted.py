@@ -11,14 +11,14 @@ import sys
 import tempfile
 from pathlib import Path
 
-from selfix_action.engine.loop import HealingLoop, HealResult
 from selfix_action.heal.outputs import TraceWriter
 from selfix_action.learn.hooks import outcome_fields, trace_header
+from selfix_action.repair.loop import HealingLoop, HealResult
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
 from tests.conftest import EXAMPLES
 from tests.llm.test_walkthrough import AGE_DETECTIVE, PATCH_RIGHT, PATCH_TOO_WIDE, QA_RIGHT, QA_WRONG, engine_for
-from tests.models.fake_servers import FakeProvider, anthropic_tool_use, serve
+from tests.providers.fake_servers import FakeProvider, anthropic_tool_use, serve
 
 
 def scripted_age_check_trace(trace_path: Path, work: Path) -> HealResult:

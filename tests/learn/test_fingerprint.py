@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from selfix_action.engine.fingerprint import failure_signature, message_shape, signature, similarity
-from selfix_action.engine.models import Frame, TestResult, TestStatus
+from selfix_action.repair.fingerprint import failure_signature, message_shape, signature, similarity
+from selfix_action.repair.values import Frame, TestResult, TestStatus
 
 
 def result(exc: str, message: str, frame: tuple[str, int, str] | None) -> TestResult:

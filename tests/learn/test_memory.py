@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from selfix_action.engine.fingerprint import signature
 from selfix_action.learn.memory import MISLED_WEIGHT, PRIOR, Memory
 from selfix_action.learn.runs import Attempt, HypothesisOutcome, RunRecord
+from selfix_action.repair.fingerprint import signature
 
 SIG = signature("AssertionError", "assert 1 == 1.5", "averages.py:average")
 ELSEWHERE = signature("AssertionError", "assert 2 == 2.5", "stats.py:midrange")
@@ -113,7 +113,7 @@ def test_unusable_location_disables_memory_without_failing(tmp_path: Path) -> No
 
 WRITER = """
 import sys
-from selfix_action.engine.fingerprint import signature
+from selfix_action.repair.fingerprint import signature
 from selfix_action.learn.memory import Memory
 from tests.learn.test_memory import run
 memory = Memory(sys.argv[1])

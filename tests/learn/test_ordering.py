@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from selfix_action.engine.models import Evidence, SuspiciousLine, TestResult, TestStatus
 from selfix_action.learn import ranker
 from selfix_action.offline import ordering
 from selfix_action.offline.engine import OfflineEngine
 from selfix_action.offline.ordering import MODEL_PATH, OrderModel, load_order_model
+from selfix_action.repair.values import Evidence, SuspiciousLine, TestResult, TestStatus
 
 SOURCE = (
     "def average(values):\n"

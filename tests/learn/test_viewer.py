@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from selfix_action.cli import main
-from selfix_action.engine.report import HealReport
 from selfix_action.learn.trace_schema import read_trace
 from selfix_action.learn.viewer import TOP_REASONS, render_html
+from selfix_action.repair.report import HealReport
 from tests.conftest import EXAMPLES
 from tests.learn.conftest import TRACES
 

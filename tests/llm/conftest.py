@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from selfix_action.engine.models import TestRun
+from selfix_action.repair.values import TestRun
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
 from tests.conftest import EXAMPLES, write_project

@@ -18,8 +18,6 @@ from typing import Any
 import pytest
 
 from selfix_action.cli import main
-from selfix_action.engine.loop import HealingLoop
-from selfix_action.engine.report import StopReason
 from selfix_action.llm.asks import RepositoryView, evidence_test_files
 from selfix_action.llm.factory import build_engine
 from selfix_action.llm.schemas import (
@@ -29,10 +27,12 @@ from selfix_action.llm.schemas import (
     ProjectBounds,
     constrained_schema,
 )
+from selfix_action.repair.loop import HealingLoop
+from selfix_action.repair.report import StopReason
 from tests.conftest import write_project
 from tests.llm.conftest import CachedSandbox, TraceLog
 from tests.llm.tally import DETECTIVE, FIX, QA, TALLY
-from tests.models.fake_servers import FakeProvider, Recorded, Reply, anthropic_tool_use, openai_text, serve
+from tests.providers.fake_servers import FakeProvider, Recorded, Reply, anthropic_tool_use, openai_text, serve
 
 LONG_BODY = "".join(f"    step_{n} = {n}\n" for n in range(1, 150))
 SHOP = {
@@ -224,6 +224,11 @@ def test_an_answer_that_only_asks_is_valid_and_an_ask_needs_its_field() -> None:
     ask = {"kind": "symbol", "name": "tally", "why": "see the loop"}
     assert DetectiveAnswer.model_validate({"asks": [ask]}).asks[0].name == "tally"
     assert PatcherAnswer.model_validate({"explanation": "need more", "asks": [ask]}).asks
+    # An answer that only asks needs no explanation (the bridge's answerers met that contradiction); edits do.
+    assert PatcherAnswer.model_validate({"asks": [ask]}).asks
+    edit = {"file": "tally.py", "search": "a", "replace": "b"}
+    with pytest.raises(ValueError, match="explanation"):
+        PatcherAnswer.model_validate({"edits": [edit]})
     with pytest.raises(ValueError, match="needs pattern"):
         AskAnswer.model_validate({"kind": "search"})
     with pytest.raises(ValueError, match="at most 4"):

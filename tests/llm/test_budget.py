@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from selfix_action.engine.protocols import EngineStopped
-from selfix_action.engine.report import HealReport, PreflightUsage, StopReason, Usage
 from selfix_action.errors import InputError
 from selfix_action.llm.budget import Budget, Price, parse_prices, price_for
-from selfix_action.models.base import TokenUsage
+from selfix_action.providers.base import TokenUsage
+from selfix_action.repair.protocols import EngineStopped
+from selfix_action.repair.report import HealReport, PreflightUsage, StopReason, Usage
 
 CALL = TokenUsage(input_tokens=1000, output_tokens=200, cache_read_tokens=4000, cache_write_tokens=100)
 

@@ -18,7 +18,7 @@ from selfix_action.action.settings import load_settings
 from selfix_action.cli import main
 from tests.conftest import EXAMPLES, write_project
 from tests.llm.tally import DETECTIVE, FIX, QA, TALLY
-from tests.models.fake_servers import FakeProvider, anthropic_tool_use, serve
+from tests.providers.fake_servers import FakeProvider, anthropic_tool_use, serve
 
 EXAMPLE_NAMES = sorted(p.name for p in EXAMPLES.iterdir() if (p / "tests").is_dir())
 

@@ -9,7 +9,12 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from selfix_action.engine.models import (
+from selfix_action.llm.budget import Budget
+from selfix_action.llm.engine import LLMEngine
+from selfix_action.llm.prompts import SYSTEM_PROMPT, build_context, detective_request, qa_environment, qa_request
+from selfix_action.llm.schemas import DETECTIVE_TOOL, ProjectBounds, tool_specs
+from selfix_action.providers.base import ModelRequest, ModelResponse, TokenUsage, answer_instruction
+from selfix_action.repair.values import (
     Evidence,
     Frame,
     Hypothesis,
@@ -21,11 +26,6 @@ from selfix_action.engine.models import (
     Verification,
     VerifyStage,
 )
-from selfix_action.llm.budget import Budget
-from selfix_action.llm.engine import LLMEngine
-from selfix_action.llm.prompts import SYSTEM_PROMPT, build_context, detective_request, qa_environment, qa_request
-from selfix_action.llm.schemas import DETECTIVE_TOOL, ProjectBounds, tool_specs
-from selfix_action.models.base import ModelRequest, ModelResponse, TokenUsage, answer_instruction
 from tests.llm.conftest import CachedSandbox
 
 

@@ -10,12 +10,11 @@ from typing import Any
 
 import pytest
 
-from selfix_action.engine.loop import HealingLoop
-from selfix_action.engine.report import HealReport, StopReason
 from selfix_action.llm.factory import build_engine
-from tests.engine.test_loop import CALC
+from selfix_action.repair.loop import HealingLoop
+from selfix_action.repair.report import HealReport, StopReason
 from tests.llm.conftest import CachedSandbox, TraceLog
-from tests.models.fake_servers import (
+from tests.providers.fake_servers import (
     FakeProvider,
     Reply,
     anthropic_error,
@@ -25,6 +24,7 @@ from tests.models.fake_servers import (
     openai_tool_call,
     serve,
 )
+from tests.repair.test_loop import CALC
 
 DETECTIVE = {
     "hypotheses": [

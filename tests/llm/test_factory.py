@@ -13,11 +13,11 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from selfix_action.engine.protocols import EngineStopped
 from selfix_action.errors import ExitCode, InputError
 from selfix_action.llm.engine import LLMEngine
 from selfix_action.llm.factory import LLMSetupError, build_engine
-from selfix_action.models.base import TokenUsage
+from selfix_action.providers.base import TokenUsage
+from selfix_action.repair.protocols import EngineStopped
 
 LIMITS: dict[str, Any] = {"max_calls": 10, "max_tokens": 1000, "max_cost_usd": 1.0, "time_limit": 60.0, "prices": None}
 

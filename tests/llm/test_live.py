@@ -11,9 +11,9 @@ from collections.abc import Callable
 
 import pytest
 
-from selfix_action.engine.loop import HealingLoop
-from selfix_action.engine.report import StopReason
 from selfix_action.llm.factory import build_engine
+from selfix_action.repair.loop import HealingLoop
+from selfix_action.repair.report import StopReason
 from tests.llm.conftest import CachedSandbox, TraceLog
 
 

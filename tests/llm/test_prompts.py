@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from selfix_action.engine.models import (
+from selfix_action.llm.prompts import SYSTEM_PROMPT, baseline_context, build_context, symbol_slice
+from selfix_action.repair.values import (
     Evidence,
     Frame,
     SuspiciousFunction,
@@ -10,7 +11,6 @@ from selfix_action.engine.models import (
     TestResult,
     TestStatus,
 )
-from selfix_action.llm.prompts import SYSTEM_PROMPT, baseline_context, build_context, symbol_slice
 
 FILLER = "".join(f"\n\ndef helper_{n}(x):\n    return x + {n}\n" for n in range(200))
 BANK = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from tests.llm.conftest import CachedSandbox, TraceLog
 from tests.llm.test_engine_wire import DETECTIVE, FIX, anthropic_script, assert_healed, calc, run
-from tests.models.fake_servers import FakeProvider, anthropic_tool_use
+from tests.providers.fake_servers import FakeProvider, anthropic_tool_use
 
 __all__ = ["calc"]  # the fixture, used by name
 

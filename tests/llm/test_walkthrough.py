@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from selfix_action.engine.loop import HealingLoop
-from selfix_action.engine.report import StopReason, render_markdown
 from selfix_action.llm.factory import build_engine
+from selfix_action.repair.loop import HealingLoop
+from selfix_action.repair.report import StopReason, render_markdown
 from tests.llm.conftest import CachedSandbox, TraceLog
-from tests.models.fake_servers import (
+from tests.providers.fake_servers import (
     FakeProvider,
     anthropic_tool_use,
     openai_tool_call,

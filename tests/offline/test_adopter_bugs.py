@@ -13,9 +13,9 @@ from collections.abc import Callable
 
 import pytest
 
-from selfix_action.engine.loop import HealingLoop
-from selfix_action.engine.report import StopReason
 from selfix_action.offline.engine import OfflineEngine
+from selfix_action.repair.loop import HealingLoop
+from selfix_action.repair.report import StopReason
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
 
 ORDERS = {

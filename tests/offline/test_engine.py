@@ -2,9 +2,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from selfix_action.engine.models import Evidence, SuspiciousLine
 from selfix_action.offline.engine import OfflineEngine
 from selfix_action.offline.templates import PRIORS
+from selfix_action.repair.values import Evidence, SuspiciousLine
 
 SOURCE = "def total(items, start, scale, offset, bias):\n    result = start + scale\n    return result\n"
 

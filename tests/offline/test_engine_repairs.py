@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from selfix_action.engine.loop import HealingLoop
-from selfix_action.engine.models import Evidence, SuspiciousLine, TestResult, TestStatus
-from selfix_action.engine.report import StopReason
 from selfix_action.offline.engine import OfflineEngine
+from selfix_action.repair.loop import HealingLoop
+from selfix_action.repair.report import StopReason
+from selfix_action.repair.values import Evidence, SuspiciousLine, TestResult, TestStatus
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
 
 SPREAD = "def spread(values):\n    low = max(values)\n    high = min(values)\n    return high - low\n"

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from selfix_action.engine.config import LoopConfig
-from selfix_action.engine.models import CandidateCheck, TestStatus
-from selfix_action.engine.verify import Verifier
 from selfix_action.errors import InputError
+from selfix_action.repair.config import LoopConfig
+from selfix_action.repair.values import CandidateCheck, TestStatus
+from selfix_action.repair.verify import Verifier
 from selfix_action.sandbox.hotswap import skeleton
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from selfix_action.engine.models import TestStatus
+from selfix_action.repair.values import TestStatus
 from selfix_action.sandbox.pytest_sandbox import PLUGIN_DIR, PytestSandbox
 from tests.conftest import write_project
 

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from selfix_action.cli import main
-from selfix_action.engine.models import TestStatus
 from selfix_action.errors import SandboxError
+from selfix_action.repair.values import TestStatus
 from selfix_action.sandbox.isolation import IsolationConfig, detect_isolation
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox

@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from selfix_action.engine.loop import HealingLoop
-from selfix_action.engine.models import TestStatus
-from selfix_action.engine.report import StopReason
 from selfix_action.errors import SandboxError
 from selfix_action.offline.engine import OfflineEngine
+from selfix_action.repair.loop import HealingLoop
+from selfix_action.repair.report import StopReason
+from selfix_action.repair.values import TestStatus
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
 from tests.conftest import write_project
-from tests.engine.test_loop import CALC
+from tests.repair.test_loop import CALC
 
 PROJECT = {
     "pkg/__init__.py": "",

@@ -14,9 +14,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from selfix_action.engine.report import ExitCode, StopReason
 from selfix_action.heal.pipeline import heal
 from selfix_action.heal.request import HealRequest
+from selfix_action.repair.report import ExitCode, StopReason
 from tests.conftest import write_project
 
 PROJECT = {

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from selfix_action.engine.models import TestStatus
 from selfix_action.errors import InputError
 from selfix_action.heal import HealRequest
 from selfix_action.heal.pipeline import HealContext, heal
+from selfix_action.repair.values import TestStatus
 from selfix_action.sandbox.isolation import Isolation, IsolationConfig, IsolationLevel
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from selfix_action.engine.models import TestStatus
+from selfix_action.repair.values import TestStatus
 from tests.security.conftest import run_project_at
 
 PROJECT = {

@@ -4,7 +4,7 @@ never a crash of selfix, and the real verdicts still come through."""
 
 from __future__ import annotations
 
-from selfix_action.engine.models import TestStatus
+from selfix_action.repair.values import TestStatus
 from tests.security.conftest import ATTACK, CANARY, RunAttack
 
 GARBAGE_RECORDS = r"""

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from selfix_action.engine.loop import HealingLoop, HealResult, LoopConfig
-from selfix_action.engine.models import Verification, VerifyStage
-from selfix_action.engine.report import StopReason
+from selfix_action.repair.loop import HealingLoop, HealResult, LoopConfig
+from selfix_action.repair.report import StopReason
+from selfix_action.repair.values import Verification, VerifyStage
 from selfix_action.sandbox.isolation import Isolation
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
 from tests.conftest import write_project
-from tests.engine.test_loop import CALC, FIXED, ScriptedEngine, hyp
+from tests.repair.test_loop import CALC, FIXED, ScriptedEngine, hyp
 from tests.security.conftest import python_for, traversable
 
 WORKFLOW = "on: push\njobs: {}\n"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from selfix_action.engine.models import TestStatus
+from selfix_action.repair.values import TestStatus
 from selfix_action.sandbox.isolation import Isolation, IsolationConfig, IsolationLevel, detect_isolation
 from selfix_action.sandbox.process import GiB, Limits, memory_cap, run_process, sandbox_env
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox

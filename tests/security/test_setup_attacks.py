@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from selfix_action.engine.models import TestStatus
+from selfix_action.repair.values import TestStatus
 from selfix_action.sandbox.isolation import Isolation, IsolationLevel
 from tests.sandbox.test_setup import SELFIX_SITE, env_source, heal_sandbox, run_setup, tiny_project
 from tests.security.conftest import FAKE_API_KEY, FAKE_CHECKOUT_TOKEN, FAKE_GITHUB_TOKEN, need_level

@@ -18,8 +18,8 @@ import pytest
 
 from selfix_action.action.log import Log
 from selfix_action.commands.action_cmd import run_action
-from selfix_action.engine.models import Evidence, Hypothesis, TestStatus, Verification, VerifyStage
 from selfix_action.llm.prompts import SYSTEM_PROMPT, build_context, describe_failure, patcher_request
+from selfix_action.repair.values import Evidence, Hypothesis, TestStatus, Verification, VerifyStage
 from selfix_action.untrusted import block, clean
 from tests.action.conftest import HEALABLE, action_env, make_repos, synthetic, workflow_run_payload
 from tests.github.fake_github import FakeGitHub

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 from selfix_action.offline.templates.candidates import candidate_edits
 from selfix_action.offline.templates.hints import Hints
-from selfix_action.offline.templates.model import Template
 from selfix_action.offline.templates.pairs import pair_edits
 from selfix_action.offline.templates.registry import PRIORS, TEMPLATES
 from selfix_action.offline.templates.render import SourceEdit
+from selfix_action.offline.templates.values import Template
 
 __all__ = ["PRIORS", "TEMPLATES", "Hints", "SourceEdit", "Template", "candidate_edits", "pair_edits"]

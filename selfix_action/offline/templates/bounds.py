@@ -10,9 +10,9 @@ from collections.abc import Iterator
 from selfix_action.offline.spans import TextEdit
 from selfix_action.offline.templates.analysis import is_int
 from selfix_action.offline.templates.family import Context, Family
-from selfix_action.offline.templates.model import Mutation, Template
 from selfix_action.offline.templates.operators import ORDERING_OPS
 from selfix_action.offline.templates.render import PREC_ADD, int_node
+from selfix_action.offline.templates.values import Mutation, Template
 
 OFF_BY_ONE = Template("off_by_one", 0.42, "index / range / slice bounds")
 SLICE_ADD = Template("slice_add", 0.36, "skip the first or last item of a sequence")

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from selfix_action.offline.spans import TextEdit
 from selfix_action.offline.templates.analysis import IMPLICIT_NAMES
 from selfix_action.offline.templates.family import Context, Family
-from selfix_action.offline.templates.model import Mutation, Template
+from selfix_action.offline.templates.values import Mutation, Template
 
 ARG_ADD = Template("arg_add", 0.80, "same function, more args")
 ARG_DROP = Template("arg_drop", 0.78, "same function, fewer args")

@@ -14,10 +14,10 @@ from selfix_action.offline.spans import change_size
 from selfix_action.offline.templates.analysis import FileFacts
 from selfix_action.offline.templates.family import Context, Family
 from selfix_action.offline.templates.hints import NO_HINTS, Hints
-from selfix_action.offline.templates.model import Mutation
 from selfix_action.offline.templates.registry import EXPRESSION_FAMILIES, FUNCTION_FAMILIES, STATEMENT_FAMILIES
 from selfix_action.offline.templates.render import Renderer, SourceEdit
 from selfix_action.offline.templates.targeting import condition_nodes, functions_covering, targets, walk_expr
+from selfix_action.offline.templates.values import Mutation
 
 
 @functools.cache

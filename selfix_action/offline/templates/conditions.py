@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 from selfix_action.offline.spans import TextEdit
 from selfix_action.offline.templates.family import Context, Family
-from selfix_action.offline.templates.model import Mutation, Template
 from selfix_action.offline.templates.render import PREC_AND, PREC_NOT
+from selfix_action.offline.templates.values import Mutation, Template
 
 CONDITION_NARROW = Template("condition_narrow", 0.60, "more specific if")
 CONDITION_WIDEN = Template("condition_widen", 0.58, "less specific if")

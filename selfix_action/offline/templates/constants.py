@@ -8,8 +8,8 @@ from collections.abc import Iterator, Sequence
 
 from selfix_action.offline.spans import TextEdit
 from selfix_action.offline.templates.family import Context, Family
-from selfix_action.offline.templates.model import Mutation, Template
 from selfix_action.offline.templates.render import int_node
+from selfix_action.offline.templates.values import Mutation, Template
 
 LITERAL_TWEAK = Template("literal_tweak", 0.62, "change numeric literal")
 ITERABLE_ADD = Template("iterable_add", 0.52, "add elements to iterable")

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from selfix_action.offline.spans import TextEdit, shorten
 from selfix_action.offline.templates.analysis import first_line, is_docstring
 from selfix_action.offline.templates.family import Context, Family
-from selfix_action.offline.templates.model import Mutation, Template
+from selfix_action.offline.templates.values import Mutation, Template
 
 MUTABLE_DEFAULT = Template("mutable_default", 0.32, "None sentinel for a mutable default argument")
 

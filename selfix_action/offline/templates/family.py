@@ -11,8 +11,8 @@ from typing import Generic, Literal, TypeVar
 
 from selfix_action.offline.templates.analysis import FileFacts
 from selfix_action.offline.templates.hints import NO_HINTS, Hints
-from selfix_action.offline.templates.model import Mutation, Template
 from selfix_action.offline.templates.render import Renderer
+from selfix_action.offline.templates.values import Mutation, Template
 
 # Where a family applies, at a suspicious line:
 #   "expression": each mutable expression of the statements covering the line (`kinds` filters by type)

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 from selfix_action.offline.templates.analysis import is_docstring
 from selfix_action.offline.templates.family import Context, Family
-from selfix_action.offline.templates.model import Mutation, Template
+from selfix_action.offline.templates.values import Mutation, Template
 
 # Learned from 86 real fixes outside the benchmark (bench/realbugs/priors.json, `python -m selfix_bench.priors`):
 # it reproduced none of their 331 code hunks, so it has the smoothed floor, below every hand prior.

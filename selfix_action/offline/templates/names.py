@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from selfix_action.offline.spans import TextEdit
 from selfix_action.offline.templates.analysis import IMPLICIT_NAMES, FileFacts
 from selfix_action.offline.templates.family import Context, Family
-from selfix_action.offline.templates.model import Mutation, Template
+from selfix_action.offline.templates.values import Mutation, Template
 
 NAME_REPLACE = Template("name_replace", 0.90, "change identifier used")
 TARGET_SWAP = Template("target_swap", 0.76, "the arg_swap slip on the binding side: `for x, i in enumerate(xs)`")

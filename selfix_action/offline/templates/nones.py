@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterator
 from selfix_action.offline.spans import TextEdit
 from selfix_action.offline.templates.analysis import IMPLICIT_NAMES, FileFacts, first_line, is_docstring
 from selfix_action.offline.templates.family import Context, Family
-from selfix_action.offline.templates.model import Mutation, Template
 from selfix_action.offline.templates.render import PREC_AND, PREC_NOT
+from selfix_action.offline.templates.values import Mutation, Template
 
 # Learned from 86 real fixes outside the benchmark (bench/realbugs/priors.json, `python -m selfix_bench.priors`):
 # they reproduced none of their 331 code hunks, so they have the smoothed floor, below every hand prior.

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 from selfix_action.offline.spans import TextEdit
 from selfix_action.offline.templates.family import Context, Family
-from selfix_action.offline.templates.model import Mutation, Template
+from selfix_action.offline.templates.values import Mutation, Template
 
 OPERAND_REPLACE = Template("operand_replace", 0.85, "change binary operand")
 BINOP_REPLACE = Template("binop_replace", 0.48, "change binary operator (incl. augmented assignment, // <-> /)")

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 from selfix_action.offline.spans import TextEdit
 from selfix_action.offline.templates.analysis import FileFacts
-from selfix_action.offline.templates.model import Template
 from selfix_action.offline.templates.render import Renderer, SourceEdit
+from selfix_action.offline.templates.values import Template
 
 # Learned from 86 real fixes outside the benchmark (bench/realbugs/priors.json, `python -m selfix_bench.priors`):
 # no fix was two reproduced single edits, so it has the smoothed floor; a pair is tried only once the single edits

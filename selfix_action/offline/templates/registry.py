@@ -49,7 +49,7 @@ from selfix_action.offline.templates import (
     strings,
 )
 from selfix_action.offline.templates.family import Family
-from selfix_action.offline.templates.model import Template
+from selfix_action.offline.templates.values import Template
 
 TEMPLATES: tuple[Template, ...] = (
     names.NAME_REPLACE,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from selfix_action.offline.spans import IncrementalDump, TextEdit, operator_span, shorten
 from selfix_action.offline.templates.analysis import FileFacts
-from selfix_action.offline.templates.model import Mutation, Template
+from selfix_action.offline.templates.values import Mutation, Template
 
 
 @dataclass(frozen=True)

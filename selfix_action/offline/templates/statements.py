@@ -11,7 +11,7 @@ from selfix_action.offline.spans import TextEdit, shorten
 from selfix_action.offline.templates.analysis import FileFacts, first_line, is_compound
 from selfix_action.offline.templates.constants import BOOL_FLIP
 from selfix_action.offline.templates.family import Context, Family
-from selfix_action.offline.templates.model import Mutation, Template
+from selfix_action.offline.templates.values import Mutation, Template
 
 STMT_INSERT = Template("stmt_insert", 0.28, "add a statement copied from the same function or class")
 STMT_DELETE = Template("stmt_delete", 0.24, "remove a statement")

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 from selfix_action.offline.templates.analysis import is_docstring
 from selfix_action.offline.templates.family import Context, Family
-from selfix_action.offline.templates.model import Mutation, Template
+from selfix_action.offline.templates.values import Mutation, Template
 
 # Learned from 86 real fixes outside the benchmark (bench/realbugs/priors.json, `python -m selfix_bench.priors`):
 # it reproduced 1 of their 331 code hunks (scrapy 38), as often as wrap_call, stmt_insert or condition_narrow.

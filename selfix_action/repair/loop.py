@@ -1,0 +1,789 @@
+"""The healing loop: reproduce → localize → hypothesize → expose → patch → verify → backtrack → choose → minimize →
+confirm → judge.
+
+Read ``HealingLoop.run`` top to bottom: every way the loop can stop is a ``StopReason`` returned there, either
+named in it or carried by a ``Stop`` value a step returned (steps never raise to stop the loop; the one
+exception that leaves ``run`` is SandboxError from the baseline run, when the test command cannot run at all:
+bad input, before any healing). The loop only talks to a ``Sandbox`` (runs tests on a scratch copy) and an
+``Engine`` (Detective, QA, Patcher); it never touches the user's tree and never runs code itself.
+
+Time and test runs are checked before every step (see ``verify.Budget``), and what a whole-suite confirmation
+needs is kept back, so a candidate that passed verification is never thrown away: if the budget still cannot
+confirm it, the loop stops with ``VERIFIED_UNCONFIRMED``. That stop exits 1 like any heal that is not proven,
+yet carries the patch (``HealResult.files``, ``report.patch`` with ``confirmed=False``, ``report.verification``
+saying what was checked and what was not), so a user can review it; nothing downstream takes it for a fix, as
+only ``HEALED`` (exit 0) means the whole suite passed on the patch.
+
+An engine may stop the heal (``EngineStopped``: its budget, the model, or ``ENVIRONMENT`` when it finds the
+failure comes from the environment, not the code; when it names only some failing tests, those are left out
+and the walk goes on with the others). An engine may also decline to end the heal at a confirmed patch
+(``Engine.accepts``: ``--engine auto`` below high confidence): the patch is kept and the walk goes on; the better
+of it and what comes later ends the heal.
+
+Passing is not being right, so: candidates that cannot make sense are refused before any test (``sanity``); once
+one passes, a few more are verified and the most plausible passing one is chosen (``plausibility``: overfitting
+patterns, then the change in what passing tests execute); and the report's ``confidence`` judges the winner with
+named reasons (``plausibility.assess_confidence``). None of this is a stop: a low-confidence patch is still
+``HEALED`` when the whole suite passed on it, and says so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from selfix_action.repair.config import LoopConfig
+from selfix_action.repair.evidence import Reproduction, gather_evidence, reproduce
+from selfix_action.repair.localize import enclosing_function, function_spans
+from selfix_action.repair.patches import changed_line_count, hunks, unified_diff
+from selfix_action.repair.plausibility import (
+    Alternatives,
+    BehaviourChange,
+    Pattern,
+    assess_confidence,
+    behaviour_change,
+    overfitting_patterns,
+    plausibility,
+)
+from selfix_action.repair.protocols import Engine, EngineStopped, Sandbox
+from selfix_action.repair.report import (
+    STOP_EXPLANATIONS,
+    Confidence,
+    HealReport,
+    HypothesisRecord,
+    PatchRecord,
+    StopReason,
+)
+from selfix_action.repair.values import (
+    CandidatePatch,
+    Evidence,
+    Hypothesis,
+    QATest,
+    TestRun,
+    Verification,
+    VerifyStage,
+)
+from selfix_action.repair.verify import (
+    CONFIRM_RUNS,
+    Budget,
+    Exposure,
+    Stop,
+    Trace,
+    Verifier,
+    noop_trace,
+    verification_summary,
+)
+
+__all__ = ["HealResult", "HealingLoop", "LoopConfig"]
+
+MAX_RECORDED_REJECTIONS = 5
+# Passing candidates confirmed after the most plausible one when it changes what passing tests execute.
+BEHAVIOUR_RECHECKS = 2
+
+
+@dataclass
+class HealResult:
+    report: HealReport
+    # The verified patch as whole new file texts: confirmed when the stop is HEALED, not confirmed on the whole
+    # suite when it is VERIFIED_UNCONFIRMED (see report.verification); None when no candidate passed verification.
+    files: dict[str, str] | None
+    originals: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Passing:
+    """A candidate that passed verification, with the overfitting patterns it shows."""
+
+    candidate: CandidatePatch
+    patterns: tuple[Pattern, ...]
+
+    @property
+    def plausibility(self) -> float:
+        return plausibility(self.patterns)
+
+
+@dataclass
+class _Window:
+    """After the first passing candidate: how many more may be verified, and until when."""
+
+    limit: int  # candidates after the first passing one (LoopConfig.alternatives)
+    deadline: float  # on the budget's clock
+    checked: int = 0
+
+    def closed(self, now: float) -> bool:
+        return self.checked >= self.limit or now >= self.deadline
+
+
+@dataclass(frozen=True)
+class _Winner:
+    candidate: CandidatePatch
+    files: dict[str, str]
+    after: TestRun | None  # the whole suite on ``files``; None when it could not be confirmed
+    verification: str  # what it was checked on (verify.verification_summary)
+    others: tuple[CandidatePatch, ...] = ()  # passing candidates it was preferred to (not confirmed)
+    alternatives_checked: int = 0  # candidates verified after the first passing one
+    cut_short: str = ""  # why the window closed early ("time limit", ...); "" if it did not
+    behaviour: BehaviourChange | None = None  # what it changed of the passing tests' paths
+    confidence: Confidence | None = None  # the confidence rule's verdict (HealingLoop._confidence)
+
+
+_LEVELS = {"low": 0, "medium": 1, "high": 2}
+
+
+def _level(winner: _Winner) -> str:
+    return winner.confidence.level if winner.confidence else "unknown"
+
+
+def _standing(winner: _Winner) -> str:
+    if winner.after is None:
+        return "not confirmed on the whole suite"
+    return f"{_level(winner)} confidence"
+
+
+def _better(kept: _Winner | None, new: _Winner | None) -> _Winner | None:
+    """The patch to keep of two: a confirmed one over an unconfirmed one, then the higher confidence; at equal
+    confidence the later one, which the engine after the cheap one proposed (on real bugs the offline
+    templates' patches below high were mostly wrong where the LLM engine's were right: docs/BENCHMARK.md)."""
+    if kept is None or new is None:
+        return new or kept
+
+    def rank(winner: _Winner) -> tuple[int, int]:
+        level = winner.confidence.level if winner.confidence is not None else "low"
+        return (winner.after is not None, _LEVELS.get(level, 0))
+
+    return kept if rank(kept) > rank(new) else new
+
+
+ENVIRONMENT_NARROWINGS = 3  # times a heal may leave failing tests out as the environment's
+AGREEMENT_MARGIN = 5  # lines around the hypothesis' range that still count as the place it named
+
+
+def _agreement(hypothesis: Hypothesis, exposure: Exposure, originals: dict[str, str], files: dict[str, str]) -> str:
+    """Why the hypothesis, its QA test and the verification agree on the winner, or "" when they do not: a QA
+    test of its own exposed it (failed on the unpatched code for a real reason; the winner passed it with the
+    failing tests), and the patch edits the file and lines, or the function, of a place the hypothesis named."""
+    if exposure.qa is None or not exposure.exposed or not hypothesis.file:
+        return ""
+    for location in hypothesis.locations():
+        low = min(location.lines, default=0) - AGREEMENT_MARGIN
+        high = max(location.lines, default=0) + AGREEMENT_MARGIN
+        symbol = location.symbol.strip().strip("`").removesuffix("()").rsplit(".", 1)[-1]
+        for hunk in hunks(originals, files):
+            if hunk.path != location.file:
+                continue
+            start, end = hunk.original_lines
+            span = enclosing_function(function_spans(hunk.path, originals.get(hunk.path, "")), start)
+            in_range = location.lines and start <= high and end >= low
+            if in_range or (span is not None and symbol and span.name.rsplit(".", 1)[-1] == symbol):
+                return (
+                    f"the hypothesis named {location.file}:{location.symbol}, its own reproduction test failed "
+                    "there on the unpatched code and passes with the patch"
+                )
+    return ""
+
+
+def _reproduction(exposure: Exposure) -> str:
+    """What a hypothesis' own QA test showed on the unpatched code, in a line or a few."""
+    return f"{exposure.how}\n{exposure.output}".strip() if exposure.output else exposure.how
+
+
+def _paths_changed(winner: _Winner) -> int:
+    """How many passing tests execute other lines with the winner's patch (0 when not measured)."""
+    return len(winner.behaviour.changed) if winner.behaviour is not None else 0
+
+
+class HealingLoop:
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        engine: Engine,
+        config: LoopConfig | None = None,
+        *,
+        trace: Trace = noop_trace,
+        repo_label: str = ".",
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.sandbox = sandbox
+        self.engine = engine
+        self.config = config or LoopConfig()
+        self.trace = trace
+        self.repo_label = repo_label
+        self.budget = Budget(self.config, clock)  # run() restarts its clock
+        self.verifier = Verifier(sandbox, self.config, budget=self.budget, trace=trace)
+        self.notes: list[str] = []
+        self._baseline: TestRun | None = None  # the unpatched suite with per-test coverage, once reproduced
+        # Failing tests the engine named as the environment's, left out of the tests to heal, and why.
+        self._environment_tests: tuple[str, ...] = ()
+        self._environment_problem = ""
+        self._narrowings = 0
+
+    # -- the loop ------------------------------------------------------------------------------------
+    def run(self, junit_failing: Sequence[str] = (), junit_passing: Sequence[str] = ()) -> HealResult:
+        budget = self.budget
+        budget.start()
+        self.trace("start", f"healing with the {self.engine.name} engine")
+
+        # 1. Reproduce: which tests fail here, and do they fail every time?
+        with budget.timed("reproduce"):
+            repro = reproduce(
+                self.verifier,
+                junit_failing,
+                junit_passing,
+                trace=self.trace,
+                heal_seen_failures=self.config.heal_seen_failures,
+            )
+        self.notes += repro.notes
+        self._baseline = repro.baseline
+        if repro.stop is not None:  # TIME_LIMIT, TEST_RUN_BUDGET, SANDBOX_ERROR (no re-run result), REPORT_MISMATCH
+            return self._finish(repro.stop, repro)
+        if not repro.f2p:
+            if repro.hung:
+                return self._finish(Stop(StopReason.ONLY_HUNG_TESTS), repro)
+            if repro.sandbox_failures:
+                return self._finish(Stop(StopReason.ONLY_SANDBOX_FAILURES), repro)
+            return self._finish(
+                Stop(StopReason.NOT_REPRODUCIBLE if repro.flaky else StopReason.NO_FAILING_TESTS), repro
+            )
+
+        # 2. Localize: rank suspicious lines and functions from coverage spectra and tracebacks.
+        if (stop := budget.allows()) is not None:  # TIME_LIMIT
+            return self._finish(stop, repro)
+        with budget.timed("localize"):
+            evidence = gather_evidence(self.sandbox, repro, user_hint=self.config.user_hint, trace=self.trace)
+        if not evidence.coverage_used and repro.baseline.coverage_note:
+            self.notes.append(f"localization without coverage: {repro.baseline.coverage_note}")
+        if not evidence.suspicious_lines:
+            return self._finish(Stop(StopReason.NO_SUSPECTS), repro, evidence)
+
+        # 3. Detective: ranked, distinct root-cause hypotheses.
+        if (stop := budget.allows()) is not None:  # TIME_LIMIT
+            return self._finish(stop, repro, evidence)
+        try:
+            with budget.timed("hypothesize"):
+                hypotheses = self.engine.hypotheses(evidence, self.sandbox, self.config.max_hypotheses)
+        except EngineStopped as stopped:  # the engine's budget, its time limit, the model, or the environment
+            narrowed = self._without_environment_tests(evidence, stopped)
+            if narrowed is None:
+                return self._finish(Stop(stopped.reason, stopped.detail), repro, evidence)
+            evidence = narrowed  # some failing tests are the environment's: the rest, asked once more
+            try:
+                with budget.timed("hypothesize"):
+                    hypotheses = self.engine.hypotheses(evidence, self.sandbox, self.config.max_hypotheses)
+            except EngineStopped as again:
+                return self._finish(Stop(again.reason, again.detail), repro, evidence)
+        self.trace("hypotheses", f"{len(hypotheses)} hypotheses", hypotheses=[h.model_dump() for h in hypotheses])
+
+        records: list[HypothesisRecord] = []
+        stop = Stop(StopReason.HYPOTHESES_EXHAUSTED)
+        winner: _Winner | None = None
+        incumbent: _Winner | None = None  # a confirmed patch the engine did not accept as the end (engine.accepts)
+        seen_patches: set[str] = set()  # normalized programs already verified (see program_key)
+        exposed: dict[str, Exposure] = {}  # a hypothesis walked again (environment tests left out) keeps its QA
+        ahead = list(hypotheses)  # the loop's own list; the engine changes it only through revise's value
+        while ahead:
+            hypothesis = ahead.pop(0)
+            # 4. QA: the hypothesis must be exposed by a test that fails on the unpatched code.
+            try:
+                with budget.timed("expose"):
+                    exposure = exposed.pop(hypothesis.id, None) or self._expose(hypothesis, evidence)
+            except EngineStopped as stopped:
+                stop = Stop(stopped.reason, stopped.detail)
+                break
+            if isinstance(exposure, Stop):  # TIME_LIMIT or TEST_RUN_BUDGET: no room for a QA run and a candidate
+                stop = exposure
+                break
+            self._trace_exposure(hypothesis, exposure)
+            if not exposure.exposed:
+                records.append(
+                    HypothesisRecord(
+                        hypothesis=hypothesis, exposed=False, exposure=exposure.how, outcome="dropped: not exposed"
+                    )
+                )
+                continue
+
+            # 5. Patcher + verify, with failed verifications fed back; then backtrack to the next hypothesis.
+            # Once a candidate passes, a window opens: the next few candidates of the ranking are verified too
+            # (LoopConfig.alternatives, within a share of the time left), so that the most plausible passing one
+            # is taken, not merely the first (6.). Candidates static sanity refuses never run a test.
+            qa = exposure.qa
+            if qa is not None:
+                # The Patcher is told what the reproduction test showed on the unpatched code.
+                hypothesis = hypothesis.model_copy(update={"reproduction": _reproduction(exposure)})
+            history: list[Verification] = []
+            tried = 0
+            passing: list[_Passing] = []
+            window: _Window | None = None
+            try:
+                candidates = self.engine.candidates(hypothesis, evidence, self.sandbox, history)
+                verified = self.verifier.verified(
+                    candidates, qa, evidence, seen_patches, independent=self.engine.independent_candidates
+                )
+                for item in verified:
+                    if isinstance(item, Stop):  # TIME_LIMIT, CANDIDATE_BUDGET or TEST_RUN_BUDGET
+                        stop = item
+                        break
+                    candidate, verdict = item
+                    if verdict.stage is VerifyStage.SANITY:  # refused untried: it cannot make sense
+                        self._trace_refusal(candidate, verdict)
+                        history.append(verdict)
+                        continue
+                    tried += 1
+                    self._trace_verdict(candidate, verdict)
+                    if window is not None:
+                        window.checked += 1
+                    if verdict.ok:
+                        passing.append(self._passing(candidate))
+                        window = window or self._open_window()
+                    else:
+                        history.append(verdict)
+                    if window is None or not window.closed(budget.clock()):
+                        continue
+                    # 6. The window closed: take the most plausible passing candidate, minimize it and confirm it
+                    # on the whole suite (see _settle). If every one of them breaks the suite, search on.
+                    winner, settled = self._settle(passing, window, qa, evidence, history)
+                    if winner is not None:
+                        stop = settled  # HEALED or VERIFIED_UNCONFIRMED
+                        break
+                    passing, window = [], None
+            except EngineStopped as stopped:
+                narrowed = None if passing else self._without_environment_tests(evidence, stopped)
+                if narrowed is not None:
+                    # Some failing tests are the environment's: this hypothesis is walked again on the others.
+                    evidence = narrowed
+                    seen_patches.clear()  # verdicts against the old tests do not hold for the new ones
+                    exposed[hypothesis.id] = exposure
+                    ahead.insert(0, hypothesis)
+                    records.append(self._record(hypothesis, exposure, tried, history, None))
+                    continue
+                if stopped.reason is StopReason.ENVIRONMENT and stopped.tests and not passing:
+                    if not set(stopped.tests) & set(evidence.f2p_tests):
+                        # It blamed tests that are not the ones to heal (passing ones): no reason to stop the
+                        # heal, only this hypothesis.
+                        self.notes.append(f"hypothesis {hypothesis.rank} ended: {stopped.detail}")
+                        stopped = EngineStopped(StopReason.HYPOTHESES_EXHAUSTED, "")
+                stop = Stop(stopped.reason, stopped.detail)
+            if winner is None and passing and window is not None:
+                # The candidates, the budget or the engine ended inside the window: the passing ones are settled
+                # all the same (a candidate that passed verification is never thrown away).
+                cut_short = "" if stop.reason is StopReason.HYPOTHESES_EXHAUSTED else stop.why
+                winner, settled = self._settle(passing, window, qa, evidence, history, cut_short=cut_short)
+                if winner is not None:
+                    stop = settled  # HEALED or VERIFIED_UNCONFIRMED
+            if winner is not None:
+                agreement = _agreement(hypothesis, exposure, self.verifier.originals(winner.files), winner.files)
+                winner = dataclasses.replace(winner, confidence=self._confidence(winner, evidence, agreement))
+            records.append(self._record(hypothesis, exposure, tried, history, winner))
+            if (
+                winner is not None
+                and stop.reason is StopReason.HEALED
+                and not self.engine.accepts(
+                    winner.candidate.model_copy(update={"files": winner.files}), winner.confidence
+                )
+            ):
+                # 7. Not good enough to end the heal (the cheap engine's patch below high): it is kept, and the
+                # walk goes on; the better of the two ends it (_better).
+                self.trace(
+                    "incumbent",
+                    f"{winner.candidate.id}: {winner.candidate.description}: healed at {_level(winner)} "
+                    "confidence; looking on",
+                    candidate=winner.candidate.id,
+                    confidence=_level(winner),
+                )
+                incumbent, winner, stop = _better(incumbent, winner), None, Stop(StopReason.HYPOTHESES_EXHAUSTED)
+            if winner is not None:
+                records += [
+                    HypothesisRecord(hypothesis=h, exposed=False, exposure="not needed", outcome="not reached")
+                    for h in ahead
+                ]
+                break
+            if stop.reason is not StopReason.HYPOTHESES_EXHAUSTED:
+                break
+            # 8. On to the next hypothesis: the engine may add some to walk next, or drop some ahead (revise).
+            ahead = self.engine.revise(hypothesis, tuple(ahead)).applied(ahead)
+        if incumbent is not None:
+            chosen = _better(incumbent, winner)
+            if chosen is incumbent:
+                if winner is not None:
+                    self.notes.append(
+                        f"kept {incumbent.candidate.description} ({_level(incumbent)} confidence) over "
+                        f"{winner.candidate.description} ({_standing(winner)})"
+                    )
+                stop = Stop(
+                    StopReason.HEALED, stop.detail if stop.reason is not StopReason.HYPOTHESES_EXHAUSTED else ""
+                )
+            winner = chosen
+        return self._finish(stop, repro, evidence, records, winner)
+
+    def _without_environment_tests(self, evidence: Evidence, stopped: EngineStopped) -> Evidence | None:
+        """The evidence without the failing tests the engine named as the environment's, when it named some but
+        not all of them (at most ``ENVIRONMENT_NARROWINGS`` times a heal); None when the stop stands."""
+        if stopped.reason is not StopReason.ENVIRONMENT or self._narrowings >= ENVIRONMENT_NARROWINGS:
+            return None
+        named = set(stopped.tests) & set(evidence.f2p_tests)
+        remaining = tuple(t for t in evidence.f2p_tests if t not in named)
+        if not named or not remaining:
+            return None
+        self._narrowings += 1
+        left_out = tuple(t for t in evidence.f2p_tests if t in named)
+        self._environment_tests += left_out
+        self._environment_problem = "; ".join(filter(None, (self._environment_problem, stopped.detail)))
+        message = (
+            f"{len(named)} failing test(s) left out as the environment's, not the code's "
+            f"(first: {left_out[0]}); healing the other {len(remaining)}: {stopped.detail}"
+        )
+        self.notes.append(message)
+        self.trace("environment_tests", message, tests=list(self._environment_tests), remaining=list(remaining))
+        failures = tuple(f for f in evidence.failures if f.nodeid in remaining)
+        return evidence.model_copy(update={"f2p_tests": remaining, "failures": failures})
+
+    # -- compatibility: the verifier owns these now ----------------------------------------------------
+    @property
+    def test_runs(self) -> int:
+        return self.budget.test_runs
+
+    @property
+    def candidates_tried(self) -> int:
+        return self.budget.candidates_tried
+
+    # -- steps ---------------------------------------------------------------------------------------
+    def _expose(self, hypothesis: Hypothesis, evidence: Evidence) -> Exposure | Stop:
+        """QA: the engine's reproduction test for ``hypothesis``, run on the unpatched code (no QA test: the F2P
+        tests serve). Asked for only while a candidate (and then the QA run too) fits in the budget with what a
+        confirmation needs kept back.
+
+        A broken QA test (not collected, or failing in its own code) says nothing about the hypothesis: the
+        engine is asked once more with the reason, and if that one is broken too, the failing tests serve as
+        the reproduction. Only a QA test that runs and passes on the unpatched code drops a hypothesis."""
+        cost = self.verifier.candidate_runs
+        keep_seconds = self.budget.confirm_seconds
+        if (stop := self.budget.allows(cost, keep_runs=CONFIRM_RUNS, keep_seconds=keep_seconds)) is not None:
+            return Stop(stop.reason, f"{stop.why} reached before hypothesis {hypothesis.rank} was tried")
+        feedback = ""
+        exposure: Exposure | None = None
+        for _attempt in (1, 2):
+            qa = self.engine.qa_test(hypothesis, evidence, self.sandbox, feedback=feedback)
+            if qa is None:
+                break
+            if (stop := self.budget.allows(1 + cost, keep_runs=CONFIRM_RUNS, keep_seconds=keep_seconds)) is not None:
+                if exposure is not None:
+                    break  # no room for a second QA run: the failing tests serve
+                return Stop(stop.reason, f"{stop.why} reached before the QA test of hypothesis {hypothesis.rank} ran")
+            exposure = self.verifier.expose(qa)
+            if not exposure.broken:
+                return exposure
+            self._trace_exposure(hypothesis, exposure)
+            feedback = f"The previous reproduction test was broken: {exposure.how}.\n{exposure.output}".strip()
+        failing = f"the {len(evidence.f2p_tests)} failing test(s) reach this code and fail"
+        if exposure is None:
+            return Exposure(None, True, failing)
+        return Exposure(None, True, f"{failing} (its QA test stayed broken: {exposure.how})")
+
+    def _passing(self, candidate: CandidatePatch) -> _Passing:
+        patterns = overfitting_patterns(self.verifier.originals(candidate.files), candidate.files)
+        return _Passing(candidate, tuple(patterns))
+
+    def _open_window(self) -> _Window:
+        """After the first passing candidate. Engines whose candidates answer feedback (the LLM engines) get no
+        window: each alternative would be a model call made without knowing that a candidate passed."""
+        share = self.config.alternatives_time_share * max(0.0, self.budget.time_left())
+        return _Window(limit=self._alternatives_wanted(), deadline=self.budget.clock() + share)
+
+    def _alternatives_wanted(self) -> int:
+        return self.config.alternatives if self.engine.independent_candidates else 0
+
+    def _settle(
+        self,
+        passing: Sequence[_Passing],
+        window: _Window,
+        qa: QATest | None,
+        evidence: Evidence,
+        history: list[Verification],
+        *,
+        cut_short: str = "",
+    ) -> tuple[_Winner | None, Stop]:
+        """Pick among the passing candidates: the most plausible first (fewest overfitting patterns; equals in
+        the engine's order), minimized as far as the budget allows, then confirmed on the whole suite once with
+        per-test coverage. What a confirmation needs was kept back; if it still cannot run, the patch is kept,
+        unconfirmed. One that breaks a test outside the selected ones is a failed candidate (fed back in
+        ``history``) and the next is tried; (None, ...) if every one did.
+
+        If the confirmed one changes what some passing tests execute, up to ``BEHAVIOUR_RECHECKS`` of the next
+        equally plausible candidates are confirmed too (budget allowing), and the one changing the fewest wins."""
+        ranked = sorted(passing, key=lambda item: -item.plausibility)
+        if len(ranked) > 1:
+            self.trace(
+                "choose",
+                f"{len(ranked)} candidates passed; most plausible first: "
+                + ", ".join(f"{p.candidate.id} ({p.plausibility:g})" for p in ranked),
+                candidates=[p.candidate.id for p in ranked],
+                plausibility=[p.plausibility for p in ranked],
+                patterns=[[x.name for x in p.patterns] for p in ranked],
+            )
+        best: _Winner | None = None
+        best_plausibility = 0.0
+        rejected: set[str] = set()
+        rechecks = 0
+        for chosen in ranked:
+            if best is not None:
+                if (
+                    _paths_changed(best) == 0
+                    or rechecks >= BEHAVIOUR_RECHECKS
+                    or chosen.plausibility < best_plausibility
+                ):
+                    break
+                if self.budget.allows(self.verifier.candidate_runs + 1) is not None:
+                    break
+                rechecks += 1
+            candidate = chosen.candidate
+            with self.budget.timed("minimize"):
+                minimized = self.verifier.minimize(candidate, qa, evidence)
+            with self.budget.timed("confirm"):
+                confirmation = self.verifier.confirm(
+                    minimized.files, candidate, evidence, coverage=self.config.behaviour_coverage
+                )
+            if confirmation.note:
+                self.notes.append(confirmation.note)
+            if confirmation.rejected is not None:  # broke a test outside the selected ones
+                history.append(confirmation.rejected)
+                rejected.add(candidate.id)
+                continue
+            if not confirmation.confirmed and best is not None:
+                break  # the budget is gone: keep the confirmed one
+            summary = verification_summary(minimized, confirmation, qa)
+            winner = _Winner(
+                candidate,
+                confirmation.files,
+                confirmation.run,
+                summary,
+                alternatives_checked=window.checked,
+                cut_short=cut_short,
+                behaviour=self._behaviour(confirmation.files, confirmation.run, evidence),
+            )
+            if not confirmation.confirmed:
+                others = tuple(p.candidate for p in ranked if p.candidate.id not in rejected | {candidate.id})
+                winner = dataclasses.replace(winner, others=others)
+                return winner, Stop(StopReason.VERIFIED_UNCONFIRMED, f"the patch is not confirmed: {summary}")
+            if best is None or _paths_changed(winner) < _paths_changed(best):
+                if best is not None:
+                    self.trace("choose", f"{candidate.id} changes fewer passing tests' paths than {best.candidate.id}")
+                best, best_plausibility = winner, chosen.plausibility
+        if best is None:
+            return None, Stop(StopReason.HYPOTHESES_EXHAUSTED)
+        chosen_id = best.candidate.id
+        others = tuple(p.candidate for p in ranked if p.candidate.id not in rejected | {chosen_id})
+        return dataclasses.replace(best, others=others), Stop(StopReason.HEALED)
+
+    def _behaviour(self, files: dict[str, str], after: TestRun | None, evidence: Evidence) -> BehaviourChange:
+        """How the patch changed what the passing tests execute, from the baseline's and the confirmation's
+        per-test coverage; not measured (and why) when either has none."""
+        baseline = self._baseline
+        if not self.config.behaviour_coverage:
+            return BehaviourChange(False, note="coverage on the confirmation is turned off")
+        if after is None:
+            return BehaviourChange(False, note="the whole suite never ran on the patch")
+        if baseline is None or baseline.coverage is None or after.coverage is None:
+            why = (baseline.coverage_note if baseline else "") or after.coverage_note or "no coverage data"
+            return BehaviourChange(False, note=f"no per-test coverage ({why})")
+        originals = self.verifier.originals(files)
+        return behaviour_change(baseline.coverage, after.coverage, originals, files, evidence.p2p_tests)
+
+    def _confidence(self, winner: _Winner, evidence: Evidence | None, agreement: str = "") -> Confidence:
+        """The confidence rule (plausibility.assess_confidence) over what the heal saw of the winner."""
+        files = winner.files
+        originals = self.verifier.originals(files)
+        behaviour = winner.behaviour or BehaviourChange(False, note="not measured")
+        edited_lines = {
+            (h.path, line)
+            for h in hunks(originals, files)
+            for line in range(h.original_lines[0], h.original_lines[1] + 1)
+        }
+        elsewhere: list[str] = []
+        same_place: list[str] = []
+        for other in winner.others:
+            lines = {
+                (h.path, line)
+                for h in hunks(originals, other.files)
+                for line in range(h.original_lines[0], h.original_lines[1] + 1)
+            }
+            (same_place if lines & edited_lines else elsewhere).append(other.description)
+        edited: list[tuple[str, str]] = []
+        for hunk in hunks(originals, files):
+            span = enclosing_function(function_spans(hunk.path, originals.get(hunk.path, "")), hunk.original_lines[0])
+            if span is not None and (hunk.path, span.name) not in edited:
+                edited.append((hunk.path, span.name))
+        ranked = [(f.file, f.name) for f in evidence.suspicious_functions] if evidence else []
+        return assess_confidence(
+            confirmed=winner.after is not None,
+            patterns=overfitting_patterns(originals, files),
+            behaviour=behaviour,
+            alternatives=Alternatives(
+                checked=winner.alternatives_checked,
+                elsewhere=tuple(elsewhere),
+                same_place=tuple(same_place),
+                cut_short=winner.cut_short,
+                wanted=self._alternatives_wanted(),
+            ),
+            edited_functions=edited,
+            ranked_functions=ranked,
+            rejected_static=self.budget.candidates_rejected_static,
+            agreement=agreement,
+            environment_tests=len(self._environment_tests),
+            f2p_tests=len(evidence.f2p_tests) if evidence else 0,
+        )
+
+    # -- bookkeeping ---------------------------------------------------------------------------------
+    def _trace_refusal(self, candidate: CandidatePatch, verdict: Verification) -> None:
+        self.trace(
+            "sanity",
+            f"{candidate.id} refused untried: {candidate.description}: {verdict.detail}",
+            candidate=candidate.id,
+            hypothesis=candidate.hypothesis_id,
+            template=candidate.template,
+            description=candidate.description,
+            detail=verdict.detail,
+        )
+
+    def _trace_exposure(self, hypothesis: Hypothesis, exposure: Exposure) -> None:
+        qa: QATest | None = exposure.qa
+        self.trace(
+            "expose",
+            f"hypothesis {hypothesis.rank}: {exposure.how}",
+            hypothesis=hypothesis.id,
+            exposed=exposure.exposed,
+            qa_path=qa.path if qa else None,
+            qa_test=qa.source if qa else None,
+        )
+
+    def _trace_verdict(self, candidate: CandidatePatch, verdict: Verification) -> None:
+        self.trace(
+            "verify",
+            # The candidate's id is its one name: the report, view.html and the PR body call it that too.
+            f"{candidate.id}: {candidate.description} -> "
+            f"{'PASS' if verdict.ok else 'fail at ' + verdict.stage.value} "
+            f"[{self.budget.candidates_tried} tried, {self.budget.test_runs} test runs]",
+            candidate=candidate.id,
+            ok=verdict.ok,
+            stage=verdict.stage.value,
+            detail=verdict.detail,
+            hypothesis=candidate.hypothesis_id,
+            template=candidate.template,
+            description=candidate.description,
+            line=candidate.line,
+            prior=candidate.prior,
+            test_runs=verdict.test_runs,
+        )
+
+    def _record(
+        self,
+        hypothesis: Hypothesis,
+        exposure: Exposure,
+        tried: int,
+        history: list[Verification],
+        winner: _Winner | None,
+    ) -> HypothesisRecord:
+        by_stage: dict[str, int] = {}
+        for verdict in history:
+            by_stage[verdict.stage.value] = by_stage.get(verdict.stage.value, 0) + 1
+        if winner is not None:
+            confirmed = "" if winner.after is not None else " (not confirmed on the whole suite)"
+            preferred = f", preferred to {len(winner.others)} other passing candidate(s)" if winner.others else ""
+            outcome = f"healed by {winner.candidate.description}{confirmed}{preferred}"
+        elif tried == 0:
+            outcome = "rejected: no candidate patch to try"
+        else:
+            outcome = f"rejected: none of {tried} candidate(s) passed verification"
+        return HypothesisRecord(
+            hypothesis=hypothesis,
+            exposed=True,
+            exposure=exposure.how,
+            candidates_tried=tried,
+            outcome=outcome,
+            rejections=tuple(history[:MAX_RECORDED_REJECTIONS]),
+            rejections_by_stage=by_stage,
+        )
+
+    def _finish(
+        self,
+        stop: Stop,
+        repro: Reproduction,
+        evidence: Evidence | None = None,
+        records: Sequence[HypothesisRecord] = (),
+        winner: _Winner | None = None,
+    ) -> HealResult:
+        budget = self.budget
+        budget.timings["total"] = budget.clock() - budget.started
+        reason = stop.reason
+        if stop.detail:
+            self.notes.append(stop.detail)
+        ahead = budget.candidates_checked - budget.candidates_tried
+        if ahead > 0:
+            self.notes.append(f"{ahead} candidate(s) after the winner were checked side by side and not needed")
+        patch = None
+        files = None
+        originals: dict[str, str] = {}
+        tests_after: dict[str, str] = {}
+        confidence: Confidence | None = None
+        if winner is not None:
+            candidate, files = winner.candidate, winner.files
+            originals = self.verifier.originals(files)
+            patch = PatchRecord(
+                candidate_id=candidate.id,
+                hypothesis_id=candidate.hypothesis_id,
+                template=candidate.template,
+                description=candidate.description,
+                files=tuple(sorted(files)),
+                diff=unified_diff(originals, files),
+                changed_lines=changed_line_count(originals, files),
+                minimized_from_hunks=len(hunks(originals, candidate.files)),
+                hunks=len(hunks(originals, files)),
+                confirmed=winner.after is not None,
+            )
+            confidence = winner.confidence or self._confidence(winner, evidence)
+            if winner.after is not None:
+                tests_after = {n: r.status.value for n, r in winner.after.results.items()}
+        report = HealReport(
+            repo=self.repo_label,
+            engine=self.engine.name,
+            stop_reason=reason,
+            explanation=STOP_EXPLANATIONS[reason],
+            exit_code=int(reason.exit_code),
+            f2p_tests=evidence.f2p_tests if evidence else (),
+            p2p_tests=evidence.p2p_tests if evidence else (),
+            flaky_tests=repro.flaky,
+            hung_tests=repro.hung,
+            sandbox_failures=repro.sandbox_failures,
+            failures=evidence.failures if evidence else (),
+            coverage_used=evidence.coverage_used if evidence else False,
+            localization_note=evidence.localization_note if evidence else "",
+            suspicious_lines=evidence.suspicious_lines[:20] if evidence else (),
+            suspicious_functions=evidence.suspicious_functions[:10] if evidence else (),
+            hypotheses=tuple(records),
+            patch=patch,
+            confidence=confidence,
+            verification=winner.verification if winner is not None else "",
+            tests_before=repro.tests_before,
+            tests_after=tests_after,
+            test_runs=budget.test_runs,
+            candidates_tried=budget.candidates_tried,
+            candidates_rejected_static=budget.candidates_rejected_static,
+            timings={k: round(v, 3) for k, v in budget.timings.items()},
+            notes=tuple(self.notes),
+            environment_problem=stop.detail if reason is StopReason.ENVIRONMENT else self._environment_problem,
+            environment_tests=self._environment_tests,
+            junit_missing=repro.junit_missing,
+            seen_failures=repro.seen_failures,
+            usage=self.engine.usage(),
+        )
+        self.trace(
+            "stop",
+            f"{reason.value}: {report.explanation}",
+            stop_reason=reason.value,
+            test_runs=budget.test_runs,
+            candidates=budget.candidates_tried,
+            usage=report.usage.model_dump(mode="json"),
+            confidence=confidence.level if confidence is not None else None,
+            confidence_reasons=[r.code for r in confidence.reasons if r.level != "high"] if confidence else [],
+        )
+        return HealResult(report=report, files=files, originals=originals)
