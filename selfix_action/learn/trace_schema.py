@@ -113,7 +113,7 @@ class StopEvent(TraceEvent):
     stop_reason: str
     test_runs: int = 0
     candidates: int = 0
-    usage: Usage = Field(default_factory=Usage)  # the report's usage (engine.report.Usage)
+    usage: Usage = Field(default_factory=Usage)  # the report's usage (repair.report.Usage)
 
 
 class ModelCallEvent(TraceEvent):
@@ -126,7 +126,7 @@ class ModelCallEvent(TraceEvent):
 
 
 class ConfidenceNote(BaseModel):
-    """One reason of the patch's confidence (``engine.report.ConfidenceReason``): the level it allows, why."""
+    """One reason of the patch's confidence (``repair.report.ConfidenceReason``): the level it allows, why."""
 
     model_config = ConfigDict(extra="allow")
 

@@ -161,7 +161,7 @@ class LLMEngine:
         self.preflight = preflight  # what the check before the run found (heal.engines), shown in the usage
         self._file_lines: dict[str, int] = {}  # source file shown -> its line count (the schemas' bounds)
         self._read: Callable[[str], str] = _unread
-        self._yielded_programs: set[str] = set()  # engine.patches.program_key of every candidate handed out
+        self._yielded_programs: set[str] = set()  # repair.patches.program_key of every candidate handed out
         self._context_evidence: Evidence | None = None
         self._context = ""
         self._tried: dict[str, str] = {}  # program_key of a patch -> how it fared, across hypotheses
@@ -368,7 +368,7 @@ class LLMEngine:
                     files=files,
                 )
                 # Resumed. A failed verdict is the last entry of ``history``; none and not a duplicate: it passed,
-                # and the loop is looking at alternatives (engine.loop's window of passing candidates).
+                # and the loop is looking at alternatives (repair.loop's window of passing candidates).
                 if len(history) > before:
                     outcome = describe_failure(history[-1])
                     implicated = _implicated(history[-1], places, sandbox)

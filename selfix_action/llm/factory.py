@@ -85,7 +85,7 @@ def build_engine(
     answer cannot spend the run); ``fixes`` names, for the
     preflight's messages, the variable, flag or input that sets the key, the base URL and the model
     (``{"api_key": ..., "base_url": ..., "model": ...}``). ``replay``: a trace whose recorded answers stand in
-    for the model (``models.replay``; no key, no server). ``price``: USD per million input and output tokens of
+    for the model (``providers.replay``; no key, no server). ``price``: USD per million input and output tokens of
     this run's model (over any table). A dollar cap (``max_cost_usd`` > 0) needs a price: with none known for the
     model, ``LLMSetupError`` says how to give one (``fixes["price"]``) or turn the cap off (``fixes["max_cost"]``).
     ``preflight``: check the key, the base URL and the model name now, by one cheap call (``ChatModel.preflight``;

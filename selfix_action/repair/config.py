@@ -33,5 +33,5 @@ class LoopConfig(BaseModel):
     alternatives: int = 6
     alternatives_time_share: float = 0.25
     # Per-test coverage on the whole-suite confirmation, to measure how the patch changes what the passing tests
-    # execute (engine.plausibility.behaviour_change); off, the confidence says it was not measured.
+    # execute (repair.plausibility.behaviour_change); off, the confidence says it was not measured.
     behaviour_coverage: bool = True

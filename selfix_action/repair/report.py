@@ -225,7 +225,7 @@ class ConfidenceReason(Frozen):
 
 
 class Confidence(Frozen):
-    """How far a verified patch can be trusted as the real fix (``engine.plausibility.assess_confidence``): the
+    """How far a verified patch can be trusted as the real fix (``repair.plausibility.assess_confidence``): the
     lowest level any reason allows; reasons that lowered it first."""
 
     level: ConfidenceLevel
@@ -265,7 +265,7 @@ class HealReport(Frozen):
     tests_after: dict[str, str] = Field(default_factory=dict)
     test_runs: int = 0
     candidates_tried: int = 0
-    # Candidates refused by static sanity (engine.sanity) before any test ran; not in ``candidates_tried``.
+    # Candidates refused by static sanity (repair.sanity) before any test ran; not in ``candidates_tried``.
     candidates_rejected_static: int = 0
     timings: dict[str, float] = Field(default_factory=dict)
     notes: tuple[str, ...] = ()

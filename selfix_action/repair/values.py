@@ -173,7 +173,7 @@ class CandidatePatch(Frozen):
 
 class VerifyStage(StrEnum):
     PROTECTED = "protected_path"
-    SANITY = "static_sanity"  # refused before any test ran: the patch cannot make sense (engine.sanity)
+    SANITY = "static_sanity"  # refused before any test ran: the patch cannot make sense (repair.sanity)
     QA = "qa_test"
     F2P = "fail_to_pass"
     P2P = "pass_to_pass"

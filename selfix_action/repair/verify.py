@@ -359,7 +359,7 @@ class Verifier:
         (time, candidates, test runs, keeping back what a confirmation needs) ended it before the engine did.
 
         A program already verified (formatting aside) is skipped (``seen`` holds their keys). A candidate static
-        sanity refuses (``engine.sanity``: it cannot make sense) comes back at once with a ``SANITY`` verdict and
+        sanity refuses (``repair.sanity``: it cannot make sense) comes back at once with a ``SANITY`` verdict and
         no test run, counted in ``budget.candidates_rejected_static``, not in the candidate budget. When the engine's
         candidates do not depend on feedback (``independent``), up to ``sandbox.parallel_checks`` of them are
         verified side by side (what follows a winner in its batch is work a spare core did for nothing); otherwise
