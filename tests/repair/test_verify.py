@@ -1,4 +1,4 @@
-"""engine/verify.py: the budget's rules and the verifier's edge cases.
+"""repair/verify.py: the budget's rules and the verifier's edge cases.
 
 Most of verification runs against the real sandbox in test_loop.py and test_stops.py. The states here (the
 minimized patch breaks the whole suite and the budget then allows no second confirmation; the cap reached in the
