@@ -305,6 +305,17 @@ class RepositoryView:
                 if rank is not None:
                     matches.append((rank, order, definition))
         matches.sort(key=lambda m: (m[0], m[1], m[2].start))
+        note = ""
+        if not matches and "." in wanted:
+            # Class.method where the class is another (a base class, a sibling): the method by its own name.
+            own = wanted.rsplit(".", 1)[1]
+            for order, path in enumerate(files):
+                for definition in self._definitions_of(path):
+                    if (rank := _symbol_rank(definition, own)) is not None:
+                        matches.append((rank, order, definition))
+            matches.sort(key=lambda m: (m[0], m[1], m[2].start))
+            if matches:
+                note = f"no definition of {inline(wanted, 200)}; definitions named {inline(own, 200)}:\n\n"
         if not matches:
             return AskReply(
                 heading,
@@ -318,7 +329,7 @@ class RepositoryView:
         if rest:
             where = ", ".join(f"{d.path}:{d.start} {d.qualname}" for d in rest[:10])
             parts.append(f"{len(rest)} more definition(s): {where}" + (" ..." if len(rest) > 10 else ""))
-        return AskReply(heading, "\n\n".join(parts), files=tuple(dict.fromkeys(d.path for d in shown)))
+        return AskReply(heading, note + "\n\n".join(parts), files=tuple(dict.fromkeys(d.path for d in shown)))
 
     def _render_definition(self, definition: Definition) -> str:
         lines = self.read_file(definition.path).splitlines()

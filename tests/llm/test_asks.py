@@ -124,6 +124,10 @@ def test_a_symbol_is_found_as_a_function_a_method_a_class_and_a_constant(shop: R
     assert shop.symbol("cart").body.startswith("tests/conftest.py: function cart")  # a fixture of the tests
     missing = shop.symbol("checkout")
     assert missing.refused and "no definition of checkout" in missing.body
+    # A method asked for on another class (a base class, as a model guessed in the bridge run): by its own name.
+    elsewhere = shop.symbol("Basket.total")
+    assert not elsewhere.refused and "no definition of Basket.total; definitions named total" in elsewhere.body
+    assert "function Cart.total, lines 10-11" in elsewhere.body
 
 
 def test_a_long_definition_is_its_head_and_a_window_around_the_suspicious_line(
