@@ -1,5 +1,5 @@
 """The package type checks with mypy (config in pyproject.toml, ``[tool.mypy]``): part of the test command, so CI
-enforces it. The loop's contracts (engine, heal, models, llm) are checked with mypy's strict flags."""
+enforces it. The loop's contracts (repair, heal, providers, llm) are checked with mypy's strict flags."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-STRICT = ("engine", "heal", "models", "llm")
+STRICT = ("repair", "heal", "providers", "llm")
 
 
 def _mypy() -> str:
