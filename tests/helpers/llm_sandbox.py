@@ -16,8 +16,12 @@ from selfix_action.sandbox.pytest_sandbox import PytestSandbox
 class CachedSandbox:
     """A real ``PytestSandbox`` whose test runs are memoized by (project content, files patched, request).
 
-    Every result is one real pytest run the first time; later loops over the same project reuse it.
+    Every result is one real pytest run the first time; later loops over the same project reuse it. The time
+    limits of a run (``wall_seconds``, ``time_left``: the heal's clock and the baseline's timings) are not part of
+    the request: they differ on every loop, and a run that finished within them gives the same results.
     """
+
+    _LIMITS = ("extra_test_files", "warm", "wall_seconds", "time_left")
 
     _cache: ClassVar[dict[tuple[Any, ...], TestRun]] = {}
 
@@ -47,7 +51,7 @@ class CachedSandbox:
 
     def run_tests(self, nodeids: Sequence[str] | None = None, **options: Any) -> TestRun:
         extra = options.get("extra_test_files") or {}
-        settings = tuple(sorted((k, v) for k, v in options.items() if k not in ("extra_test_files", "warm")))
+        settings = tuple(sorted((k, v) for k, v in options.items() if k not in self._LIMITS))
         key = (
             self.project_key,
             tuple(nodeids) if nodeids is not None else None,

@@ -5,6 +5,7 @@ repeated edits and budgets. Each test asserts the loop's outcome, the recorded u
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import pytest
 
@@ -19,6 +20,7 @@ from tests.helpers.fake_providers import (
     openai_tool_call,
 )
 from tests.helpers.llm_sandbox import CachedSandbox, TraceLog
+from tests.helpers.projects import CALC
 
 WRONG = {"explanation": "multiply", "edits": [{"file": "calc.py", "search": "a - b", "replace": "a * b"}]}
 EDITS_TEST = {
@@ -251,3 +253,14 @@ def test_hypothesis_about_an_unknown_file_is_dropped(calc: CachedSandbox, trace_
     assert "'src/calc.py' is not one of the project's source files (did you mean calc.py?)" in reask
     assert [h.hypothesis.file for h in report.hypotheses] == ["calc.py"]  # the valid one was kept
     assert report.usage.invalid_answers == 2
+
+
+def test_a_second_heal_of_the_same_project_reuses_every_test_run(
+    project_sandbox: Callable[..., CachedSandbox], trace_log: TraceLog
+) -> None:
+    """What keeps these tests fast: the memoized sandbox answers a loop's runs of a project it has seen, though
+    each loop asks with its own time limits (the heal's clock, the baseline's timings)."""
+    first, second = project_sandbox(files=CALC), project_sandbox(files=CALC)
+    assert_healed(run("anthropic", FakeProvider(by_tool=anthropic_script()), first, trace_log))
+    assert_healed(run("anthropic", FakeProvider(by_tool=anthropic_script()), second, trace_log))
+    assert second.real_runs == 0
