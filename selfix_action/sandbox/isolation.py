@@ -558,17 +558,18 @@ def _chown_tree(root: Path, uid: int, gid: int) -> None:
 
 def _count_processes(uid: int) -> int:
     count = 0
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/status", encoding="ascii", errors="replace") as handle:
-                for line in handle:
-                    if line.startswith("Uid:"):
-                        count += int(line.split()[1]) == uid
-                        break
-        except OSError:
-            continue
+    with os.scandir("/proc") as entries:
+        for entry in entries:
+            if not entry.name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry.name}/status", encoding="ascii", errors="replace") as handle:
+                    for line in handle:
+                        if line.startswith("Uid:"):
+                            count += int(line.split()[1]) == uid
+                            break
+            except OSError:
+                continue
     return count
 
 

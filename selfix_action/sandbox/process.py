@@ -444,15 +444,16 @@ def _kill_session(sid: int) -> None:
 
 def _proc_table() -> Iterator[tuple[int, str, int, int]]:
     """(pid, state, ppid, session) of every process in /proc that can still be read."""
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", "rb") as handle:
-                fields = handle.read().rsplit(b")", 1)[1].split()
-            yield int(entry.name), fields[0].decode("ascii", "replace"), int(fields[1]), int(fields[3])
-        except (OSError, IndexError, ValueError):
-            continue
+    with os.scandir("/proc") as entries:  # closed also when the reader stops early
+        for entry in entries:
+            if not entry.name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry.name}/stat", "rb") as handle:
+                    fields = handle.read().rsplit(b")", 1)[1].split()
+                yield int(entry.name), fields[0].decode("ascii", "replace"), int(fields[1]), int(fields[3])
+            except (OSError, IndexError, ValueError):
+                continue
 
 
 def _pid_namespace(pid: int | str) -> str | None:
@@ -500,16 +501,9 @@ class RunProcesses:
         if self.namespace is not None:
             return
         own = _pid_namespace("self")
-        for entry in os.scandir("/proc"):
-            if not entry.name.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry.name}/stat", "rb") as handle:
-                    ppid = int(handle.read().rsplit(b")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
+        for pid, _state, ppid, _session in _proc_table():
             if ppid == self.leader:
-                found = _pid_namespace(entry.name)
+                found = _pid_namespace(pid)
                 if found is not None and found != own:
                     self.namespace = found
                     return

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import io
-import zipfile
 from pathlib import Path
 
 import pytest
 
 from selfix_action.action.gitops import TRAILER, fingerprint
 from selfix_action.heal import HealContext
-from tests.action.conftest import (
+from tests.helpers.action import (
+    F2P,
+    HEALABLE,
     REPO,
     UNHEALABLE,
     Repos,
@@ -18,32 +18,13 @@ from tests.action.conftest import (
     comment_payload,
     git,
     invoke,
+    junit_zip,
     make_repos,
+    remote_branches,
     synthetic,
     workflow_run_payload,
 )
-from tests.github.fake_github import FakeGitHub
-
-F2P = "tests/test_calc.py::test_limit"
-JUNIT = """<?xml version="1.0" encoding="utf-8"?>
-<testsuites><testsuite name="pytest" tests="2" failures="1" errors="0">
-<testcase classname="tests.test_calc" name="test_limit" file="tests/test_calc.py" time="0.01">
-<failure message="assert 9 == 10">assert 9 == 10</failure></testcase>
-<testcase classname="tests.test_calc" name="test_double" file="tests/test_calc.py" time="0.01"/>
-</testsuite></testsuites>
-"""
-
-
-def junit_zip() -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-        zf.writestr("reports/junit.xml", JUNIT)
-    return buf.getvalue()
-
-
-def remote_branches(repos: Repos) -> dict[str, str]:
-    out = git(repos.origin, "for-each-ref", "--format=%(refname:short) %(objectname)", "refs/heads")
-    return dict(line.split() for line in out.splitlines())
+from tests.helpers.fake_github import FakeGitHub
 
 
 def test_workflow_run_failure_opens_fix_pr(tmp_path: Path, fake: FakeGitHub, repos: Repos) -> None:
@@ -298,7 +279,7 @@ def test_api_down_is_an_error_without_duplicates(tmp_path: Path, fake: FakeGitHu
 @pytest.mark.slow
 def test_real_heal_end_to_end(tmp_path: Path, fake: FakeGitHub) -> None:
     """No stand-in: the offline engine heals the project in the sandbox, then a PR is opened."""
-    repos = make_repos(tmp_path, __import__("tests.action.conftest", fromlist=["HEALABLE"]).HEALABLE)
+    repos = make_repos(tmp_path, HEALABLE)
     env = action_env(tmp_path, fake, repos, "workflow_run", workflow_run_payload(repos.feature_sha, "feature/avg"))
     run = invoke(env)
     assert run.outputs["status"] == "healed", run.out

@@ -18,8 +18,8 @@ from selfix_action.heal import HealContext
 from selfix_action.learn.trace_schema import read_trace
 from selfix_action.repair.loop import HealResult
 from selfix_action.repair.values import Frame, TestResult, TestStatus
-from tests.action.conftest import HEALABLE, Repos, action_env, invoke, make_repos, synthetic, workflow_run_payload
-from tests.github.fake_github import FakeGitHub
+from tests.helpers.action import HEALABLE, Repos, action_env, invoke, make_repos, synthetic, workflow_run_payload
+from tests.helpers.fake_github import FakeGitHub
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = ROOT / "examples" / "workflows"

@@ -21,8 +21,8 @@ from selfix_action.repair.loop import HealResult
 from selfix_action.repair.report import Confidence, ConfidenceReason
 from selfix_action.repair.values import SuspiciousLine
 from selfix_action.sandbox.isolation import IsolationConfig
-from tests.action.conftest import Repos, action_env, git, invoke, synthetic, workflow_run_payload
-from tests.github.fake_github import FakeGitHub
+from tests.helpers.action import Repos, action_env, git, invoke, synthetic, workflow_run_payload
+from tests.helpers.fake_github import FakeGitHub
 
 MIB = 1024 * 1024
 BWRAP = {

@@ -11,7 +11,7 @@ from selfix_action.action.render import comment_marker
 from selfix_action.heal import HealContext
 from selfix_action.repair.loop import HealResult
 from selfix_action.repair.patches import unified_diff
-from tests.action.conftest import (
+from tests.helpers.action import (
     Repos,
     action_env,
     comment_payload,
@@ -20,7 +20,7 @@ from tests.action.conftest import (
     synthetic,
     workflow_run_payload,
 )
-from tests.github.fake_github import FakeGitHub
+from tests.helpers.fake_github import FakeGitHub
 
 
 def healer_adding(extra: dict[str, str]) -> Callable[[HealContext], HealResult]:

@@ -12,8 +12,10 @@ import pytest
 from selfix_action.action.gitops import TRAILER, fingerprint
 from selfix_action.action.render import HELP_TEXT
 from selfix_action.heal import HealContext
-from tests.action.conftest import (
+from tests.helpers.action import (
+    F2P,
     FIXED_CALC,
+    JUNIT,
     REPO,
     Repos,
     action_env,
@@ -21,11 +23,11 @@ from tests.action.conftest import (
     git,
     invoke,
     payload,
+    remote_branches,
     synthetic,
     workflow_run_payload,
 )
-from tests.action.test_action_e2e import F2P, JUNIT, remote_branches
-from tests.github.fake_github import FakeGitHub, load_exchanges
+from tests.helpers.fake_github import FakeGitHub, load_exchanges
 
 R = f"/repos/{REPO}"
 

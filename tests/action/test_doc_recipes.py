@@ -15,9 +15,8 @@ import yaml
 from selfix_action.action.request import REPORT_DIR, heal_request
 from selfix_action.action.settings import load_settings
 from selfix_action.llm.factory import DEFAULT_MODELS
-from tests.action.conftest import REPO, Repos, action_env, git, invoke, synthetic
-from tests.action.test_action_e2e import JUNIT, remote_branches
-from tests.github.fake_github import FakeGitHub
+from tests.helpers.action import JUNIT, REPO, Repos, action_env, git, invoke, remote_branches, synthetic
+from tests.helpers.fake_github import FakeGitHub
 
 ACTION_MD = Path(__file__).resolve().parents[2] / "docs" / "ACTION.md"
 README = ACTION_MD.parents[1] / "README.md"

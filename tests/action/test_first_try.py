@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from selfix_action.action.gitops import fingerprint
-from tests.action.conftest import (
+from tests.helpers.action import (
     FIXED_CALC,
     HEALABLE,
     JOB_TOKEN,
@@ -30,7 +30,7 @@ from tests.action.conftest import (
     runner_inputs,
     workflow_run_payload,
 )
-from tests.github.fake_github import FakeGitHub
+from tests.helpers.fake_github import FakeGitHub
 
 pytestmark = pytest.mark.slow
 F2P = "tests/test_calc.py::test_limit"

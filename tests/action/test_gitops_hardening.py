@@ -15,8 +15,8 @@ import pytest
 from selfix_action.action.gitops import Git, token_header
 from selfix_action.heal import HealContext
 from selfix_action.repair.loop import HealResult
-from tests.action.conftest import Repos, action_env, invoke, synthetic, workflow_run_payload
-from tests.github.fake_github import FakeGitHub
+from tests.helpers.action import Repos, action_env, invoke, synthetic, workflow_run_payload
+from tests.helpers.fake_github import FakeGitHub
 
 TOKEN_HEADER = "AUTHORIZATION: basic c2VsZml4LXRlc3QtdG9rZW4="
 

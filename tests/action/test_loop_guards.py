@@ -12,7 +12,8 @@ import pytest
 
 from selfix_action.action.gitops import AUTHOR_EMAIL, TRAILER, fingerprint
 from selfix_action.heal import HealContext
-from tests.action.conftest import (
+from tests.helpers.action import (
+    F2P,
     REPO,
     WEBHOOKS,
     Repos,
@@ -20,11 +21,11 @@ from tests.action.conftest import (
     comment_payload,
     git,
     invoke,
+    remote_branches,
     synthetic,
     workflow_run_payload,
 )
-from tests.action.test_action_e2e import F2P, remote_branches
-from tests.github.fake_github import FakeGitHub
+from tests.helpers.fake_github import FakeGitHub
 
 R = f"/repos/{REPO}"
 FIX_BRANCH = f"selfix/{fingerprint('feature/avg', [F2P])}"

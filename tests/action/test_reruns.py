@@ -12,9 +12,8 @@ from selfix_action.action.render import review_marker_prefix
 from selfix_action.heal import HealContext
 from selfix_action.repair.loop import HealResult
 from selfix_action.repair.patches import unified_diff
-from tests.action.conftest import REPO, Repos, action_env, invoke, synthetic, workflow_run_payload
-from tests.action.test_action_e2e import F2P, remote_branches
-from tests.github.fake_github import FakeGitHub
+from tests.helpers.action import F2P, REPO, Repos, action_env, invoke, remote_branches, synthetic, workflow_run_payload
+from tests.helpers.fake_github import FakeGitHub
 
 R = f"/repos/{REPO}"
 OTHER_FIX = "def limit():\n    return 5 + 5\n\n\ndef double(x):\n    return x * 2\n"

@@ -14,7 +14,7 @@ from selfix_action.action.gitops import TRAILER, fingerprint
 from selfix_action.cli import build_parser
 from selfix_action.commands.split_cmd import run_heal, run_publish
 from selfix_action.repair.patches import unified_diff
-from tests.action.conftest import (
+from tests.helpers.action import (
     HEALABLE,
     REPO,
     Repos,
@@ -24,7 +24,7 @@ from tests.action.conftest import (
     synthetic,
     workflow_run_payload,
 )
-from tests.github.fake_github import FakeGitHub
+from tests.helpers.fake_github import FakeGitHub
 
 F2P = "tests/test_calc.py::test_limit"
 

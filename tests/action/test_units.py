@@ -34,7 +34,7 @@ from selfix_action.repair.report import (
     Usage,
 )
 from selfix_action.repair.values import Hypothesis
-from tests.action.conftest import runner_inputs
+from tests.helpers.action import runner_inputs
 
 
 @pytest.mark.parametrize(

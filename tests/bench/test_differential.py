@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from selfix_bench.differential import differences, inside, outside
-from tests.conftest import write_project
+from tests.helpers.projects import write_project
 
 
 def test_a_test_that_reads_the_callers_home_differs_inside_the_sandbox(tmp_path: Path) -> None:

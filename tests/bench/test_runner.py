@@ -89,7 +89,7 @@ def test_bench_heals_with_an_llm_engine_keeps_transcripts_and_replays_them(tmp_p
     """``selfix bench --engine openai`` takes ``selfix fix``'s flags and goes through the heal pipeline; the
     real OpenAI SDK talks to a scripted server on 127.0.0.1. Each task's trace is its transcript, and
     ``--replay`` heals the same task again from it with no server."""
-    from tests.providers.fake_servers import FakeProvider, openai_tool_call, serve
+    from tests.helpers.fake_providers import FakeProvider, openai_tool_call, serve
 
     task = TASKS / "tiny-clamp-name.json"
     detective = {

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,23 +13,9 @@ import pytest
 from selfix_action.action.render import job_summary, pr_body
 from selfix_action.cli import main
 from selfix_action.repair.report import HealReport
-from tests.conftest import EXAMPLES, write_project
+from tests.helpers.projects import EXAMPLES, EXPECTED, changed_lines, copy_example, junit_report, write_project
 
-EXPECTED = json.loads((EXAMPLES / "expected_fixes.json").read_text(encoding="utf-8"))
 EXAMPLE_NAMES = sorted(p.name for p in EXAMPLES.iterdir() if (p / "tests").is_dir())
-
-
-def copy_example(name: str, dest: Path, *, git: bool = False) -> Path:
-    repo = dest / name
-    shutil.copytree(EXAMPLES / name, repo, ignore=shutil.ignore_patterns("__pycache__", ".selfix", ".pytest_cache"))
-    if git:
-        for argv in (
-            ["init", "-q"],
-            ["add", "-A"],
-            ["-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "x"],
-        ):
-            subprocess.run(["git", *argv], cwd=repo, check=True, timeout=60)
-    return repo
 
 
 def run_pytest(repo: Path) -> subprocess.CompletedProcess[str]:
@@ -41,23 +26,6 @@ def run_pytest(repo: Path) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=120,
     )
-
-
-def junit_report(repo: Path, report: Path) -> Path:
-    """The JUnit report a CI run of the project's suite would have produced."""
-    subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}"],
-        cwd=repo,
-        capture_output=True,
-        timeout=120,
-    )
-    return report
-
-
-def changed_lines(diff: str) -> tuple[list[str], list[str]]:
-    removed = [ln[1:].strip() for ln in diff.splitlines() if ln.startswith("-") and not ln.startswith("---")]
-    added = [ln[1:].strip() for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
-    return removed, added
 
 
 def test_example_expectations_cover_every_example() -> None:

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from selfix_action.cli import main
-from tests.commands.test_fix_cmd import copy_example
-from tests.llm.test_walkthrough import AGE_DETECTIVE, PATCH_RIGHT, QA_RIGHT, QA_WRONG
-from tests.providers.fake_servers import FakeProvider, anthropic_tool_use, openai_tool_call, serve
+from tests.helpers.age_check import AGE_DETECTIVE, PATCH_RIGHT, QA_RIGHT, QA_WRONG
+from tests.helpers.fake_providers import FakeProvider, anthropic_tool_use, openai_tool_call, serve
+from tests.helpers.projects import copy_example
 
 pytestmark = pytest.mark.slow
 

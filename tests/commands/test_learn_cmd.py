@@ -10,8 +10,8 @@ import pytest
 
 from selfix_action.cli import main
 from selfix_action.learn.trace_schema import read_trace
-from tests.conftest import EXAMPLES
-from tests.learn.conftest import TRACES
+from tests.helpers.learning import TRACES
+from tests.helpers.projects import EXAMPLES
 
 
 def test_export_dpo_stats_learn_view(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -16,11 +16,11 @@ import pytest
 
 from selfix_action.cli import main
 from selfix_action.errors import ExitCode
-from tests.conftest import write_project
-from tests.llm.tally import TALLY
-from tests.providers.fake_servers import FakeProvider, anthropic_error, openai_error, serve
+from tests.helpers.fake_providers import FakeProvider, anthropic_error, openai_error, serve
+from tests.helpers.projects import write_project
+from tests.helpers.tally import TALLY
 
-# A bug the offline engine heals (the operator swapped), and one no template can fix (tests/llm/tally.py).
+# A bug the offline engine heals (the operator swapped), and one no template can fix (tests/helpers/tally.py).
 SWAPPED = {
     "calc.py": "def add(a, b):\n    return a - b\n",
     "tests/test_calc.py": "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n",

@@ -19,8 +19,8 @@ from selfix_action.heal.request import HealRequest
 from selfix_action.repair.loop import LoopConfig
 from selfix_action.repair.report import STOP_EXPLANATIONS, HealReport, StopReason, render_markdown
 from selfix_action.sandbox.process import Limits
-from tests.conftest import write_project
-from tests.llm.tally import TALLY
+from tests.helpers.projects import write_project
+from tests.helpers.tally import TALLY
 
 CLI = HealRequest(
     repo=Path("."),

@@ -14,7 +14,7 @@ from selfix_action.cli import main
 from selfix_action.errors import ExitCode
 from selfix_action.heal.gitindex import find_checkout, tracked_paths
 from selfix_action.heal.outputs import GITIGNORE
-from tests.conftest import write_project
+from tests.helpers.projects import write_project
 
 
 def git(repo: Path, *args: str) -> str:

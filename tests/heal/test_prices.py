@@ -11,7 +11,7 @@ from selfix_action.action.request import heal_request
 from selfix_action.action.settings import load_settings
 from selfix_action.cli import main
 from selfix_action.errors import InputError
-from tests.commands.test_fix_cmd import copy_example
+from tests.helpers.projects import copy_example
 
 
 def test_the_cli_refuses_half_a_price(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -12,8 +12,7 @@ import pytest
 
 from selfix_action.cli import main
 from selfix_action.errors import ExitCode
-from tests.commands.test_fix_cmd import junit_report
-from tests.conftest import write_project
+from tests.helpers.projects import junit_report, write_project
 
 CALC = {
     "calc.py": "def add(a, b):\n    return a - b\n\n\ndef double(a):\n    return 2 * a\n",

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from selfix_action.learn.dpo import DPO_COLUMNS, corpus_stats, dpo_rows, load_runs, write_jsonl
-from tests.learn.conftest import TRACES
+from tests.helpers.learning import TRACES
 
 PROVENANCE = {
     "run_id",

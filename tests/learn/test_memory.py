@@ -9,46 +9,11 @@ from pathlib import Path
 import pytest
 
 from selfix_action.learn.memory import MISLED_WEIGHT, PRIOR, Memory
-from selfix_action.learn.runs import Attempt, HypothesisOutcome, RunRecord
 from selfix_action.repair.fingerprint import signature
+from tests.helpers.learning import SIG, run_record
 
-SIG = signature("AssertionError", "assert 1 == 1.5", "averages.py:average")
 ELSEWHERE = signature("AssertionError", "assert 2 == 2.5", "stats.py:midrange")
 OTHER = signature("KeyError", "'x'", "a.py:f")
-
-
-def run(
-    run_id: str,
-    fixed_by: str,
-    tried: list[str],
-    sig=SIG,
-    file: str = "f",
-    symbol: str = "s",
-    boosted: tuple[str, ...] = (),
-) -> RunRecord:
-    attempts = [Attempt(candidate=f"C{i}", template=t, ok=t == fixed_by, stage="x") for i, t in enumerate(tried)]
-    h = HypothesisOutcome(
-        id="H1",
-        rank=1,
-        confidence=1,
-        title="t",
-        file=file,
-        symbol=symbol,
-        reached=True,
-        exposed=True,
-        fixed=bool(fixed_by),
-        attempts=attempts,
-    )
-    return RunRecord(
-        run_id=run_id,
-        healed=bool(fixed_by),
-        patch_template=fixed_by,
-        signatures=[sig],
-        fingerprint=sig.fingerprint,
-        hypotheses=[h],
-        candidates=len(tried),
-        boosted={"H1": list(boosted)} if boosted else {},
-    )
 
 
 class Clock:
@@ -62,7 +27,7 @@ class Clock:
 def test_smoothed_scores_and_boosts(tmp_path: Path) -> None:
     memory = Memory(tmp_path / "m.db", clock=Clock())
     assert memory.boosted_templates([SIG]) == {}
-    memory.record(run("r1", "binop_replace", ["name_replace", "binop_replace"]))
+    memory.record(run_record("r1", "binop_replace", ["name_replace", "binop_replace"]))
     scores = memory.template_scores([SIG])
     # one lucky fix: (1 + 2 * 0.1) / (1 + 2) = 0.4, not 1.0; a template that failed once: 0.2 / 3
     assert scores["binop_replace"] == pytest.approx(0.4)
@@ -76,9 +41,9 @@ def test_smoothed_scores_and_boosts(tmp_path: Path) -> None:
 def test_exponential_decay_lets_new_evidence_count_more(tmp_path: Path) -> None:
     clock = Clock()
     memory = Memory(tmp_path / "m.db", clock=clock, half_life_days=30)
-    memory.record(run("old", "binop_replace", ["binop_replace"]))
+    memory.record(run_record("old", "binop_replace", ["binop_replace"]))
     clock.now += 30 * 86400  # one half-life later the old success weighs 0.5
-    memory.record(run("new", "", ["binop_replace"]))
+    memory.record(run_record("new", "", ["binop_replace"]))
     score = memory.template_scores([SIG])["binop_replace"]
     assert score == pytest.approx((0.5 + 0.2) / (0.5 + 1 + 2), abs=1e-5)
     assert score < PRIOR * 3
@@ -86,7 +51,7 @@ def test_exponential_decay_lets_new_evidence_count_more(tmp_path: Path) -> None:
 
 def test_prompt_section_lists_similar_fixes(tmp_path: Path) -> None:
     memory = Memory(tmp_path / "m.db", clock=Clock())
-    memory.record(run("r1", "binop_replace", ["binop_replace"]), diff="-a // b\n+a / b\n")
+    memory.record(run_record("r1", "binop_replace", ["binop_replace"]), diff="-a // b\n+a / b\n")
     text = memory.prompt_section([ELSEWHERE])
     assert "similarity 0.70" in text and "fixed by binop_replace" in text and "+a / b" in text
     assert memory.prompt_section([OTHER]) == ""
@@ -99,7 +64,7 @@ def test_corrupt_database_is_set_aside(tmp_path: Path) -> None:
     memory = Memory(path, warn=warnings.append)
     assert memory.db is not None and len(warnings) == 1 and "set aside" in warnings[0]
     assert list(tmp_path.glob("m.db.corrupt-*"))
-    assert memory.record(run("r1", "binop_replace", ["binop_replace"]))
+    assert memory.record(run_record("r1", "binop_replace", ["binop_replace"]))
 
 
 def test_unusable_location_disables_memory_without_failing(tmp_path: Path) -> None:
@@ -108,17 +73,16 @@ def test_unusable_location_disables_memory_without_failing(tmp_path: Path) -> No
     warnings: list[str] = []
     memory = Memory(blocker / "sub" / "m.db", warn=warnings.append)
     assert memory.db is None and warnings
-    assert memory.record(run("r1", "x", ["x"])) is False and memory.template_scores([SIG]) == {}
+    assert memory.record(run_record("r1", "x", ["x"])) is False and memory.template_scores([SIG]) == {}
 
 
 WRITER = """
 import sys
-from selfix_action.repair.fingerprint import signature
 from selfix_action.learn.memory import Memory
-from tests.learn.test_memory import run
+from tests.helpers.learning import run_record
 memory = Memory(sys.argv[1])
 for i in range(40):
-    assert memory.record(run(f"{sys.argv[2]}-{i}", "binop_replace", ["binop_replace", "name_replace"]))
+    assert memory.record(run_record(f"{sys.argv[2]}-{i}", "binop_replace", ["binop_replace", "name_replace"]))
 """
 
 
@@ -141,7 +105,9 @@ def test_two_concurrent_writers_both_record(tmp_path: Path) -> None:
 
 def test_a_boost_needs_the_same_place_or_the_same_failure(tmp_path: Path) -> None:
     memory = Memory(tmp_path / "m.db", clock=Clock(), min_evidence=0.25)
-    memory.record(run("r1", "binop_replace", ["name_replace", "binop_replace"], file="averages.py", symbol="average"))
+    memory.record(
+        run_record("r1", "binop_replace", ["name_replace", "binop_replace"], file="averages.py", symbol="average")
+    )
     # same failure, same function: one fix moves the template from the prior 0.1 to (1 + 0.2) / 3 = 0.4
     assert memory.boosts_for([SIG], "averages.py", "average") == {"binop_replace": pytest.approx(0.4)}
     # another failure in the same function: evidence 0.6
@@ -165,13 +131,13 @@ def test_a_boost_needs_the_same_place_or_the_same_failure(tmp_path: Path) -> Non
 
 def test_a_boost_that_did_not_lead_to_the_fix_decays_fast(tmp_path: Path) -> None:
     memory = Memory(tmp_path / "m.db", clock=Clock())
-    memory.record(run("r1", "binop_replace", ["binop_replace"]))
+    memory.record(run_record("r1", "binop_replace", ["binop_replace"]))
     assert "binop_replace" in memory.boosts_for([SIG], "f", "s")
     # tried without a boost and not the fix: an ordinary failure, the boost stays
-    memory.record(run("r2", "", ["binop_replace"]))
+    memory.record(run_record("r2", "", ["binop_replace"]))
     assert memory.boosts_for([SIG], "f", "s")["binop_replace"] == pytest.approx(1.2 / 4)
     # boosted and not the fix: it counts MISLED_WEIGHT times, one such miss takes the boost away
-    memory.record(run("r3", "name_replace", ["binop_replace", "name_replace"], boosted=("binop_replace",)))
+    memory.record(run_record("r3", "name_replace", ["binop_replace", "name_replace"], boosted=("binop_replace",)))
     assert memory.repair_scores([SIG], "f", "s")["binop_replace"] == pytest.approx(1.2 / (1 + 1 + MISLED_WEIGHT + 2))
     assert "binop_replace" not in memory.boosts_for([SIG], "f", "s")
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from selfix_action.learn.dpo import load_runs
 from selfix_action.learn.reward_model import FEATURES, examples, fit, load, pearson, predict, save, train
-from tests.learn.conftest import TRACES
+from tests.helpers.learning import TRACES
 
 
 def test_fit_learns_a_separable_signal() -> None:

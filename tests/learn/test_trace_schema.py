@@ -15,7 +15,7 @@ from selfix_action.learn.trace_schema import (
     VerifyEvent,
     read_trace,
 )
-from tests.learn.conftest import TRACES
+from tests.helpers.learning import TRACES
 
 
 def lines(*records: dict) -> str:

@@ -15,8 +15,8 @@ from selfix_action.cli import main
 from selfix_action.learn.trace_schema import read_trace
 from selfix_action.learn.viewer import TOP_REASONS, render_html
 from selfix_action.repair.report import HealReport
-from tests.conftest import EXAMPLES
-from tests.learn.conftest import TRACES
+from tests.helpers.learning import TRACES
+from tests.helpers.projects import EXAMPLES
 
 KEY_IDS = ("outcome", "confidence", "patch", "cost", "evidence", "hypotheses", "qa", "patches", "timeline")
 # The order a reader meets them in: the first screen (outcome, confidence, patch), then the details.

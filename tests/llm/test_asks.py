@@ -29,10 +29,10 @@ from selfix_action.llm.schemas import (
 )
 from selfix_action.repair.loop import HealingLoop
 from selfix_action.repair.report import StopReason
-from tests.conftest import write_project
-from tests.llm.conftest import CachedSandbox, TraceLog
-from tests.llm.tally import DETECTIVE, FIX, QA, TALLY
-from tests.providers.fake_servers import FakeProvider, Recorded, Reply, anthropic_tool_use, openai_text, serve
+from tests.helpers.fake_providers import FakeProvider, Recorded, Reply, anthropic_tool_use, openai_text, serve
+from tests.helpers.llm_sandbox import CachedSandbox, TraceLog
+from tests.helpers.projects import write_project
+from tests.helpers.tally import DETECTIVE, FIX, QA, TALLY
 
 LONG_BODY = "".join(f"    step_{n} = {n}\n" for n in range(1, 150))
 SHOP = {

@@ -16,9 +16,9 @@ import pytest
 from selfix_action.action.request import heal_request
 from selfix_action.action.settings import load_settings
 from selfix_action.cli import main
-from tests.conftest import EXAMPLES, write_project
-from tests.llm.tally import DETECTIVE, FIX, QA, TALLY
-from tests.providers.fake_servers import FakeProvider, anthropic_tool_use, serve
+from tests.helpers.fake_providers import FakeProvider, anthropic_tool_use, serve
+from tests.helpers.projects import EXAMPLES, write_project
+from tests.helpers.tally import DETECTIVE, FIX, QA, TALLY
 
 EXAMPLE_NAMES = sorted(p.name for p in EXAMPLES.iterdir() if (p / "tests").is_dir())
 

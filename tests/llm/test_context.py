@@ -26,7 +26,7 @@ from selfix_action.repair.values import (
     Verification,
     VerifyStage,
 )
-from tests.llm.conftest import CachedSandbox
+from tests.helpers.llm_sandbox import CachedSandbox
 
 
 def files_reader(files: dict[str, str]) -> Callable[[str], str]:

@@ -6,108 +6,27 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 
-from selfix_action.llm.factory import build_engine
-from selfix_action.repair.loop import HealingLoop
-from selfix_action.repair.report import HealReport, StopReason
-from tests.llm.conftest import CachedSandbox, TraceLog
-from tests.providers.fake_servers import (
+from selfix_action.repair.report import StopReason
+from tests.helpers.calc_answers import DETECTIVE, FIX, QA, anthropic_script, assert_healed, openai_script, run
+from tests.helpers.fake_providers import (
     FakeProvider,
-    Reply,
     anthropic_error,
     anthropic_tool_use,
     openai_error,
     openai_text,
     openai_tool_call,
-    serve,
 )
-from tests.repair.test_loop import CALC
+from tests.helpers.llm_sandbox import CachedSandbox, TraceLog
+from tests.helpers.projects import CALC
 
-DETECTIVE = {
-    "hypotheses": [
-        {
-            "title": "add subtracts instead of adding",
-            "confidence": 0.9,
-            "file": "calc.py",
-            "symbol": "add",
-            "line_start": 1,
-            "line_end": 2,
-            "reasoning": "test_add fails with 2 - 3 == -1; add is the only suspect",
-            "proposed_fix": "return a + b",
-        }
-    ]
-}
-QA = {
-    "test_source": "from calc import add\n\n\ndef test_qa():\n    assert add(2, 2) == 4\n",
-    "expected_failure": "AssertionError",
-}
-FIX = {"explanation": "add the operands", "edits": [{"file": "calc.py", "search": "a - b", "replace": "a + b"}]}
 WRONG = {"explanation": "multiply", "edits": [{"file": "calc.py", "search": "a - b", "replace": "a * b"}]}
 EDITS_TEST = {
     "explanation": "make the test expect subtraction",
     "edits": [{"file": "tests/test_calc.py", "search": "add(2, 3) == 5", "replace": "add(2, 3) == -1"}],
 }
-
-
-def anthropic_script(**overrides: list[Reply]) -> dict[str, list[Reply]]:
-    script = {
-        "report_hypotheses": [anthropic_tool_use("report_hypotheses", DETECTIVE)],
-        "write_reproduction_test": [anthropic_tool_use("write_reproduction_test", QA)],
-        "propose_edits": [anthropic_tool_use("propose_edits", FIX)],
-    }
-    script.update(overrides)
-    return script
-
-
-def openai_script(**overrides: list[Reply]) -> dict[str, list[Reply]]:
-    script = {
-        "report_hypotheses": [openai_tool_call("report_hypotheses", DETECTIVE)],
-        "write_reproduction_test": [openai_tool_call("write_reproduction_test", QA)],
-        "propose_edits": [openai_tool_call("propose_edits", FIX)],
-    }
-    script.update(overrides)
-    return script
-
-
-def run(
-    kind: str,
-    provider: FakeProvider,
-    sandbox: CachedSandbox,
-    trace: TraceLog,
-    **overrides: Any,
-) -> HealReport:
-    with serve(provider) as url:
-        settings: dict[str, Any] = {
-            "model": None,
-            "base_url": url if kind == "anthropic" else url + "/v1",
-            "api_key": "test-key",
-            "max_calls": 20,
-            "max_tokens": 100_000,
-            "max_cost_usd": 1.0,
-            "time_limit": 300.0,
-            "prices": None,
-            "env": {},
-            "trace": trace,
-            "max_retry_wait": 0.05,
-            "max_retries": 2,
-        }
-        settings.update(overrides)
-        engine = build_engine(kind, **settings)
-        return HealingLoop(sandbox, engine, trace=trace).run().report
-
-
-@pytest.fixture
-def calc(project_sandbox: Callable[..., CachedSandbox]) -> CachedSandbox:
-    return project_sandbox(files=CALC)
-
-
-def assert_healed(report: HealReport) -> None:
-    assert report.stop_reason is StopReason.HEALED, report.notes
-    assert report.patch is not None and report.patch.files == ("calc.py",)
-    assert "+    return a + b" in report.patch.diff
 
 
 def test_rate_limit_retry_after_is_honoured_but_capped(calc: CachedSandbox, trace_log: TraceLog) -> None:
@@ -334,3 +253,14 @@ def test_hypothesis_about_an_unknown_file_is_dropped(calc: CachedSandbox, trace_
     assert "'src/calc.py' is not one of the project's source files (did you mean calc.py?)" in reask
     assert [h.hypothesis.file for h in report.hypotheses] == ["calc.py"]  # the valid one was kept
     assert report.usage.invalid_answers == 2
+
+
+def test_a_second_heal_of_the_same_project_reuses_every_test_run(
+    project_sandbox: Callable[..., CachedSandbox], trace_log: TraceLog
+) -> None:
+    """What keeps these tests fast: the memoized sandbox answers a loop's runs of a project it has seen, though
+    each loop asks with its own time limits (the heal's clock, the baseline's timings)."""
+    first, second = project_sandbox(files=CALC), project_sandbox(files=CALC)
+    assert_healed(run("anthropic", FakeProvider(by_tool=anthropic_script()), first, trace_log))
+    assert_healed(run("anthropic", FakeProvider(by_tool=anthropic_script()), second, trace_log))
+    assert second.real_runs == 0

@@ -13,9 +13,9 @@ from typing import Any
 from selfix_action.action.render import escalation_body, pr_body
 from selfix_action.cli import main
 from selfix_action.repair.report import HealReport
-from tests.conftest import write_project
-from tests.llm.tally import DETECTIVE, FIX, QA, TALLY
-from tests.providers.fake_servers import FakeProvider, anthropic_tool_use, serve
+from tests.helpers.fake_providers import FakeProvider, anthropic_tool_use, serve
+from tests.helpers.projects import write_project
+from tests.helpers.tally import DETECTIVE, FIX, QA, TALLY
 
 # One code bug (tally counts 1 for every word) and one test that needs a service nothing here runs.
 PROJECT = {

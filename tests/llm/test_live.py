@@ -14,7 +14,7 @@ import pytest
 from selfix_action.llm.factory import build_engine
 from selfix_action.repair.loop import HealingLoop
 from selfix_action.repair.report import StopReason
-from tests.llm.conftest import CachedSandbox, TraceLog
+from tests.helpers.llm_sandbox import CachedSandbox, TraceLog
 
 
 @pytest.mark.live

@@ -3,11 +3,9 @@ tests as the hypothesis's reproduction, and the heal goes on (real SDK, scripted
 
 from __future__ import annotations
 
-from tests.llm.conftest import CachedSandbox, TraceLog
-from tests.llm.test_engine_wire import DETECTIVE, FIX, anthropic_script, assert_healed, calc, run
-from tests.providers.fake_servers import FakeProvider, anthropic_tool_use
-
-__all__ = ["calc"]  # the fixture, used by name
+from tests.helpers.calc_answers import DETECTIVE, FIX, anthropic_script, assert_healed, run
+from tests.helpers.fake_providers import FakeProvider, anthropic_tool_use
+from tests.helpers.llm_sandbox import CachedSandbox, TraceLog
 
 BROKEN = {"test_source": "def test_qa(:\n    assert add(2, 2) == 4\n", "expected_failure": "AssertionError"}
 

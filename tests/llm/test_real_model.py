@@ -1,4 +1,4 @@
-"""The LLM engine against a real model: llama.cpp's server with SmolLM2-135M on 127.0.0.1 (tests/llm/real_model.py),
+"""The LLM engine against a real model: llama.cpp's server with SmolLM2-135M on 127.0.0.1 (tests/helpers/real_model.py),
 through ``selfix fix --engine openai`` (``/v1/chat/completions``) and ``--engine anthropic`` (``/v1/messages``).
 
 A 135M model cannot heal; what is checked is that the wiring survives a real one: the preflight, the structured
@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from selfix_action.cli import main
-from tests.conftest import EXAMPLES
-from tests.llm.real_model import llama_server, unavailable_reason
+from tests.helpers.projects import EXAMPLES
+from tests.helpers.real_model import llama_server, unavailable_reason
 
 pytestmark = [
     pytest.mark.slow,

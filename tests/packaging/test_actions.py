@@ -16,8 +16,8 @@ import yaml
 
 from selfix_action.action.request import PROJECT_PYTHON_ENV, heal_request
 from selfix_action.action.settings import load_settings
-from tests.action.conftest import runner_inputs
-from tests.packaging.tools import COMPOSITE_ACTION, DOCKER_ACTION, REPO_ROOT, run, script, tool
+from tests.helpers.action import runner_inputs
+from tests.helpers.packaging import COMPOSITE_ACTION, DOCKER_ACTION, REPO_ROOT, run, script, tool
 
 composite = script("composite")
 release_image = script("release_image")

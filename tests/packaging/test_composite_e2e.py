@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.action.conftest import (
+from tests.helpers.action import (
     HEALABLE,
     REPO,
     action_env,
@@ -24,8 +24,8 @@ from tests.action.conftest import (
     runner_inputs,
     workflow_run_payload,
 )
-from tests.github.fake_github import FakeGitHub
-from tests.packaging.tools import COMPOSITE_ACTION
+from tests.helpers.fake_github import FakeGitHub
+from tests.helpers.packaging import COMPOSITE_ACTION
 
 _EXPRESSION = re.compile(r"\$\{\{\s*inputs\.(?P<name>[\w-]+)\s*\}\}")
 

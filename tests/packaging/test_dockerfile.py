@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tests.packaging.tools import REPO_ROOT, run, tool
+from tests.helpers.packaging import REPO_ROOT, run, tool
 
 DOCKERFILE = REPO_ROOT / "Dockerfile"
 

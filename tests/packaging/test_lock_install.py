@@ -22,7 +22,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from tests.packaging.tools import LOCK, REPO_ROOT, run
+from tests.helpers.packaging import LOCK, REPO_ROOT, run
 
 INSTALL_SCRIPT = REPO_ROOT / "packaging" / "install.sh"
 INSTALL_TIMEOUT = 1200.0

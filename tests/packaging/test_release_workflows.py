@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.packaging.tools import COMPOSITE_ACTION, REPO_ROOT, run, tool
+from tests.helpers.packaging import COMPOSITE_ACTION, REPO_ROOT, run, tool
 
 WORKFLOWS = REPO_ROOT / ".github" / "workflows"
 RELEASE = WORKFLOWS / "release.yml"

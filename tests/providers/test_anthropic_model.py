@@ -16,7 +16,7 @@ from selfix_action.providers.base import (
     RetryPolicy,
     ToolSpec,
 )
-from tests.providers.fake_servers import (
+from tests.helpers.fake_providers import (
     FakeProvider,
     Reply,
     anthropic_error,

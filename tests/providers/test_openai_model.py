@@ -9,7 +9,7 @@ import pytest
 
 from selfix_action.providers.base import Message, ModelAuthError, ModelError, ModelRequest, RetryPolicy, ToolSpec
 from selfix_action.providers.openai_model import OpenAIModel
-from tests.providers.fake_servers import FakeProvider, Reply, openai_error, openai_text, openai_tool_call, serve
+from tests.helpers.fake_providers import FakeProvider, Reply, openai_error, openai_text, openai_tool_call, serve
 
 TOOL = ToolSpec("answer", "an answer", {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]})
 REQUEST = ModelRequest(

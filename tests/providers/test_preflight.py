@@ -13,8 +13,8 @@ from selfix_action.errors import ExitCode
 from selfix_action.providers.anthropic_model import AnthropicModel
 from selfix_action.providers.base import ModelSetupError
 from selfix_action.providers.openai_model import OpenAIModel
-from tests.conftest import write_project
-from tests.providers.fake_servers import FakeProvider, Reply, anthropic_error, openai_error, serve
+from tests.helpers.fake_providers import FakeProvider, Reply, anthropic_error, openai_error, serve
+from tests.helpers.projects import write_project
 
 
 def openai_model(url: str, **options: object) -> OpenAIModel:

@@ -12,9 +12,9 @@ import pytest
 from selfix_action.cli import main
 from selfix_action.providers.base import ModelError, ModelRequest
 from selfix_action.providers.replay import ReplayModel
-from tests.conftest import write_project
-from tests.llm.tally import DETECTIVE, FIX, QA, TALLY
-from tests.providers.fake_servers import FakeProvider, anthropic_tool_use, serve
+from tests.helpers.fake_providers import FakeProvider, anthropic_tool_use, serve
+from tests.helpers.projects import write_project
+from tests.helpers.tally import DETECTIVE, FIX, QA, TALLY
 
 
 def _fix(repo: Path, *extra: str) -> int:

@@ -17,7 +17,7 @@ import pytest
 from selfix_action.providers.anthropic_model import AnthropicModel, output_format_schema
 from selfix_action.providers.base import Message, ModelError, ModelRequest, RetryPolicy, ToolSpec
 from selfix_action.providers.openai_model import OpenAIModel
-from tests.providers.fake_servers import FakeProvider, anthropic_text, openai_error, openai_text, serve, serving
+from tests.helpers.fake_providers import FakeProvider, anthropic_text, openai_error, openai_text, serve, serving
 
 SCHEMA = {
     "type": "object",

@@ -12,7 +12,7 @@ import pytest
 from selfix_action.offline.engine import OfflineEngine
 from selfix_action.repair.loop import HealingLoop, LoopConfig
 from selfix_action.repair.protocols import EngineStopped, Sandbox
-from selfix_action.repair.report import Confidence, StopReason, Usage, render_markdown
+from selfix_action.repair.report import StopReason, render_markdown
 from selfix_action.repair.values import (
     CandidatePatch,
     Evidence,
@@ -24,98 +24,8 @@ from selfix_action.repair.values import (
 )
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
-from tests.conftest import EXAMPLES
-
-CALC = {
-    "calc.py": """
-        def add(a, b):
-            return a - b
-
-
-        def double(x):
-            return x * 2
-        """,
-    "tests/test_calc.py": """
-        from calc import add, double
-
-
-        def test_add():
-            assert add(2, 3) == 5
-
-
-        def test_add_zero():
-            assert add(4, 0) == 4
-
-
-        def test_double():
-            assert double(4) == 8
-        """,
-}
-FIXED = "def add(a, b):\n    return a + b\n\n\ndef double(x):\n    return x * 2\n"
-
-
-class ScriptedEngine:
-    """Plays back hypotheses, QA tests and candidates; records the feedback it was given."""
-
-    name = "scripted"
-    independent_candidates = False  # plays back feedback-driven candidates one at a time
-
-    def __init__(
-        self,
-        hypotheses: list[Hypothesis],
-        qa: dict[str, QATest | None],
-        candidates: dict[str, list[dict[str, str]]],
-    ) -> None:
-        self._hypotheses = hypotheses
-        self._qa = qa
-        self._candidates = candidates
-        self.feedback: list[Verification] = []
-        self.qa_feedback: list[tuple[str, str]] = []  # (hypothesis id, why its last QA test was broken)
-
-    def usage(self) -> Usage:
-        return Usage(calls=len(self.feedback))
-
-    def revise(self, hypothesis: Hypothesis, ahead: Sequence[Hypothesis]) -> PlanChange:
-        return PlanChange()
-
-    def hypotheses(self, evidence: Evidence, sandbox: Sandbox, limit: int) -> list[Hypothesis]:
-        return self._hypotheses[:limit]
-
-    def accepts(self, patch: CandidatePatch, confidence: Confidence | None) -> bool:
-        return True  # a scripted engine takes any patch
-
-    def qa_test(
-        self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, feedback: str = ""
-    ) -> QATest | None:
-        if feedback:
-            self.qa_feedback.append((hypothesis.id, feedback))
-        return self._qa.get(hypothesis.id)
-
-    def candidates(
-        self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, history: Sequence[Verification]
-    ) -> Iterator[CandidatePatch]:
-        for number, files in enumerate(self._candidates.get(hypothesis.id, []), 1):
-            if history:
-                self.feedback.append(history[-1])
-            yield CandidatePatch(
-                id=f"{hypothesis.id}-{number}",
-                hypothesis_id=hypothesis.id,
-                description=f"candidate {number}",
-                template="scripted",
-                files=files,
-            )
-
-
-def hyp(ident: str, rank: int) -> Hypothesis:
-    return Hypothesis(
-        id=ident,
-        rank=rank,
-        title=f"hypothesis {ident}",
-        confidence=0.5,
-        file="calc.py",
-        symbol="add",
-        lines=(2,),
-    )
+from tests.helpers.projects import CALC, EXAMPLES, FIXED
+from tests.helpers.scripted_engine import ScriptedEngine, hyp
 
 
 def test_heals_with_feedback_after_rejected_candidates(make_sandbox: Callable[..., PytestSandbox]) -> None:

@@ -12,7 +12,7 @@ from selfix_action.repair.report import StopReason
 from selfix_action.repair.sanity import ProjectSignatures, SanityChecker, changed_span, file_issues
 from selfix_action.repair.values import Hypothesis
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
-from tests.repair.test_loop import ScriptedEngine
+from tests.helpers.scripted_engine import ScriptedEngine
 
 ORIGINAL = textwrap.dedent(
     """

@@ -21,8 +21,8 @@ from selfix_action.repair.report import StopReason, render_markdown
 from selfix_action.repair.values import CandidateCheck, Evidence, Hypothesis, QATest, TestRun
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
-from tests.conftest import write_project
-from tests.repair.test_loop import CALC, FIXED, ScriptedEngine, hyp
+from tests.helpers.projects import CALC, FIXED, write_project
+from tests.helpers.scripted_engine import ScriptedEngine, hyp
 
 NOISY = FIXED.replace("return x * 2", "return x + x")  # fixes add, plus a hunk minimization can drop
 GOOD_QA = QATest(path="test_qa_h1.py", source="from calc import add\n\ndef test_it():\n    assert add(1, 1) == 2\n")

@@ -15,8 +15,7 @@ import pytest
 from selfix_action.cli import main
 from selfix_action.sandbox.process import MIN_MEMORY_BYTES, GiB, Limits, memory_cap
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
-from tests.commands.test_fix_cmd import copy_example
-from tests.conftest import write_project
+from tests.helpers.projects import copy_example, write_project
 
 MEMINFO = "MemTotal:       {total} kB\nMemFree:         1000 kB\nMemAvailable:   {available} kB\n"
 

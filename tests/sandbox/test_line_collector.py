@@ -15,7 +15,7 @@ import pytest
 
 from selfix_action.repair.values import TestStatus
 from selfix_action.sandbox.pytest_sandbox import PLUGIN_DIR, PytestSandbox
-from tests.conftest import write_project
+from tests.helpers.projects import write_project
 
 # Calls, branches, loops, a generator, a closure, a method, an exception caught two frames up, a module-level
 # constant, a test helper, a parametrized test and a test that fails: the shapes localization reads.

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from selfix_action.repair.values import TestStatus
-from tests.security.conftest import run_project_at
+from tests.helpers.isolation import run_project_at
 
 LOCALHOST = {
     "tests/test_lo.py": """

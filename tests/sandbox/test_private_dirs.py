@@ -19,8 +19,8 @@ from selfix_action.repair.values import TestStatus
 from selfix_action.sandbox.isolation import Isolation, IsolationConfig, IsolationLevel, detect_isolation
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
-from tests.conftest import write_project
-from tests.security.conftest import python_for, traversable
+from tests.helpers.isolation import python_for, traversable
+from tests.helpers.projects import write_project
 
 # Each test writes where tools write in CI; test_former_home tries the home the caller's environment named.
 PROJECT = {

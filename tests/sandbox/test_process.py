@@ -7,6 +7,7 @@ hang", not speed, so a loaded CI machine does not make them flaky.
 from __future__ import annotations
 
 import errno
+import gc
 import json
 import os
 import signal
@@ -14,6 +15,7 @@ import sys
 import textwrap
 import time
 import tracemalloc
+import warnings
 from pathlib import Path
 
 import pytest
@@ -395,3 +397,16 @@ def test_bad_argv_is_a_sandbox_error(tmp_path: Path, argv: object) -> None:
 def test_invalid_limits_are_rejected(kwargs: dict[str, float]) -> None:
     with pytest.raises(ValueError):
         Limits(**kwargs)  # type: ignore[arg-type]
+
+
+def test_a_reader_that_stops_early_leaves_no_proc_listing_open() -> None:
+    """The sweeps read /proc through one generator; a reader that stops at the first match (the run's pid
+    namespace) must not leave the directory open until the garbage collector finds it (a ResourceWarning, an
+    error in this suite)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        table = process._proc_table()
+        assert next(table)[0] > 0
+        del table
+        gc.collect()
+    assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []

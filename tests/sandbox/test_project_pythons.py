@@ -26,9 +26,8 @@ from selfix_action.repair.values import TestStatus
 from selfix_action.sandbox.isolation import IsolationConfig, detect_isolation
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
-from tests.commands.test_fix_cmd import EXPECTED, changed_lines, copy_example
-from tests.conftest import write_project
-from tests.security.conftest import traversable
+from tests.helpers.isolation import traversable
+from tests.helpers.projects import EXPECTED, changed_lines, copy_example, write_project
 
 PROJECT_PYTHONS = ("3.8", "3.9", "3.10", "3.11", "3.12", "3.13")
 

@@ -18,8 +18,7 @@ from selfix_action.repair.report import StopReason
 from selfix_action.repair.values import TestStatus
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
-from tests.conftest import write_project
-from tests.repair.test_loop import CALC
+from tests.helpers.projects import CALC, write_project
 
 PROJECT = {
     "pkg/__init__.py": "",

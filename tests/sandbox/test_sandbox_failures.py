@@ -17,7 +17,7 @@ from pathlib import Path
 from selfix_action.heal.pipeline import heal
 from selfix_action.heal.request import HealRequest
 from selfix_action.repair.report import ExitCode, StopReason
-from tests.conftest import write_project
+from tests.helpers.projects import write_project
 
 PROJECT = {
     "calc.py": """

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from selfix_action.repair.values import TestStatus
-from tests.security.conftest import run_project_at
+from tests.helpers.isolation import run_project_at
 
 PROJECT = {
     "tests/test_shm.py": """

@@ -1,6 +1,6 @@
 """The field, reproduced: a GitHub Docker action's container (Docker's default seccomp rules and capabilities,
-see ``dockerlike.py``), where bwrap and ``unshare`` are refused. There ``--isolation auto`` must choose the
-landlock level, and ``selfix fix`` on a hostile repository must heal it while every attack on the container's
+see ``tests/helpers/dockerlike.py``), where bwrap and ``unshare`` are refused. There ``--isolation auto`` must
+choose the landlock level, and ``selfix fix`` on a hostile repository must heal it while every attack on the container's
 secrets fails.
 """
 
@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 
 from selfix_action.sandbox.isolation import IsolationConfig, IsolationLevel, detect_isolation
-from tests.conftest import REPO_ROOT
-from tests.security.conftest import FAKE_CHECKOUT_TOKEN, FAKE_GITHUB_TOKEN, python_for, traversable
+from tests.helpers.isolation import FAKE_CHECKOUT_TOKEN, FAKE_GITHUB_TOKEN, python_for, traversable
+from tests.helpers.projects import REPO_ROOT
 
-HELPER = Path(__file__).with_name("dockerlike.py")
+HELPER = REPO_ROOT / "tests" / "helpers" / "dockerlike.py"
 EXAMPLE = REPO_ROOT / "examples" / "range_sum"
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the Docker-like environment is entered as root")

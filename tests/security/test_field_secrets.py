@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from selfix_action.sandbox.isolation import Isolation, IsolationLevel
-from tests.security.conftest import FAKE_GITHUB_TOKEN, RunAttack, assert_blocked, need_level
+from tests.helpers.isolation import FAKE_GITHUB_TOKEN, RunAttack, assert_blocked, need_level
 
 
 @pytest.fixture

@@ -10,8 +10,8 @@ import pytest
 
 from selfix_action.sandbox.isolation import Isolation, IsolationLevel
 from selfix_action.sandbox.process import Limits, run_process, sandbox_env
-from tests.conftest import REPO_ROOT
-from tests.security.conftest import RunAttack, assert_blocked, need_level, python_for
+from tests.helpers.isolation import RunAttack, assert_blocked, need_level, python_for
+from tests.helpers.projects import REPO_ROOT
 
 WRITE_ALL = """
 import json, os

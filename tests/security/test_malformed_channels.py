@@ -5,7 +5,7 @@ never a crash of selfix, and the real verdicts still come through."""
 from __future__ import annotations
 
 from selfix_action.repair.values import TestStatus
-from tests.security.conftest import ATTACK, CANARY, RunAttack
+from tests.helpers.isolation import ATTACK, CANARY, RunAttack
 
 GARBAGE_RECORDS = r"""
 import json, os

@@ -12,7 +12,7 @@ import pytest
 
 from selfix_action.sandbox.isolation import Isolation, IsolationLevel
 from selfix_action.sandbox.process import Limits, run_process, sandbox_env
-from tests.security.conftest import RunAttack, assert_blocked, need_level
+from tests.helpers.isolation import RunAttack, assert_blocked, need_level
 
 CONNECT = """
 import socket

@@ -19,9 +19,9 @@ from selfix_action.repair.values import Verification, VerifyStage
 from selfix_action.sandbox.isolation import Isolation
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
-from tests.conftest import write_project
-from tests.repair.test_loop import CALC, FIXED, ScriptedEngine, hyp
-from tests.security.conftest import python_for, traversable
+from tests.helpers.isolation import python_for, traversable
+from tests.helpers.projects import CALC, FIXED, write_project
+from tests.helpers.scripted_engine import ScriptedEngine, hyp
 
 WORKFLOW = "on: push\njobs: {}\n"
 PROJECT = {

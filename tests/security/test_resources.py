@@ -17,8 +17,7 @@ from selfix_action.repair.values import TestStatus
 from selfix_action.sandbox.isolation import Isolation, IsolationConfig, IsolationLevel, detect_isolation
 from selfix_action.sandbox.process import GiB, Limits, memory_cap, run_process, sandbox_env
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
-from tests.conftest import write_project
-from tests.security.conftest import (
+from tests.helpers.isolation import (
     ATTACK,
     CANARY,
     RunAttack,
@@ -28,6 +27,7 @@ from tests.security.conftest import (
     need_process_limit,
     python_for,
 )
+from tests.helpers.projects import write_project
 
 MiB = 1024**2
 

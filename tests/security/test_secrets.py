@@ -14,8 +14,7 @@ import pytest
 
 from selfix_action.sandbox.isolation import Isolation, IsolationLevel
 from selfix_action.sandbox.process import Limits, run_process, sandbox_env
-from tests.conftest import REPO_ROOT
-from tests.security.conftest import (
+from tests.helpers.isolation import (
     FAKE_API_KEY,
     FAKE_CHECKOUT_TOKEN,
     FAKE_CREDENTIAL,
@@ -25,6 +24,7 @@ from tests.security.conftest import (
     need_level,
     python_for,
 )
+from tests.helpers.projects import REPO_ROOT
 
 SECRET_ENV = {
     "GITHUB_TOKEN": FAKE_GITHUB_TOKEN,

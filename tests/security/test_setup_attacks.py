@@ -22,8 +22,8 @@ import pytest
 
 from selfix_action.repair.values import TestStatus
 from selfix_action.sandbox.isolation import Isolation, IsolationLevel
-from tests.sandbox.test_setup import SELFIX_SITE, env_source, heal_sandbox, run_setup, tiny_project
-from tests.security.conftest import FAKE_API_KEY, FAKE_CHECKOUT_TOKEN, FAKE_GITHUB_TOKEN, need_level
+from tests.helpers.isolation import FAKE_API_KEY, FAKE_CHECKOUT_TOKEN, FAKE_GITHUB_TOKEN, need_level
+from tests.helpers.project_setup import SELFIX_SITE, env_source, heal_sandbox, run_setup, tiny_project
 
 HOSTILE_SETUP = r"""
 import json, os, pathlib

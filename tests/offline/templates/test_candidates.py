@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 
 from selfix_action.offline.templates import PRIORS, candidate_edits
-from tests.offline.templates.helpers import PATH, REALISTIC, fix, load, realistic
+from tests.helpers.templates import PATH, REALISTIC, fix, load, realistic
 
 
 def test_one_line_for_body_gets_header_and_body_mutations() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.offline.templates.helpers import fix, load
+from tests.helpers.templates import fix, load
 
 
 def test_literal_tweak() -> None:

@@ -10,7 +10,7 @@ from collections import Counter
 import pytest
 
 from selfix_action.offline.templates import candidate_edits
-from tests.offline.templates.helpers import PATH, fix, load
+from tests.helpers.templates import PATH, fix, load
 
 
 def _count(source: str, line: int, template: str) -> int:

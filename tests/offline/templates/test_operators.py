@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from selfix_action.offline.templates import candidate_edits
-from tests.offline.templates.helpers import PATH, fix, load
+from tests.helpers.templates import PATH, fix, load
 
 
 def test_floor_division_to_true_division() -> None:

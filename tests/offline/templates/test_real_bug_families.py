@@ -14,7 +14,7 @@ from selfix_action.offline.templates import Hints, candidate_edits, pair_edits
 from selfix_action.offline.templates.hints import compared_strings
 from selfix_action.offline.templates.pairs import PER_LINE
 from selfix_action.offline.templates.strings import literal_edit
-from tests.offline.templates.helpers import PATH, fix, load
+from tests.helpers.templates import PATH, fix, load
 
 
 def _count(source: str, line: int, template: str, hints: Hints | None = None) -> int:

@@ -20,8 +20,8 @@ from selfix_action.offline.templates.registry import (
     STATEMENT_FAMILIES,
 )
 from selfix_action.offline.templates.render import Renderer
-from tests.conftest import EXAMPLES
-from tests.offline.templates.helpers import PATH, REALISTIC
+from tests.helpers.projects import EXAMPLES
+from tests.helpers.templates import PATH, REALISTIC
 
 # Snippets for the templates the realistic function and the examples may not exercise.
 EXTRA = (

@@ -1,7 +1,7 @@
 """A scripted-model run of the seed walk-through (tests/llm/test_walkthrough.py) on a copy of examples/age_check,
 written to a trace.jsonl in the schema exactly as ``selfix fix`` writes it (header, events, outcome).
 
-``python -m tests.learn.scripted OUT.trace.jsonl`` regenerates the fixture trace.
+``python -m tests.helpers.scripted_traces OUT.trace.jsonl`` regenerates the fixture trace.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from selfix_action.learn.hooks import outcome_fields, trace_header
 from selfix_action.repair.loop import HealingLoop, HealResult
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
-from tests.conftest import EXAMPLES
-from tests.llm.test_walkthrough import AGE_DETECTIVE, PATCH_RIGHT, PATCH_TOO_WIDE, QA_RIGHT, QA_WRONG, engine_for
-from tests.providers.fake_servers import FakeProvider, anthropic_tool_use, serve
+from tests.helpers.age_check import AGE_DETECTIVE, PATCH_RIGHT, PATCH_TOO_WIDE, QA_RIGHT, QA_WRONG, engine_for
+from tests.helpers.fake_providers import FakeProvider, anthropic_tool_use, serve
+from tests.helpers.projects import EXAMPLES
 
 
 def scripted_age_check_trace(trace_path: Path, work: Path) -> HealResult:

@@ -1,7 +1,7 @@
 """Run a command the way a GitHub Docker action's container runs it: Docker's default seccomp rules and
 capability set, so that namespaces are refused (what bwrap and ``unshare -n`` hit in the field).
 
-    python tests/security/dockerlike.py -- command args...
+    python tests/helpers/dockerlike.py -- command args...
 
 As root: a seccomp filter (no no_new_privs, like Docker) makes unshare, setns, the mount family, keyrings,
 bpf, perf_event_open, userfaultfd and clone with any CLONE_NEW* flag fail with EPERM, and clone3 with ENOSYS

@@ -1,0 +1,73 @@
+"""An engine that plays back a script: the loop's tests drive it over real sandboxes without a model."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from selfix_action.repair.protocols import Sandbox
+from selfix_action.repair.report import Confidence, Usage
+from selfix_action.repair.values import CandidatePatch, Evidence, Hypothesis, PlanChange, QATest, Verification
+
+
+class ScriptedEngine:
+    """Plays back hypotheses, QA tests and candidates; records the feedback it was given."""
+
+    name = "scripted"
+    independent_candidates = False  # plays back feedback-driven candidates one at a time
+
+    def __init__(
+        self,
+        hypotheses: list[Hypothesis],
+        qa: dict[str, QATest | None],
+        candidates: dict[str, list[dict[str, str]]],
+    ) -> None:
+        self._hypotheses = hypotheses
+        self._qa = qa
+        self._candidates = candidates
+        self.feedback: list[Verification] = []
+        self.qa_feedback: list[tuple[str, str]] = []  # (hypothesis id, why its last QA test was broken)
+
+    def usage(self) -> Usage:
+        return Usage(calls=len(self.feedback))
+
+    def revise(self, hypothesis: Hypothesis, ahead: Sequence[Hypothesis]) -> PlanChange:
+        return PlanChange()
+
+    def hypotheses(self, evidence: Evidence, sandbox: Sandbox, limit: int) -> list[Hypothesis]:
+        return self._hypotheses[:limit]
+
+    def accepts(self, patch: CandidatePatch, confidence: Confidence | None) -> bool:
+        return True  # a scripted engine takes any patch
+
+    def qa_test(
+        self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, feedback: str = ""
+    ) -> QATest | None:
+        if feedback:
+            self.qa_feedback.append((hypothesis.id, feedback))
+        return self._qa.get(hypothesis.id)
+
+    def candidates(
+        self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, history: Sequence[Verification]
+    ) -> Iterator[CandidatePatch]:
+        for number, files in enumerate(self._candidates.get(hypothesis.id, []), 1):
+            if history:
+                self.feedback.append(history[-1])
+            yield CandidatePatch(
+                id=f"{hypothesis.id}-{number}",
+                hypothesis_id=hypothesis.id,
+                description=f"candidate {number}",
+                template="scripted",
+                files=files,
+            )
+
+
+def hyp(ident: str, rank: int) -> Hypothesis:
+    return Hypothesis(
+        id=ident,
+        rank=rank,
+        title=f"hypothesis {ident}",
+        confidence=0.5,
+        file="calc.py",
+        symbol="add",
+        lines=(2,),
+    )
