@@ -31,6 +31,7 @@ QA = {
 }
 FIX = {"explanation": "add the operands", "edits": [{"file": "calc.py", "search": "a - b", "replace": "a + b"}]}
 
+
 def anthropic_script(**overrides: list[Reply]) -> dict[str, list[Reply]]:
     script = {
         "report_hypotheses": [anthropic_tool_use("report_hypotheses", DETECTIVE)],

@@ -157,5 +157,3 @@ def assert_no_secret(run: TestRun) -> None:
     text = run.output_tail + "".join(r.message for r in run.results.values())
     for secret in ALL_FAKE_SECRETS:
         assert secret not in text
-
-
