@@ -35,6 +35,7 @@ def _run(root: Path, *targets: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_the_packages_type_check() -> None:
     """The product and the benchmark (selfix_bench: mypy's defaults, none of the strict flags)."""
     proc = _run(REPO_ROOT, "selfix_action", "selfix_bench")

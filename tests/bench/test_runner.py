@@ -85,6 +85,7 @@ def test_report_renders_intervals_and_table() -> None:
     assert svg.count("<rect") == 3 and json.dumps(svg)
 
 
+@pytest.mark.slow
 def test_bench_heals_with_an_llm_engine_keeps_transcripts_and_replays_them(tmp_path: Path) -> None:
     """``selfix bench --engine openai`` takes ``selfix fix``'s flags and goes through the heal pipeline; the
     real OpenAI SDK talks to a scripted server on 127.0.0.1. Each task's trace is its transcript, and

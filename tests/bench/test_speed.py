@@ -3,12 +3,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from selfix_bench.speed import main, measure
 from selfix_bench.tasks import load_task
 
 TASKS = Path(__file__).parent / "fixtures" / "tasks"
 
 
+@pytest.mark.slow
 def test_fast_and_naive_paths_reach_the_same_verdict_on_every_candidate() -> None:
     task = load_task(TASKS / "tiny-clamp-name.json")
     lines: list[str] = []

@@ -90,6 +90,7 @@ def _pypi_reachable() -> bool:
         return False
 
 
+@pytest.mark.slow
 def test_lock_installs_into_a_clean_venv_with_require_hashes(tmp_path: Path) -> None:
     if not _pypi_reachable():
         pytest.skip("PyPI is not reachable: the hashed lock cannot be installed here")

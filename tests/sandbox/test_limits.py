@@ -120,6 +120,7 @@ def test_a_suite_that_hangs_at_collection_is_bad_input(
 HANGING_TEST = "\n\ndef test_waits_forever():\n    import time\n\n    time.sleep(10**6)\n"
 
 
+@pytest.mark.slow
 def test_a_hanging_test_is_reported_and_the_real_failures_are_healed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

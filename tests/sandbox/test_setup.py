@@ -39,6 +39,7 @@ from tests.helpers.project_setup import (
 pytestmark = pytest.mark.usefixtures("traversable_tmp_path")
 
 
+@pytest.mark.slow
 def test_setup_installs_into_its_own_environment_and_the_scratch_copy_wins(
     tmp_path: Path, isolation: Isolation
 ) -> None:
@@ -128,6 +129,7 @@ def test_a_failing_setup_is_a_result_and_leaves_nothing(tmp_path: Path, isolatio
     assert not setup.base.exists()
 
 
+@pytest.mark.slow
 def test_the_heal_runs_its_tests_with_the_project_environment(tmp_path: Path) -> None:
     """The pipeline: the default test command becomes ``<venv>/bin/python -m pytest``, the environment is
     activated for the test runs, and it is gone after the heal."""

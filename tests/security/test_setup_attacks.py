@@ -154,6 +154,7 @@ def _secrets_source() -> dict[str, str]:
     }
 
 
+@pytest.mark.slow
 def test_a_hostile_setup_py_gets_nothing_and_the_heal_goes_on(
     tmp_path: Path, isolation: Isolation, outside_tmp: Path, token_holder: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -182,6 +183,7 @@ def test_a_hostile_setup_py_gets_nothing_and_the_heal_goes_on(
         setup.close()
 
 
+@pytest.mark.slow
 def test_control_without_isolation_the_same_setup_py_succeeds(
     tmp_path: Path, outside_tmp: Path, token_holder: int
 ) -> None:
