@@ -34,6 +34,11 @@ def _traversable_tmp(request: pytest.FixtureRequest) -> None:
 def run_attack(tmp_path: Path, isolation: Isolation) -> Iterator[RunAttack]:
     """Write a hostile project and run its whole suite once in a real, isolated PytestSandbox."""
     made: list[PytestSandbox] = []
+    # The scratch copies live outside pytest's own temp root: any pytest session of this user (an xdist worker's
+    # first tmp_path, a plain pytest run a test starts) takes group and other bits off /tmp/pytest-of-<user>
+    # again, and the landlock level, with no mount namespace, needs the sandbox uid to walk to the copy.
+    scratch = Path(tempfile.mkdtemp(prefix="selfix-attack-", dir=tempfile.gettempdir()))
+    scratch.chmod(0o711)
 
     def run(
         attack: str,
@@ -54,7 +59,7 @@ def run_attack(tmp_path: Path, isolation: Isolation) -> Iterator[RunAttack]:
             [python_for(use_isolation or isolation), "-m", "pytest"],
             limits=limits or Limits(wall_seconds=60),
             env_source=env_source,
-            scratch_parent=tmp_path,
+            scratch_parent=scratch,
             isolation=use_isolation or isolation,
         )
         made.append(sandbox)
@@ -71,6 +76,7 @@ def run_attack(tmp_path: Path, isolation: Isolation) -> Iterator[RunAttack]:
     yield run
     for sandbox in made:
         sandbox.close()
+    shutil.rmtree(scratch, ignore_errors=True)
 
 
 @pytest.fixture
