@@ -88,7 +88,10 @@ def test_the_sandbox_runs_and_reports_the_derived_cap(tmp_path: Path) -> None:
         report = box.limits_report()
     assert report["memory_bytes"] == expected.bytes
     assert report["parallel_checks"] == 3
-    assert report["memory_usable_bytes"] == expected.usable
+    # MemAvailable moves between the two reads (other processes run): the same source, about the same figure.
+    assert expected.usable is not None
+    assert report["memory_source"] == expected.source
+    assert abs(report["memory_usable_bytes"] - expected.usable) <= expected.usable // 20
     assert report["wall_seconds"] == Limits().wall_seconds
 
 
