@@ -81,6 +81,8 @@ def llama_server() -> Iterator[str]:
         except ProcessLookupError:
             pass
         process.wait(timeout=30)
+        if process.stdout is not None:
+            process.stdout.close()
 
 
 def _first_line(process: subprocess.Popen[str]) -> str:
