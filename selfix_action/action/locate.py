@@ -12,12 +12,12 @@ from selfix_action.action.api import Api
 from selfix_action.action.events import DispatchTrigger, Skip, StepTrigger, Trigger, WorkflowRunTrigger
 from selfix_action.action.gitops import Git, check_ref
 from selfix_action.action.log import Log
-from selfix_action.action.policy import Target, opted_out
 from selfix_action.action.settings import Settings
 from selfix_action.errors import InputError
 from selfix_action.github.client import PullInfo
 from selfix_action.github.errors import ArtifactRefused
 from selfix_action.junit import find_reports
+from selfix_action.publish.policy import Target, opted_out
 
 MAX_JUNIT_FILES = 200
 
@@ -119,4 +119,3 @@ class Locator:
                 self.log.note("artifact ", f"{artifact.name}: {len(xml)} XML file(s)")
                 found += xml
         return tuple(found[:MAX_JUNIT_FILES])
-

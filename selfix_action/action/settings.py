@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
@@ -27,6 +26,7 @@ from pydantic import (
 
 from selfix_action.errors import InputError
 from selfix_action.options import BY_NAME, OPTIONS
+from selfix_action.publish.values import Mode, PathRule
 
 DEFAULT_CONFIG_FILE = BY_NAME["config_file"].default
 # How test runs are isolated (selfix_action.sandbox.isolation.IsolationConfig.mode): auto takes the best that works.
@@ -49,24 +49,6 @@ def _check_memory_path(value: str | None, *, allow_absolute: bool) -> str | None
     if not value.strip() or ".." in path.parts or (path.is_absolute() and not allow_absolute):
         raise ValueError(f"memory_path must be a path inside the workspace (no '..'), got {value!r}")
     return value
-
-
-class Mode(StrEnum):
-    PR = "pr"  # open (or update) a fix PR into the failing branch
-    COMMIT = "commit"  # push the fix onto the failing PR's own branch
-    SUGGEST = "suggest"  # post the fix as review suggestions on the PR
-    REPORT = "report"  # only comment
-
-
-class PathRule(BaseModel):
-    """A rule for patches touching files that match ``paths`` (globs, repo-relative)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    paths: tuple[str, ...] = Field(min_length=1, description="globs, e.g. 'src/payments/**'")
-    protected: bool = Field(False, description="never edit these files")
-    mode: Mode | None = Field(None, description="publish a patch touching these files in this mode instead")
-    labels: tuple[str, ...] = Field((), description="extra labels for a PR touching these files")
 
 
 def _file_config_fields() -> dict[str, Any]:

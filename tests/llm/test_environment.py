@@ -10,8 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from selfix_action.action.render import escalation_body, pr_body
 from selfix_action.cli import main
+from selfix_action.publish.render import escalation_body, pr_body
 from selfix_action.repair.report import HealReport
 from tests.helpers.fake_providers import FakeProvider, anthropic_tool_use, serve
 from tests.helpers.projects import write_project

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from unidiff import PatchSet
 
-from selfix_action.github.client import ReviewSuggestion
+from selfix_action.publish.values import ReviewSuggestion
 from selfix_action.repair.report import HealReport, candidate_counts, headline_facts, render_confidence, time_split
 
 MARKER_PREFIX = "<!-- selfix:"
