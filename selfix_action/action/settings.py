@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import yaml
 from pydantic import (
@@ -199,6 +199,9 @@ class Settings(BaseModel):
         return f"{self.server_url.rstrip('/')}/{self.repository}/actions/runs/{self.run_id}"
 
 
+SettingsT = TypeVar("SettingsT", bound=Settings)
+
+
 def _split_list(value: str) -> tuple[str, ...]:
     """Inputs are strings: lists are comma- or newline-separated."""
     items = [item.strip() for line in value.splitlines() for item in line.split(",")]
@@ -261,6 +264,14 @@ def _path(env: Mapping[str, str], name: str) -> Path | None:
 def load_settings(env: Mapping[str, str]) -> Settings:
     """Build the run's settings from the environment (and the config file it points at). Pure apart from
     reading that one file."""
+    return load_settings_as(env, Settings)
+
+
+def load_settings_as(
+    env: Mapping[str, str], model: type[SettingsT], extra: Mapping[str, Any] | None = None
+) -> SettingsT:
+    """``load_settings`` validated into ``model``, a subclass of ``Settings`` with its own ``extra`` fields (the
+    GitLab front end's options)."""
     inputs = read_inputs(env)
     workspace = Path(env.get("GITHUB_WORKSPACE") or ".")
     config_file = inputs.get("config_file", DEFAULT_CONFIG_FILE)
@@ -319,7 +330,7 @@ def load_settings(env: Mapping[str, str]) -> Settings:
         if env.get(var):
             context[key] = env[var]
     try:
-        return Settings.model_validate({**values, **context})
+        return model.model_validate({**values, **context, **(extra or {})})
     except ValidationError as exc:
         raise InputError(f"invalid action input: {_describe(exc)}") from exc
 
