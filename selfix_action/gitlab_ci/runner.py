@@ -16,13 +16,18 @@ from selfix_action.action.gitops import AUTHOR_EMAIL, BRANCH_PREFIX, Git, finger
 from selfix_action.action.request import heal_request
 from selfix_action.gitlab.client import GitLabClient
 from selfix_action.gitlab_ci.publisher import GitLabPublisher
-from selfix_action.gitlab_ci.settings import GitLabSettings
+from selfix_action.gitlab_ci.settings import TOKEN_VARIABLE, GitLabSettings
 from selfix_action.heal import Healer, HealOutcome, heal, heal_in_sandbox
 from selfix_action.junit import find_reports
 from selfix_action.publish import render
 from selfix_action.publish.policy import Target, plan_escalation, plan_fix, plan_nothing
 
 MAX_JUNIT_FILES = 200
+# The escalation note's last line: GitLab has no comment commands; the note is edited, never posted twice.
+AGAIN = (
+    "Push a change to run again (or retry the pipeline). selfix edits this note when the same failure comes back "
+    "here instead of posting another."
+)
 GIT_USER = "oauth2"  # GitLab takes a project access token over HTTPS basic auth with any user name
 
 
@@ -139,9 +144,10 @@ class GitLabRun:
                 fp,
                 tracked_files=self.git.tracked_files(target.sha),
                 can_publish=self.publisher.can_publish,
+                token_name=TOKEN_VARIABLE,
             )
         elif healed.status == "not_healed":
-            plan = plan_escalation(options, report, fp, target, explain=False)
+            plan = plan_escalation(options, report, fp, target, explain=False, again=AGAIN)
         else:
             plan = plan_nothing(report, fp)
         published = self.publisher.publish(plan, target, healed.result.files)

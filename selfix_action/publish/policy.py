@@ -123,9 +123,11 @@ def plan_fix(
     *,
     tracked_files: Iterable[str],
     can_publish: bool,
+    token_name: str = "github_token",
 ) -> PublishPlan:
     """The plan for a verified patch. ``tracked_files``: the files of the failing commit (protected-path check,
-    made again here on the final diff, right before anything is committed)."""
+    made again here on the final diff, right before anything is committed); ``token_name``: what the user sets to
+    publish (the forge's token)."""
     assert report.patch is not None
     files = list(report.patch.files)
     notes: list[str] = []
@@ -145,7 +147,7 @@ def plan_fix(
         notes.append(f"{mode.value} mode needs a pull request; opening a fix PR instead")
         mode = Mode.PR
     if not can_publish:
-        notes.append("no github_token: patch written, nothing published")
+        notes.append(f"no {token_name}: patch written, nothing published")
         return PublishPlan(Action.NOTHING, fp, notes=tuple(notes))
     if low and mode is Mode.PR:
         notes.append("low confidence: opened as a draft PR")
@@ -178,13 +180,17 @@ def plan_fix(
     return PublishPlan(Action.REPORT, body=verified_body, **common)
 
 
-def plan_escalation(settings: Options, report: HealReport, fp: str, target: Target, *, explain: bool) -> PublishPlan:
+def plan_escalation(
+    settings: Options, report: HealReport, fp: str, target: Target, *, explain: bool, again: str = ""
+) -> PublishPlan:
     """One message saying what failed and what was tried (``explain``: the diagnosis asked for). On a pull
     request it is the tracking comment, which offers the ``/selfix`` commands; without one (a push) it is one
     issue per failure fingerprint, edited by later runs of the same failure, so nothing is lost on a commit page
     nobody watches and nothing is repeated."""
     on_pull = target.pull is not None
-    body = render.escalation_body(report, run_url=settings.run_url, fp=fp, explain_only=explain, on_pull=on_pull)
+    body = render.escalation_body(
+        report, run_url=settings.run_url, fp=fp, explain_only=explain, on_pull=on_pull, again=again
+    )
     title = "" if on_pull else render.escalation_title(report, target.branch)
     return PublishPlan(Action.ESCALATE, fp, title=title, body=body)
 
