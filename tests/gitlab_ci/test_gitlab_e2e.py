@@ -12,9 +12,18 @@ from selfix_action.action.gitops import token_header
 from selfix_action.heal import HealContext
 from selfix_action.repair.loop import HealResult
 from selfix_action.repair.report import Confidence, ConfidenceReason
-from tests.helpers.action import F2P, FIXED_CALC, Repos, git, remote_branches, synthetic
+from tests.helpers.action import (
+    F2P,
+    FIXED_CALC,
+    UNHEALABLE,
+    Repos,
+    git,
+    make_repos,
+    remote_branches,
+    synthetic,
+)
 from tests.helpers.fake_gitlab import FakeGitLab
-from tests.helpers.gitlab_ci import CI_JOB_TOKEN, GITLAB_TOKEN, gitlab_env, invoke
+from tests.helpers.gitlab_ci import CI_JOB_TOKEN, GITLAB_TOKEN, UNHEALABLE_JUNIT, gitlab_env, invoke
 
 LOW = Confidence(level="low", reasons=(ConfidenceReason(code="pattern:guard_deleted", level="low", text="a guard"),))
 
@@ -51,6 +60,20 @@ def test_a_failed_pipeline_gets_one_verified_mr_and_a_rerun_adds_nothing(
     assert len(gitlab_api.posts()) == 1 and len(gitlab_api.open_mrs()) == 1
     assert remote_branches(repos)[branch] == tip
     assert "already holds this fix" in again.out
+
+
+@pytest.mark.slow
+def test_a_real_heal_that_fails_leaves_one_note_and_a_rerun_adds_nothing(
+    tmp_path: Path, gitlab_api: FakeGitLab
+) -> None:
+    repos = make_repos(tmp_path / "unhealable", UNHEALABLE)
+    for _ in range(2):
+        run = invoke(gitlab_env(tmp_path, gitlab_api, repos, junit=UNHEALABLE_JUNIT))
+        assert run.code == 0 and run.outputs["SELFIX_STATUS"] == "not_healed", run.out
+    [note] = gitlab_api.commit_notes(repos.feature_sha)
+    assert "could not heal" in note["body"] and "test_fib" in note["body"]
+    assert len(gitlab_api.posts()) == 1 and gitlab_api.open_mrs() == []
+    assert not [b for b in remote_branches(repos) if b.startswith("selfix/")]
 
 
 def test_one_mr_and_a_rerun_adds_nothing_fast(tmp_path: Path, gitlab_api: FakeGitLab, repos: Repos) -> None:
@@ -177,3 +200,12 @@ def test_invalid_settings_and_outside_gitlab_are_exit_2(tmp_path: Path, gitlab_a
 def test_the_job_token_does_not_reach_the_api(tmp_path: Path, gitlab_api: FakeGitLab, repos: Repos) -> None:
     invoke(gitlab_env(tmp_path, gitlab_api, repos), healer=synthetic(True))
     assert gitlab_api.calls and all(CI_JOB_TOKEN not in str(c.headers) for c in gitlab_api.calls)
+
+
+def test_a_later_pipeline_edits_the_fix_mr(tmp_path: Path, gitlab_api: FakeGitLab, repos: Repos) -> None:
+    invoke(gitlab_env(tmp_path, gitlab_api, repos), healer=synthetic(True))
+    later = gitlab_env(tmp_path, gitlab_api, repos, CI_PIPELINE_URL=f"{gitlab_api.url}/group/sub/project/-/pipelines/8")
+    run = invoke(later, healer=synthetic(True))
+    [mr] = gitlab_api.open_mrs()
+    assert "pipelines/8" in mr["description"] and "updated the existing fix merge request" in run.out, run.out
+    assert len(gitlab_api.posts()) == 1 and len(gitlab_api.calls_of("PUT", r"/merge_requests/\d+$")) == 1
