@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
+
+from tests.helpers.local_server import LocalServer
 
 USER = {"id": 77, "username": "project_42_bot", "name": "selfix bot", "state": "active", "web_url": ""}
 _DATE = "2026-01-01T00:00:00.000Z"
@@ -28,17 +29,6 @@ class Call:
 
 
 @dataclass
-class Failure:
-    method: str
-    pattern: re.Pattern[str]
-    status: int
-    times: int
-    headers: dict[str, str]
-    body: Any
-    after_apply: bool
-
-
-@dataclass
 class State:
     project_id: int
     path: str
@@ -50,48 +40,16 @@ class State:
     next_iid: int = 1
 
 
-class FakeGitLab:
+class FakeGitLab(LocalServer):
     def __init__(
         self, project_id: int = 42, path: str = "group/sub/project", default_branch: str = "main", token: str = ""
     ) -> None:
+        super().__init__(_Handler)
         self.state = State(project_id, path, default_branch)
         self.token = token  # "" accepts any PRIVATE-TOKEN; else anything else is a 401
         self.calls: list[Call] = []
-        self.failures: list[Failure] = []
-        self._lock = threading.Lock()
-        handler = type("Handler", (_Handler,), {"fake": self})
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def start(self) -> FakeGitLab:
-        self.thread.start()
-        return self
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
     # -- test helpers ------------------------------------------------------------------------------------------
-    def fail(
-        self,
-        method: str,
-        path_regex: str,
-        status: int = 500,
-        *,
-        times: int = 1,
-        headers: dict[str, str] | None = None,
-        body: Any = None,
-        after_apply: bool = False,
-    ) -> None:
-        default = {"message": f"{status} {'Internal Server Error' if status >= 500 else 'Error'}"}
-        self.failures.append(
-            Failure(method, re.compile(path_regex), status, times, headers or {}, body or default, after_apply)
-        )
-
     def rate_limit(self, method: str, path_regex: str, *, times: int = 1, retry_after: int = 0) -> None:
         """429 as GitLab's rate limiter answers it: plain text and a ``Retry-After`` header."""
         headers = {"Retry-After": str(retry_after), "RateLimit-Limit": "600", "RateLimit-Remaining": "0"}
@@ -187,11 +145,8 @@ class FakeGitLab:
     ) -> tuple[int, dict[str, str], Any]:
         with self._lock:
             self.calls.append(Call(method, path, query, body, headers))
-            failure = next((f for f in self.failures if f.method == method and f.pattern.search(path)), None)
+            failure = self.take_failure(method, path)
             if failure is not None:
-                failure.times -= 1
-                if failure.times <= 0:
-                    self.failures.remove(failure)
                 if failure.after_apply:
                     self._route(method, path, query, body, headers)
                 return failure.status, failure.headers, failure.body
