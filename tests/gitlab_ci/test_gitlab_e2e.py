@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from selfix_action.action.gitops import token_header
+from selfix_action.action.gitops import fingerprint, token_header
 from selfix_action.heal import HealContext
 from selfix_action.repair.loop import HealResult
 from selfix_action.repair.report import Confidence, ConfidenceReason
@@ -209,3 +209,25 @@ def test_a_later_pipeline_edits_the_fix_mr(tmp_path: Path, gitlab_api: FakeGitLa
     [mr] = gitlab_api.open_mrs()
     assert "pipelines/8" in mr["description"] and "updated the existing fix merge request" in run.out, run.out
     assert len(gitlab_api.posts()) == 1 and len(gitlab_api.calls_of("PUT", r"/merge_requests/\d+$")) == 1
+
+
+def test_report_mode_is_one_note_and_no_push(tmp_path: Path, gitlab_api: FakeGitLab, repos: Repos) -> None:
+    for _ in range(2):
+        run = invoke(gitlab_env(tmp_path, gitlab_api, repos, SELFIX_MODE="report"), healer=synthetic(True))
+        assert run.outputs["SELFIX_STATUS"] == "healed", run.out
+    [note] = gitlab_api.commit_notes(repos.feature_sha)
+    assert "## selfix: verified fix" in note["body"] and "return 10" in note["body"]
+    assert gitlab_api.open_mrs() == [] and len(gitlab_api.posts()) == 1
+    assert not [b for b in remote_branches(repos) if b.startswith("selfix/")]
+
+
+def test_a_fix_branch_selfix_did_not_create_is_left_alone(tmp_path: Path, gitlab_api: FakeGitLab, repos: Repos) -> None:
+    """Someone else's selfix/<fingerprint> on the remote: not overwritten, no MR, the patch in the one note."""
+    branch = "selfix/" + fingerprint("feature/avg", [F2P])
+    git(repos.workspace, "push", "-q", "origin", f"{repos.main_sha}:refs/heads/{branch}")
+    run = invoke(gitlab_env(tmp_path, gitlab_api, repos), healer=synthetic(True))
+    assert run.code == 0 and "not pushed" in run.out, run.out
+    assert remote_branches(repos)[branch] == repos.main_sha
+    [note] = gitlab_api.commit_notes(repos.feature_sha)
+    assert "Not pushed:" in note["body"] and "was not created by selfix" in note["body"]
+    assert gitlab_api.open_mrs() == []
