@@ -40,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     junit.add_argument("--json", action="store_true", help="print one JSON object with cases and errors")
 
     sub.add_parser("action", help="run as the GitHub Action (reads GITHUB_* and INPUT_* from the environment)")
+    sub.add_parser("gitlab", help="run as a GitLab CI job after failed tests (reads CI_* and SELFIX_* variables)")
     heal = sub.add_parser("heal", help="split-privilege job 1: heal with a read-only token, write a patch bundle")
     heal.add_argument("--bundle", type=Path, help="bundle folder (default: $RUNNER_TEMP/selfix-bundle)")
     publish = sub.add_parser("publish", help="split-privilege job 2: verify a patch bundle, then push and comment")
@@ -140,6 +141,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from selfix_action.commands.split_cmd import run_publish
 
             return run_publish(args.bundle, os.environ, sys.stdout, sys.stderr)
+        if args.command == "gitlab":
+            from selfix_action.commands.gitlab_cmd import run_gitlab
+
+            return run_gitlab(os.environ, sys.stdout, sys.stderr)
         if args.command == "action":
             from selfix_action.commands.action_cmd import run_action
 

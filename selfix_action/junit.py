@@ -28,12 +28,13 @@ Conventions:
 
 from __future__ import annotations
 
+import glob
 import itertools
 import math
 import os
 import re
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import IO, ClassVar, NamedTuple, cast
@@ -47,7 +48,7 @@ from junitparser import TestCase as _JPTestCase
 from junitparser.junitparser import FinalResult
 from pydantic import BaseModel, computed_field
 
-from selfix_action.errors import JUnitError
+from selfix_action.errors import InputError, JUnitError
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -482,3 +483,19 @@ def pytest_nodeid(classname: str, name: str, file: str | None) -> str | None:
         return None
     module_parts, classes = split
     return "::".join(["/".join(module_parts) + ".py", *classes, name])
+
+
+def find_reports(workspace: Path, patterns: Sequence[str], limit: int) -> tuple[Path, ...]:
+    """The files inside ``workspace`` that the ``junit_paths`` globs match, at most ``limit`` (every front end's
+    JUnit files from the job's own workspace)."""
+    root = workspace.resolve()
+    found: list[Path] = []
+    for pattern in patterns:
+        if Path(pattern).is_absolute() or ".." in Path(pattern).parts:
+            raise InputError(f"junit_paths must be relative to the workspace: {pattern!r}")
+        for name in sorted(glob.glob(pattern, root_dir=root, recursive=True)):
+            path = (root / name).resolve()
+            # A link planted in the repo must not make us read files outside it.
+            if path.is_file() and path.is_relative_to(root) and path not in found:
+                found.append(path)
+    return tuple(found[:limit])

@@ -46,6 +46,12 @@ def test_import_contracts_are_kept() -> None:
         ("heal/_probe.py", "import subprocess\n", "Only sandbox/ starts processes"),
         ("action/_probe.py", "import github\n", "Only github/ imports PyGithub"),
         ("learn/_probe.py", "import anthropic\n", "Only providers/ imports the LLM SDKs"),
+        ("action/_probe.py", "import gitlab\n", "Only gitlab/ imports python-gitlab"),
+        ("gitlab_ci/_probe.py", "from selfix_action.action import publisher\n", "The GitLab front end imports nothing"),
+        ("gitlab_ci/_probe.py", "from selfix_action.publish import render\nimport github\n", "The GitLab front end"),
+        ("publish/_probe.py", "from selfix_action.gitlab import client\n", "publish/ imports no forge client"),
+        ("publish/_probe.py", "from selfix_action.action import settings\n", "Layers"),
+        ("gitlab/_probe.py", "from selfix_action.gitlab_ci import runner\n", "Layers"),
         # The product never imports the benchmark, not even inside a function.
         ("cli_probe.py", "def f():\n    import selfix_bench.runner\n", "The product never imports the benchmark"),
         ("../selfix_bench/_probe.py", "import subprocess\n", "Only sandbox/ starts processes"),

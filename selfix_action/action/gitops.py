@@ -110,10 +110,12 @@ _OVERRIDES: tuple[tuple[str, str], ...] = (
 _NETWORK_COMMANDS = frozenset({"fetch", "ls-remote", "push", "pull", "clone"})
 
 
-def token_header(server_url: str, token: str) -> tuple[str, str]:
+def token_header(server_url: str, token: str, *, user: str = "x-access-token") -> tuple[str, str]:
     """The ``http.<server>/.extraheader`` entry actions/checkout writes, for ``token``: how selfix's own git
-    authenticates with the github_token input when the checkout left no credential (persist-credentials: false)."""
-    basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+    authenticates with the github_token input when the checkout left no credential (persist-credentials: false).
+    GitLab takes a project access token the same way with any user name (``oauth2``). Passed per command through
+    the environment, never written to .git/config nor put in a URL."""
+    basic = base64.b64encode(f"{user}:{token}".encode()).decode()
     return f"http.{server_url.rstrip('/')}/.extraheader", f"AUTHORIZATION: basic {basic}"
 
 
@@ -125,8 +127,12 @@ class Git:
         timeout: float = 120.0,
         env: Mapping[str, str] | None = None,
         token_credential: tuple[str, str] | None = None,
+        remote: str = "origin",
     ) -> None:
         self.repo = repo.resolve()
+        # Where fetches and pushes go: ``origin``, or a URL without credentials (the GitLab front end's: the
+        # runner's origin URL carries the job token, which cannot push).
+        self.remote = remote
         self.timeout = timeout
         self._credentials: list[tuple[str, str]] = []  # http.<url>.extraheader entries taken from .git/config
         # The github_token input's header (token_header): used by network commands instead of the checkout's
@@ -241,7 +247,7 @@ class Git:
         return True
 
     def remote_branch_sha(self, branch: str) -> str | None:
-        out = self.run("ls-remote", "--heads", "origin", f"refs/heads/{check_ref(branch)}")
+        out = self.run("ls-remote", "--heads", self.remote, f"refs/heads/{check_ref(branch)}")
         for line in out.splitlines():
             sha, _, ref = line.partition("\t")
             if ref == f"refs/heads/{branch}":
@@ -254,12 +260,12 @@ class Git:
         if self.has_commit(sha):
             return
         try:
-            self.run("fetch", "--no-tags", "origin", sha)
+            self.run("fetch", "--no-tags", self.remote, sha)
         except GitError:
             for branch in branches:
                 if branch:
                     try:
-                        self.run("fetch", "--no-tags", "origin", f"refs/heads/{check_ref(branch)}")
+                        self.run("fetch", "--no-tags", self.remote, f"refs/heads/{check_ref(branch)}")
                     except GitError:
                         continue
         if not self.has_commit(sha):
@@ -307,7 +313,7 @@ class Git:
         return self.run("commit-tree", tree, "-p", base_sha, "-F", "-", input_text=message).strip()
 
     def push(self, sha: str, branch: str, *, lease: str | None = None) -> None:
-        args = ["push", "--porcelain", "origin", f"{check_sha(sha)}:refs/heads/{check_ref(branch)}"]
+        args = ["push", "--porcelain", self.remote, f"{check_sha(sha)}:refs/heads/{check_ref(branch)}"]
         if lease is not None:
             # Replace only the exact commit we inspected: a concurrent push by anyone makes this fail.
             args.insert(1, f"--force-with-lease=refs/heads/{branch}:{check_sha(lease)}")
@@ -348,7 +354,7 @@ def push_fix_branch(
     if existing is None:
         git.push(commit, branch)
         return PushResult(branch, commit, pushed=True)
-    git.run("fetch", "--no-tags", "origin", f"refs/heads/{branch}")
+    git.run("fetch", "--no-tags", git.remote, f"refs/heads/{branch}")
     if f"{TRAILER}: {fp}" not in git.message(existing):
         raise PushRefused(f"{branch} exists on origin and was not created by selfix; not overwriting it")
     if _holds_same_fix(git, existing, base_sha, commit, fp):
@@ -375,7 +381,7 @@ def push_onto_branch(
     commit = git.commit_files(base_sha, files, with_trailer(message, fp))
     tip = git.remote_branch_sha(branch)
     if tip is not None and tip != base_sha:
-        git.run("fetch", "--no-tags", "origin", f"refs/heads/{branch}")
+        git.run("fetch", "--no-tags", git.remote, f"refs/heads/{branch}")
         if _holds_same_fix(git, tip, base_sha, commit, fp):
             return PushResult(branch, tip, pushed=False)
     if tip != base_sha:

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import TextIO
 
 from selfix_action.action.log import Log, escape_data, stop_commands, write_outputs, write_summary
-from selfix_action.action.render import clean
 from selfix_action.action.runner import ActionOutcome
 from selfix_action.action.settings import Settings, load_settings
 from selfix_action.errors import SelfixError
+from selfix_action.publish.render import clean
 
 Work = Callable[[Settings, dict[str, str], Log], ActionOutcome]
 

@@ -3,7 +3,6 @@ goes, and the JUnit reports of the failed run (the run's artifacts, or files in 
 
 from __future__ import annotations
 
-import glob
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -13,11 +12,12 @@ from selfix_action.action.api import Api
 from selfix_action.action.events import DispatchTrigger, Skip, StepTrigger, Trigger, WorkflowRunTrigger
 from selfix_action.action.gitops import Git, check_ref
 from selfix_action.action.log import Log
-from selfix_action.action.policy import Target, opted_out
 from selfix_action.action.settings import Settings
 from selfix_action.errors import InputError
 from selfix_action.github.client import PullInfo
 from selfix_action.github.errors import ArtifactRefused
+from selfix_action.junit import find_reports
+from selfix_action.publish.policy import Target, opted_out
 
 MAX_JUNIT_FILES = 200
 
@@ -100,17 +100,7 @@ class Locator:
         return pulls[0] if pulls else None
 
     def _local_junit(self) -> tuple[Path, ...]:
-        root = self.settings.workspace.resolve()
-        found: list[Path] = []
-        for pattern in self.settings.junit_paths:
-            if Path(pattern).is_absolute() or ".." in Path(pattern).parts:
-                raise InputError(f"junit_paths must be relative to the workspace: {pattern!r}")
-            for name in sorted(glob.glob(pattern, root_dir=root, recursive=True)):
-                path = (root / name).resolve()
-                # A link planted in the repo must not make us read files outside it.
-                if path.is_file() and path.is_relative_to(root) and path not in found:
-                    found.append(path)
-        return tuple(found[:MAX_JUNIT_FILES])
+        return find_reports(self.settings.workspace, self.settings.junit_paths, MAX_JUNIT_FILES)
 
     def _artifact_junit(self, run_id: int) -> tuple[Path, ...]:
         if not self.api.available:

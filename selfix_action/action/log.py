@@ -15,7 +15,7 @@ from typing import TextIO
 
 from unidiff import PatchedFile, PatchSet
 
-from selfix_action.action.render import SUMMARY_LIMIT, clean
+from selfix_action.publish.render import SUMMARY_LIMIT, clean
 from selfix_action.repair.report import HealReport, StopReason
 
 

@@ -13,15 +13,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from selfix_action.action import render
 from selfix_action.action.api import Api
 from selfix_action.action.gitops import BRANCH_PREFIX, Git, PushRefused, fix_branch, push_fix_branch, push_onto_branch
 from selfix_action.action.log import Log
-from selfix_action.action.policy import Action, PublishPlan, Target, opted_out
 from selfix_action.action.settings import Settings
 from selfix_action.errors import SelfixError
 from selfix_action.github.client import CommentInfo, GitHubClient
 from selfix_action.github.errors import GitHubError
+from selfix_action.publish import render
+from selfix_action.publish.policy import Action, PublishPlan, Target, opted_out
 
 CI_HEADING = "**CI on this branch:**"
 CI_STARTED = "selfix started the failed workflow again here"

@@ -7,11 +7,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from selfix_action.action.policy import protected_patterns
 from selfix_action.action.settings import Settings
 from selfix_action.errors import InputError
 from selfix_action.heal import EngineChoice, HealRequest, resolve_test_cmd
 from selfix_action.heal.request import price_pair, read_price_table
+from selfix_action.publish.policy import protected_patterns
 from selfix_action.repair.loop import LoopConfig
 from selfix_action.sandbox.isolation import IsolationConfig
 from selfix_action.sandbox.process import Limits

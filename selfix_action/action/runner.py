@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from selfix_action.action import render
 from selfix_action.action.api import Api
 from selfix_action.action.events import (
     Command,
@@ -36,13 +35,14 @@ from selfix_action.action.events import (
 from selfix_action.action.gitops import Git, fingerprint, token_header
 from selfix_action.action.locate import Locator
 from selfix_action.action.log import GroupedProgress, Log, step_annotations, write_summary
-from selfix_action.action.policy import Target, plan_escalation, plan_fix, plan_nothing
 from selfix_action.action.publisher import Publisher
 from selfix_action.action.request import heal_request
 from selfix_action.action.settings import Settings
 from selfix_action.errors import SelfixError
 from selfix_action.github.client import WRITE_PERMISSIONS
 from selfix_action.heal import Healer, HealOutcome, heal, heal_in_sandbox
+from selfix_action.publish import render
+from selfix_action.publish.policy import Target, plan_escalation, plan_fix, plan_nothing
 from selfix_action.repair.report import HealReport, render_markdown
 
 

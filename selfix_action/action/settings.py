@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import yaml
 from pydantic import (
@@ -27,6 +26,7 @@ from pydantic import (
 
 from selfix_action.errors import InputError
 from selfix_action.options import BY_NAME, OPTIONS
+from selfix_action.publish.values import Mode, PathRule
 
 DEFAULT_CONFIG_FILE = BY_NAME["config_file"].default
 # How test runs are isolated (selfix_action.sandbox.isolation.IsolationConfig.mode): auto takes the best that works.
@@ -49,24 +49,6 @@ def _check_memory_path(value: str | None, *, allow_absolute: bool) -> str | None
     if not value.strip() or ".." in path.parts or (path.is_absolute() and not allow_absolute):
         raise ValueError(f"memory_path must be a path inside the workspace (no '..'), got {value!r}")
     return value
-
-
-class Mode(StrEnum):
-    PR = "pr"  # open (or update) a fix PR into the failing branch
-    COMMIT = "commit"  # push the fix onto the failing PR's own branch
-    SUGGEST = "suggest"  # post the fix as review suggestions on the PR
-    REPORT = "report"  # only comment
-
-
-class PathRule(BaseModel):
-    """A rule for patches touching files that match ``paths`` (globs, repo-relative)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    paths: tuple[str, ...] = Field(min_length=1, description="globs, e.g. 'src/payments/**'")
-    protected: bool = Field(False, description="never edit these files")
-    mode: Mode | None = Field(None, description="publish a patch touching these files in this mode instead")
-    labels: tuple[str, ...] = Field((), description="extra labels for a PR touching these files")
 
 
 def _file_config_fields() -> dict[str, Any]:
@@ -217,6 +199,9 @@ class Settings(BaseModel):
         return f"{self.server_url.rstrip('/')}/{self.repository}/actions/runs/{self.run_id}"
 
 
+SettingsT = TypeVar("SettingsT", bound=Settings)
+
+
 def _split_list(value: str) -> tuple[str, ...]:
     """Inputs are strings: lists are comma- or newline-separated."""
     items = [item.strip() for line in value.splitlines() for item in line.split(",")]
@@ -279,6 +264,14 @@ def _path(env: Mapping[str, str], name: str) -> Path | None:
 def load_settings(env: Mapping[str, str]) -> Settings:
     """Build the run's settings from the environment (and the config file it points at). Pure apart from
     reading that one file."""
+    return load_settings_as(env, Settings)
+
+
+def load_settings_as(
+    env: Mapping[str, str], model: type[SettingsT], extra: Mapping[str, Any] | None = None
+) -> SettingsT:
+    """``load_settings`` validated into ``model``, a subclass of ``Settings`` with its own ``extra`` fields (the
+    GitLab front end's options)."""
     inputs = read_inputs(env)
     workspace = Path(env.get("GITHUB_WORKSPACE") or ".")
     config_file = inputs.get("config_file", DEFAULT_CONFIG_FILE)
@@ -337,7 +330,7 @@ def load_settings(env: Mapping[str, str]) -> Settings:
         if env.get(var):
             context[key] = env[var]
     try:
-        return Settings.model_validate({**values, **context})
+        return model.model_validate({**values, **context, **(extra or {})})
     except ValidationError as exc:
         raise InputError(f"invalid action input: {_describe(exc)}") from exc
 

@@ -30,13 +30,13 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from selfix_action.action import render
 from selfix_action.action.events import CommentTrigger, Skip
 from selfix_action.action.gitops import Git, GitError, check_ref, check_sha, fingerprint
-from selfix_action.action.policy import Target, opted_out, protected_patterns
 from selfix_action.action.runner import ActionOutcome, ActionSteps, hint_of, plan_and_publish
 from selfix_action.errors import InputError
 from selfix_action.heal import heal_status
+from selfix_action.publish import render
+from selfix_action.publish.policy import Target, opted_out, protected_patterns
 from selfix_action.repair.loop import HealResult
 from selfix_action.repair.paths import patch_violations
 from selfix_action.repair.report import HealReport, StopReason, render_markdown

@@ -14,7 +14,7 @@ import itertools
 import shutil
 import time
 import urllib.parse
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -26,26 +26,12 @@ from github.PullRequest import ReviewComment
 
 from selfix_action.github.artifacts import ExtractLimits, safe_extract
 from selfix_action.github.errors import ArtifactRefused, GitHubError, GitHubRateLimited
+from selfix_action.publish.values import PullInfo, ReviewSuggestion
 
 T = TypeVar("T")
 WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
 # Who comments with the workflow's GITHUB_TOKEN (an installation token: GET /user is refused for it).
 DEFAULT_BOT_LOGIN = "github-actions[bot]"
-
-
-@dataclass(frozen=True)
-class PullInfo:
-    number: int
-    html_url: str
-    state: str
-    title: str
-    body: str
-    head_ref: str
-    head_sha: str
-    head_repo: str  # owner/name of the head repository ("" when it was deleted)
-    base_ref: str
-    draft: bool = False
-    labels: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -85,14 +71,6 @@ class ArtifactInfo:
     size_in_bytes: int
     expired: bool
     archive_download_url: str
-
-
-@dataclass(frozen=True)
-class ReviewSuggestion:
-    path: str
-    start_line: int
-    line: int
-    body: str
 
 
 def _translate(exc: Exception, what: str) -> GitHubError:
@@ -537,12 +515,3 @@ class GitHubClient:
                         handle.write(chunk)
         except requests.RequestException as exc:
             raise GitHubError(f"downloading artifact {name} failed: {exc}") from exc
-
-
-def trusted_labels(labels: Iterable[str]) -> list[str]:
-    """Labels are user-configured; drop empties and duplicates, keep order."""
-    seen: dict[str, None] = {}
-    for label in labels:
-        if label.strip():
-            seen.setdefault(label.strip(), None)
-    return list(seen)

@@ -77,7 +77,8 @@ PROTECTED_FILE_NAMES = frozenset(
 )
 # Files the interpreter runs at start-up: a patch must never add one (nor edit one).
 STARTUP_HOOK_NAMES = frozenset({"sitecustomize.py", "usercustomize.py"})
-PROTECTED_DIR_NAMES = frozenset({".github", ".circleci", ".buildkite"})
+# CI folders (.gitlab: the files a .gitlab-ci.yml includes, issue and MR templates).
+PROTECTED_DIR_NAMES = frozenset({".github", ".gitlab", ".circleci", ".buildkite"})
 
 
 def is_test_path(path: str) -> bool:

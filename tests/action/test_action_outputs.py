@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from selfix_action.action.log import write_outputs
-from selfix_action.action.render import SUMMARY_LIMIT
 from selfix_action.action.request import isolation_config
 from selfix_action.action.settings import load_settings
 from selfix_action.errors import InputError, SandboxError
 from selfix_action.heal import HealContext
 from selfix_action.heal import pipeline as pipeline_mod
+from selfix_action.publish.render import SUMMARY_LIMIT
 from selfix_action.repair.loop import HealResult
 from selfix_action.repair.report import Confidence, ConfidenceReason
 from selfix_action.repair.values import SuspiciousLine

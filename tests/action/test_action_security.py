@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from selfix_action.action.render import comment_marker
 from selfix_action.heal import HealContext
+from selfix_action.publish.render import comment_marker
 from selfix_action.repair.loop import HealResult
 from selfix_action.repair.patches import unified_diff
 from tests.helpers.action import (

@@ -8,8 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from selfix_action.action.gitops import fingerprint
-from selfix_action.action.render import review_marker_prefix
 from selfix_action.heal import HealContext
+from selfix_action.publish.render import review_marker_prefix
 from selfix_action.repair.loop import HealResult
 from selfix_action.repair.patches import unified_diff
 from tests.helpers.action import F2P, REPO, Repos, action_env, invoke, remote_branches, synthetic, workflow_run_payload

@@ -9,7 +9,12 @@ import pytest
 from selfix_action.action.events import Command, parse_command
 from selfix_action.action.gitops import GitError, check_ref, fix_branch, sanitize_component
 from selfix_action.action.log import Log
-from selfix_action.action.render import (
+from selfix_action.action.runner import ActionOutcome
+from selfix_action.action.settings import Mode, load_settings
+from selfix_action.errors import InputError
+from selfix_action.llm.budget import Budget
+from selfix_action.providers.base import TokenUsage
+from selfix_action.publish.render import (
     SUMMARY_LIMIT,
     clean,
     cost_usd,
@@ -20,11 +25,6 @@ from selfix_action.action.render import (
     summary_markdown,
     tokens,
 )
-from selfix_action.action.runner import ActionOutcome
-from selfix_action.action.settings import Mode, load_settings
-from selfix_action.errors import InputError
-from selfix_action.llm.budget import Budget
-from selfix_action.providers.base import TokenUsage
 from selfix_action.repair.report import (
     STOP_EXPLANATIONS,
     HealReport,

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from selfix_action.action.render import job_summary, pr_body
 from selfix_action.cli import main
+from selfix_action.publish.render import job_summary, pr_body
 from selfix_action.repair.report import HealReport
 from tests.helpers.projects import EXAMPLES, EXPECTED, changed_lines, copy_example, junit_report, write_project
 

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from selfix_action.action.render import escalation_body, job_summary
 from selfix_action.action.request import ACTION_OPTIONS
 from selfix_action.cli import main
 from selfix_action.errors import ExitCode
 from selfix_action.heal.next_step import next_step
 from selfix_action.heal.request import HealRequest
+from selfix_action.publish.render import escalation_body, job_summary
 from selfix_action.repair.loop import LoopConfig
 from selfix_action.repair.report import STOP_EXPLANATIONS, HealReport, StopReason, render_markdown
 from selfix_action.sandbox.process import Limits

@@ -12,14 +12,15 @@ import ast
 import copy
 import json
 import re
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from tests.helpers.local_server import LocalServer
 
 REST = Path(__file__).resolve().parents[1] / "fixtures" / "github" / "rest"
 
@@ -61,17 +62,6 @@ class Call:
 
 
 @dataclass
-class Failure:
-    method: str
-    pattern: re.Pattern[str]
-    status: int
-    times: int
-    headers: dict[str, str]
-    body: dict[str, Any]
-    after_apply: bool  # apply the change, then fail (the response was lost)
-
-
-@dataclass
 class State:
     repo: str
     default_branch: str
@@ -95,13 +85,12 @@ class State:
     bot_login: str = "github-actions[bot]"  # the author of comments the token creates
 
 
-class FakeGitHub:
+class FakeGitHub(LocalServer):
     def __init__(self, repo: str = "octo-org/octo-repo", default_branch: str = "main") -> None:
+        super().__init__(_Handler)
         self.state = State(repo, default_branch)
         self.calls: list[Call] = []
-        self.failures: list[Failure] = []
         self.blob_auth_headers: list[str | None] = []
-        self._lock = threading.Lock()
         self._templates = {
             "pull": recorded("Repository.testCreatePull.txt")["body"],
             "comment": recorded("Issue.testCreateComment.txt")["body"],
@@ -112,47 +101,8 @@ class FakeGitHub:
             "run": recorded("WorkflowRun.setUp.txt")["body"],
             "rate_limit": recorded("SpecificExceptions.testRateLimitExceeded.txt"),
         }
-        handler = type("Handler", (_Handler,), {"fake": self})
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    # -- lifecycle -----------------------------------------------------------------------------------------
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def start(self) -> FakeGitHub:
-        self.thread.start()
-        return self
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
     # -- test helpers ---------------------------------------------------------------------------------------
-    def fail(
-        self,
-        method: str,
-        path_regex: str,
-        status: int = 500,
-        *,
-        times: int = 1,
-        headers: dict[str, str] | None = None,
-        body: dict[str, Any] | None = None,
-        after_apply: bool = False,
-    ) -> None:
-        self.failures.append(
-            Failure(
-                method,
-                re.compile(path_regex),
-                status,
-                times,
-                headers or {},
-                body or {"message": "Server Error"},
-                after_apply,
-            )
-        )
-
     def rate_limit(self, method: str, path_regex: str, *, reset_in: float = 1.0, after_apply: bool = False) -> None:
         """A primary rate limit 403 in the recorded shape, with an x-ratelimit-reset header."""
         rec = self._templates["rate_limit"]
@@ -294,11 +244,8 @@ class FakeGitHub:
     def handle(self, method: str, path: str, query: dict[str, str], body: Any) -> tuple[int, dict[str, str], Any]:
         with self._lock:
             self.calls.append(Call(method, path, query, body))
-            failure = next(
-                (f for f in self.failures if f.times > 0 and f.method == method and f.pattern.search(path)), None
-            )
+            failure = self.take_failure(method, path)
             if failure is not None:
-                failure.times -= 1
                 if failure.after_apply:
                     self._route(method, path, query, body)
                 return failure.status, failure.headers, failure.body

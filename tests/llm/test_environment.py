@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from selfix_action.action.render import escalation_body, pr_body
 from selfix_action.cli import main
+from selfix_action.publish.render import escalation_body, pr_body
 from selfix_action.repair.report import HealReport
 from tests.helpers.fake_providers import FakeProvider, anthropic_tool_use, serve
 from tests.helpers.projects import write_project

@@ -46,6 +46,8 @@ def test_protected_and_test_paths() -> None:
     for path in ["pytest.ini", "pyproject.toml", "setup.cfg", "tox.ini"]:
         assert protected_reason(path) == "test, build or CI configuration"
     assert protected_reason(".github/workflows/ci.yml") == "CI configuration"
+    assert protected_reason(".gitlab/ci/tests.yml") == "CI configuration"  # a file .gitlab-ci.yml includes
+    assert protected_reason(".gitlab-ci.yml") is not None
     assert protected_reason("../outside.py") == "outside the repository"
     assert protected_reason("/etc/passwd") == "outside the repository"
     assert protected_reason("pkg/vendor/x.py", ["pkg/vendor/*"]) == "protected by pattern 'pkg/vendor/*'"

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from unidiff import PatchSet
 
-from selfix_action.github.client import ReviewSuggestion
+from selfix_action.publish.values import ReviewSuggestion
 from selfix_action.repair.report import HealReport, candidate_counts, headline_facts, render_confidence, time_split
 
 MARKER_PREFIX = "<!-- selfix:"
@@ -155,7 +155,7 @@ def pr_body(report: HealReport, *, run_url: str, fp: str) -> str:
     )
     lines += [f"- {line}" for line in isolation_lines(report)[:1] or ["Isolation: not reported"]]
     lines.append("")
-    lines.append(_usage_line(report) + (f"; [workflow run]({run_url})" if run_url else ""))
+    lines.append(_usage_line(report) + (f"; [CI run]({run_url})" if run_url else ""))
     lines += [
         "",
         f"Failure fingerprint `{fp}`. Review before merging: selfix verified the tests, not the intent.",
@@ -197,8 +197,16 @@ def _failure_section(report: HealReport) -> list[str]:
 
 
 def escalation_body(
-    report: HealReport, *, run_url: str, fp: str, explain_only: bool = False, on_pull: bool = True
+    report: HealReport,
+    *,
+    run_url: str,
+    fp: str,
+    explain_only: bool = False,
+    on_pull: bool = True,
+    again: str = "",
 ) -> str:
+    """``again``: how to run selfix again, where the forge's default (``on_pull``: the ``/selfix`` commands, else
+    the escalation issue) does not apply."""
     title = "selfix: diagnosis" if explain_only else "selfix could not heal this failure"
     lines = [f"## {title}", "", f"**{clean(report.explanation, 500)}.**", ""]
     lines += _headline_facts(report)
@@ -212,9 +220,11 @@ def escalation_body(
     lines += ["### What was tried", "", *_hypotheses_section(report), ""]
     for note in report.notes[:5]:
         lines.append(f"- Note: {clean(note, 300)}")
-    lines.append(_usage_line(report) + (f"; [workflow run]({run_url})" if run_url else ""))
+    lines.append(_usage_line(report) + (f"; [CI run]({run_url})" if run_url else ""))
     # /selfix commands are read from pull request comments only.
-    if on_pull:
+    if again:
+        pass
+    elif on_pull:
         again = "Comment `/selfix retry` after a change, or `/selfix help`."
     else:
         again = (

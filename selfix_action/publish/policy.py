@@ -12,13 +12,33 @@ import fnmatch
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TypedDict
+from typing import Protocol, TypedDict
 
-from selfix_action.action import render
-from selfix_action.action.settings import Mode, Settings
-from selfix_action.github.client import PullInfo, ReviewSuggestion, trusted_labels
+from selfix_action.publish import render
+from selfix_action.publish.values import Mode, PathRule, PullInfo, ReviewSuggestion, trusted_labels
 from selfix_action.repair.paths import patch_violations
 from selfix_action.repair.report import HealReport
+
+
+class Options(Protocol):
+    """The options a plan depends on (the GitHub Action's ``Settings`` and the GitLab front end's hold them)."""
+
+    @property
+    def rules(self) -> tuple[PathRule, ...]: ...
+    @property
+    def protected_paths(self) -> tuple[str, ...]: ...
+    @property
+    def mode(self) -> Mode: ...
+    @property
+    def labels(self) -> tuple[str, ...]: ...
+    @property
+    def draft(self) -> bool: ...
+    @property
+    def run_url(self) -> str: ...
+    @property
+    def ci_on_fix_branch(self) -> str: ...
+    @property
+    def opt_out_label(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -68,18 +88,18 @@ class _FixPlanText(TypedDict):
     notes: tuple[str, ...]
 
 
-def opted_out(settings: Settings, labels: Iterable[str], what: str) -> str:
+def opted_out(settings: Options, labels: Iterable[str], what: str) -> str:
     """Why selfix leaves ``what`` alone (it carries the ``opt_out_label``), else ""."""
     label = settings.opt_out_label
     return f"{what} has the {label!r} label (opt_out_label)" if label in set(labels) else ""
 
 
-def protected_patterns(settings: Settings) -> tuple[str, ...]:
+def protected_patterns(settings: Options) -> tuple[str, ...]:
     rule_paths = tuple(p for rule in settings.rules if rule.protected for p in rule.paths)
     return (*settings.protected_paths, *rule_paths)
 
 
-def mode_for(settings: Settings, files: Sequence[str]) -> Mode:
+def mode_for(settings: Options, files: Sequence[str]) -> Mode:
     """The first per-path rule with a mode that matches a patched file wins; else the configured mode."""
     for rule in settings.rules:
         if rule.mode is not None and any(fnmatch.fnmatch(f, p) for f in files for p in rule.paths):
@@ -87,7 +107,7 @@ def mode_for(settings: Settings, files: Sequence[str]) -> Mode:
     return settings.mode
 
 
-def rule_labels(settings: Settings, files: Sequence[str]) -> list[str]:
+def rule_labels(settings: Options, files: Sequence[str]) -> list[str]:
     labels = list(settings.labels)
     for rule in settings.rules:
         if any(fnmatch.fnmatch(f, p) for f in files for p in rule.paths):
@@ -96,16 +116,18 @@ def rule_labels(settings: Settings, files: Sequence[str]) -> list[str]:
 
 
 def plan_fix(
-    settings: Settings,
+    settings: Options,
     target: Target,
     report: HealReport,
     fp: str,
     *,
     tracked_files: Iterable[str],
     can_publish: bool,
+    token_name: str = "github_token",
 ) -> PublishPlan:
     """The plan for a verified patch. ``tracked_files``: the files of the failing commit (protected-path check,
-    made again here on the final diff, right before anything is committed)."""
+    made again here on the final diff, right before anything is committed); ``token_name``: what the user sets to
+    publish (the forge's token)."""
     assert report.patch is not None
     files = list(report.patch.files)
     notes: list[str] = []
@@ -125,7 +147,7 @@ def plan_fix(
         notes.append(f"{mode.value} mode needs a pull request; opening a fix PR instead")
         mode = Mode.PR
     if not can_publish:
-        notes.append("no github_token: patch written, nothing published")
+        notes.append(f"no {token_name}: patch written, nothing published")
         return PublishPlan(Action.NOTHING, fp, notes=tuple(notes))
     if low and mode is Mode.PR:
         notes.append("low confidence: opened as a draft PR")
@@ -158,13 +180,17 @@ def plan_fix(
     return PublishPlan(Action.REPORT, body=verified_body, **common)
 
 
-def plan_escalation(settings: Settings, report: HealReport, fp: str, target: Target, *, explain: bool) -> PublishPlan:
+def plan_escalation(
+    settings: Options, report: HealReport, fp: str, target: Target, *, explain: bool, again: str = ""
+) -> PublishPlan:
     """One message saying what failed and what was tried (``explain``: the diagnosis asked for). On a pull
     request it is the tracking comment, which offers the ``/selfix`` commands; without one (a push) it is one
     issue per failure fingerprint, edited by later runs of the same failure, so nothing is lost on a commit page
     nobody watches and nothing is repeated."""
     on_pull = target.pull is not None
-    body = render.escalation_body(report, run_url=settings.run_url, fp=fp, explain_only=explain, on_pull=on_pull)
+    body = render.escalation_body(
+        report, run_url=settings.run_url, fp=fp, explain_only=explain, on_pull=on_pull, again=again
+    )
     title = "" if on_pull else render.escalation_title(report, target.branch)
     return PublishPlan(Action.ESCALATE, fp, title=title, body=body)
 
