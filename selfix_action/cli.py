@@ -96,8 +96,27 @@ def build_parser() -> argparse.ArgumentParser:
         "--memory", type=Path, metavar="PATH", help="read and update this SQLite memory file (default: no memory)"
     )
     mem.add_argument("--no-memory", action="store_true", help="neither read nor update a memory (the default)")
+    _add_mcp_command(sub)
     _add_learning_commands(sub)
     return parser
+
+
+def _add_mcp_command(sub: argparse._SubParsersAction) -> None:
+    mcp = sub.add_parser(
+        "mcp", help="serve the sandboxed tools (reproduce, localize, verify_patch, heal, ...) over MCP on stdio"
+    )
+    mcp.add_argument("--repo", default=".", help="the repository the tools work on, fixed for the session (default: .)")
+    mcp.add_argument("--test-cmd", help="the project's pytest invocation (default: python -m pytest)")
+    mcp.add_argument("--test-timeout", type=float, default=120.0, help="wall seconds per test run (120)")
+    mcp.add_argument(
+        "--isolation",
+        default="auto",
+        choices=["auto", "bwrap", "landlock", "unshare", "none"],
+        help="how test runs are isolated (auto: the best that works here)",
+    )
+    mcp.add_argument("--require-isolation", action="store_true", help="refuse to run without isolation")
+    mcp.add_argument("--jobs", type=int, help="candidates checked side by side (default: the CPUs, at most 4)")
+    add_llm_arguments(mcp)
 
 
 def _add_learning_commands(sub: argparse._SubParsersAction) -> None:
@@ -175,6 +194,27 @@ def main(argv: Sequence[str] | None = None) -> int:
                 use_memory=not args.no_memory,
             )
             return run_fix(options)
+        if args.command == "mcp":
+            from selfix_action.commands.fix_cmd import FixOptions, resolve_test_cmd
+            from selfix_action.commands.mcp_cmd import run_mcp
+
+            repo = Path(args.repo)
+            if not repo.is_dir():
+                raise SelfixError(f"not a directory: {args.repo}")
+            if args.test_timeout <= 0 or (args.jobs is not None and args.jobs < 1):
+                raise SelfixError("--test-timeout and --jobs must be positive")
+            return run_mcp(
+                FixOptions(
+                    repo=repo,
+                    test_cmd=resolve_test_cmd(args.test_cmd, repo.resolve()),
+                    engine=engine_choice(args, "offline", os.environ),
+                    test_timeout=args.test_timeout,
+                    isolation=args.isolation,
+                    require_isolation=args.require_isolation,
+                    jobs=args.jobs,
+                    use_memory=False,
+                )
+            )
         if args.command in ("export", "learn", "view"):
             from selfix_action.commands import learn_cmd
 
