@@ -33,7 +33,7 @@ def _run(root: Path) -> subprocess.CompletedProcess[str]:
 def test_import_contracts_are_kept() -> None:
     proc = _run(REPO_ROOT)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "6 kept, 0 broken" in proc.stdout
+    assert "8 kept, 0 broken" in proc.stdout
 
 
 @pytest.mark.parametrize(
@@ -44,6 +44,11 @@ def test_import_contracts_are_kept() -> None:
         ("heal/_probe.py", "import subprocess\n", "Only sandbox/ starts processes"),
         ("action/_probe.py", "import github\n", "Only github/ imports PyGithub"),
         ("learn/_probe.py", "import anthropic\n", "Only providers/ imports the LLM SDKs"),
+        ("commands/_probe.py", "import mcp\n", "Only mcp_server/ imports the MCP SDK"),
+        ("heal/_probe.py", "from mcp.server.mcpserver import MCPServer\n", "Only mcp_server/ imports the MCP SDK"),
+        ("mcp_server/_probe.py", "from selfix_action.repair.verify import Verifier\n", "The MCP server reaches"),
+        ("mcp_server/_probe.py", "from selfix_action.sandbox import pytest_sandbox\n", "The MCP server reaches"),
+        ("mcp_server/_probe.py", "import subprocess\n", "Only sandbox/ starts processes"),
         # The product never imports the benchmark, not even inside a function.
         ("cli_probe.py", "def f():\n    import selfix_bench.runner\n", "The product never imports the benchmark"),
         ("../selfix_bench/_probe.py", "import subprocess\n", "Only sandbox/ starts processes"),

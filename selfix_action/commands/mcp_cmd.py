@@ -7,7 +7,6 @@ SDK is an optional extra: without it this exits 2 saying how to install it."""
 from __future__ import annotations
 
 import importlib
-import importlib.util
 from typing import Protocol
 
 from selfix_action.commands.fix_cmd import FixOptions, fix_request
@@ -31,9 +30,13 @@ def mcp_request(options: FixOptions) -> HealRequest:
 
 
 def run_mcp(options: FixOptions) -> int:
-    if importlib.util.find_spec("mcp") is None:
-        raise InputError(MCP_MISSING)
+    """Serve until the client closes stdin; exit 2 (bad input) where the SDK is not installed."""
     base = mcp_request(options)
-    server: _Server = importlib.import_module(SERVER_MODULE)
+    try:
+        server: _Server = importlib.import_module(SERVER_MODULE)
+    except ModuleNotFoundError as exc:
+        if exc.name != "mcp" and not (exc.name or "").startswith("mcp."):
+            raise  # the SDK is there but lacks a dependency: its own traceback says which
+        raise InputError(MCP_MISSING) from exc
     server.serve(base)
     return 0
