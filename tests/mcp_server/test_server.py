@@ -205,16 +205,18 @@ def test_two_calls_at_once_each_get_their_answer(range_sum: Path) -> None:
 
 def test_a_cancelled_call_leaves_no_process_behind(range_sum: Path) -> None:
     """The client gives up on a call while the project's test sleeps in the sandbox: every process of that call
-    dies (a /proc scan below the server), and the server answers the next call."""
-    (range_sum / "tests" / "test_slow.py").write_text("import time\n\n\ndef test_slow():\n    time.sleep(600)\n")
+    dies (a /proc scan below the server), and the server answers the next call. The test-run limit is 600 s, so
+    only the cancellation can have killed them by the time that answer comes."""
+    (range_sum / "tests" / "test_slow.py").write_text(SLOW_TEST, encoding="utf-8")
     seen: dict[int, str] = {}
+    survivors: list[int] = []
 
     async def session() -> dict:
-        async with mcp_client(range_sum) as client:
+        async with mcp_client(range_sum, "--test-timeout", "600") as client:
             server = server_pid(os.getpid())
 
             async def cancel_once_running(scope: anyio.CancelScope) -> None:
-                while not any("test_slow" in line or "pytest" in line for line in descendants(server).values()):
+                while not any(_started_slow_test(pid) for pid in descendants(server)):
                     await anyio.sleep(0.1)
                 seen.update(descendants(server))
                 scope.cancel()
@@ -224,14 +226,36 @@ def test_a_cancelled_call_leaves_no_process_behind(range_sum: Path) -> None:
                     group.start_soon(cancel_once_running, group.cancel_scope)
                     await call(client, "run_tests", tests=["tests/test_slow.py"])
                     raise AssertionError("the call finished: it was meant to be cancelled while running")
-                while descendants(server):  # the kill is immediate; the scan waits for the kernel to reap
-                    await anyio.sleep(0.1)
-            return await call(client, "run_tests", tests=[SUM_TO_TEN])
+            # The next call's answer comes long before the test-run limit (600 s) would have killed the sleeper,
+            # and the server (whose exit would end bwrap's children too) is still running.
+            answer = await call(client, "run_tests", tests=[SUM_TO_TEN])
+            survivors.extend(pid for pid in seen if _alive(pid))
+            return answer
 
     after = anyio.run(session)
     assert seen, "no sandbox process was seen running"
-    assert not [pid for pid in seen if _alive(pid)], seen
+    assert survivors == [], seen
     assert [r["status"] for r in after["results"]] == ["failed"]
+
+
+SLOW_TEST = """\
+import os
+import time
+from pathlib import Path
+
+
+def test_slow():
+    Path("slow_started").write_text(str(os.getpid()))  # in the scratch copy, the run's working folder
+    time.sleep(600)
+"""
+
+
+def _started_slow_test(pid: int) -> bool:
+    """``pid`` runs in a scratch copy where the slow test has started (its working folder holds the marker)."""
+    try:
+        return (Path(f"/proc/{pid}/cwd") / "slow_started").exists()
+    except OSError:
+        return False
 
 
 def _alive(pid: int) -> bool:
