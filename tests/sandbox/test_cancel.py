@@ -25,7 +25,10 @@ def test_cancel_kills_the_running_process_and_refuses_the_next(tmp_path: Path) -
         with cancellation.active():
             try:
                 run_process(
-                    [sys.executable, "-c", SLEEPER], cwd=tmp_path, env=sandbox_env(os.environ), limits=Limits(wall_seconds=600)
+                    [sys.executable, "-c", SLEEPER],
+                    cwd=tmp_path,
+                    env=sandbox_env(os.environ),
+                    limits=Limits(wall_seconds=600),
                 )
             except SandboxError as exc:
                 outcome.append(exc)
