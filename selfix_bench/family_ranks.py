@@ -13,6 +13,7 @@ import argparse
 import ast
 import sys
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from selfix_action.offline.engine import OfflineEngine
@@ -41,11 +42,21 @@ class _NoPairs(OfflineEngine):
         return iter(())
 
 
-def _use_families(left_out: set[str]) -> None:
+@contextmanager
+def _families_left_out(left_out: set[str]) -> Iterator[None]:
+    """The candidate pipeline without some families, for the block only: the registry is process-wide, and a
+    caller (a test, a notebook) goes on with every family afterwards."""
+    kept = pipeline.EXPRESSION_FAMILIES, pipeline.STATEMENT_FAMILIES
     pipeline.EXPRESSION_FAMILIES = tuple(f for f in registry.EXPRESSION_FAMILIES if f.name not in left_out)
     pipeline.STATEMENT_FAMILIES = tuple(f for f in registry.STATEMENT_FAMILIES if f.name not in left_out)
     pipeline._expression_families.cache_clear()
     pipeline._statement_families.cache_clear()
+    try:
+        yield
+    finally:
+        pipeline.EXPRESSION_FAMILIES, pipeline.STATEMENT_FAMILIES = kept
+        pipeline._expression_families.cache_clear()
+        pipeline._statement_families.cache_clear()
 
 
 def ranks(tasks_dir: Path, engine: Callable[[], OfflineEngine]) -> dict[str, tuple[int | None, int]]:
@@ -79,8 +90,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--without", nargs="*", default=list(ISSUE_14), help="families left out (and pairs)")
     args = parser.parse_args(argv)
     with_all = ranks(args.tasks, OfflineEngine)
-    _use_families(set(args.without))
-    without = ranks(args.tasks, _NoPairs)
+    unknown = set(args.without) - {family.name for family in registry.FAMILIES}
+    if unknown:
+        parser.error(f"unknown template families: {', '.join(sorted(unknown))}")
+    with _families_left_out(set(args.without)):
+        without = ranks(args.tasks, _NoPairs)
     later = earlier = 0
     for task_id, (rank, count) in with_all.items():
         before, before_count = without[task_id]

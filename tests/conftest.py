@@ -4,7 +4,9 @@ the sandbox tests run at (tests/security and tests/sandbox). Plain helpers are i
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -16,6 +18,29 @@ from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
 from tests.helpers.isolation import traversable
 from tests.helpers.projects import write_project
+
+_OWN_BASETEMP = pytest.StashKey[Path]()
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own tmp_path plugin reads --basetemp
+def pytest_configure(config: pytest.Config) -> None:
+    """The session's temp dirs under a folder of its own, walkable by other uids (0711), unless --basetemp says
+    otherwise. pytest's default root, /tmp/pytest-of-<user>, is taken back to 0700 by every other pytest session
+    of the user that starts (a second terminal, a helper's run), and the landlock level, with no mount namespace,
+    needs the sandbox uid to walk to the scratch copies by their real paths. xdist's workers get subfolders."""
+    if config.option.basetemp or hasattr(config, "workerinput"):
+        return
+    folder = Path(tempfile.mkdtemp(prefix="selfix-tests-"))
+    folder.chmod(0o711)
+    config.option.basetemp = str(folder / "run")
+    config.stash[_OWN_BASETEMP] = folder
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """A passing run leaves no temp dirs behind; a failing one keeps them to look at."""
+    folder = session.config.stash.get(_OWN_BASETEMP, None)
+    if folder is not None and exitstatus == 0:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture

@@ -678,11 +678,11 @@ class LLMEngine:
                 self._tried.clear()
                 self._yielded_programs.clear()
             similar = self.similar_fixes(evidence) if self.similar_fixes else ""
-            self._context = build_context(evidence, sandbox.read_file, similar)
+            slices = source_slices(evidence, sandbox.read_file)
+            self._context = build_context(evidence, sandbox.read_file, similar, slices)
             if self._tools is None:
                 editable = set(sandbox.source_files())
-                shown = [path for path in source_slices(evidence, sandbox.read_file) if path in editable]
-                self._tools = self._tools_for(sandbox, shown)
+                self._tools = self._tools_for(sandbox, [path for path in slices if path in editable])
             if self._prior_attempts:
                 self._context += "\n" + self._prior_attempts
             self._context_evidence = evidence

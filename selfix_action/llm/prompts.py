@@ -12,7 +12,7 @@ import ast
 import dataclasses
 import itertools
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from selfix_action.repair.localize import FunctionSpan, enclosing_function, function_spans
 from selfix_action.repair.paths import is_test_path
@@ -59,14 +59,19 @@ Rules:
 
 
 # -- the shared repository context -----------------------------------------------------------------------
-def build_context(evidence: Evidence, read_file: ReadFile, similar_fixes: str = "") -> str:
-    """The evidence the three roles share, as compact text."""
+def build_context(
+    evidence: Evidence, read_file: ReadFile, similar_fixes: str = "", slices: Mapping[str, set[int]] | None = None
+) -> str:
+    """The evidence the three roles share, as compact text; ``slices`` are ``source_slices(evidence, read_file)``
+    when the caller has them already (the engine uses them for the schemas' file enum too)."""
+    if slices is None:
+        slices = source_slices(evidence, read_file)
     sections = [
         "# Evidence",
         _failures_section(evidence),
         _localization_section(evidence),
         "## Source code of the suspects (syntax-tree slices; '...' marks omitted lines)",
-        render_slices(source_slices(evidence, read_file), read_file),
+        render_slices(dict(slices), read_file),
         "## The failing tests",
         render_slices(test_slices(evidence, read_file), read_file),
         "## Similar past fixes",
@@ -140,6 +145,7 @@ def source_slices(evidence: Evidence, read_file: ReadFile) -> dict[str, set[int]
       'x.y'``): their imports, constants and the list of what they define;
     - for every file shown, its imports and module constants.
     """
+    read_file = _read_once(read_file)  # every candidate file is read to learn that it exists, then again to slice
     source_files = _known(read_file)
     ranked = [item for item in evidence.suspicious_lines[:MAX_RANKED_LINES] if source_files(item.file)]
     # Lines ranked just below those listed still open windows in long functions shown anyway.
@@ -171,6 +177,24 @@ def source_slices(evidence: Evidence, read_file: ReadFile) -> dict[str, set[int]
             for name in {span.name.rsplit(".", 1)[0] for span in spans if "." in span.name and lines & _span(span)}:
                 lines |= _class_outline(tree, name)
     return wanted
+
+
+def _read_once(read_file: ReadFile) -> ReadFile:
+    """``read_file`` with each path's text (or its error) kept: one call reads a file at most once."""
+    texts: dict[str, str | Exception] = {}
+
+    def read(path: str) -> str:
+        if path not in texts:
+            try:
+                texts[path] = read_file(path)
+            except (OSError, UnicodeDecodeError, ValueError) as exc:
+                texts[path] = exc
+        text = texts[path]
+        if isinstance(text, Exception):
+            raise text
+        return text
+
+    return read
 
 
 def _known(read_file: ReadFile) -> Callable[[str], bool]:

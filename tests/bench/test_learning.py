@@ -25,6 +25,7 @@ def records(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     ]
 
 
+@pytest.mark.slow
 def test_collected_candidates_carry_features_and_exactly_one_fix(records: list[dict[str, Any]]) -> None:
     for record in records:
         candidates = [c for h in record["hypotheses"] for c in h["candidates"]]

@@ -114,6 +114,7 @@ def built(history: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> 
     return outcome.task, cache
 
 
+@pytest.mark.slow
 def test_builder_splits_fix_from_test_change_and_validates(built: tuple[RealBugTask, Path]) -> None:
     task, _ = built
     assert task.fix_paths == ("pkg/calc.py",)  # CHANGES.md is documentation, not the fix

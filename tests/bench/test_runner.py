@@ -20,6 +20,7 @@ def _records(run_dir: Path) -> dict[str, dict]:
     return {r["id"]: r for r in read_records(run_dir / "results.jsonl")}
 
 
+@pytest.mark.slow
 def test_oracle_resolves_every_task_and_noop_none(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", str(TASKS), "--out", str(tmp_path), "--oracle"]) == 0
     oracle = _records(tmp_path / "oracle")
@@ -34,6 +35,7 @@ def test_oracle_resolves_every_task_and_noop_none(tmp_path: Path, capsys: pytest
     assert (tmp_path / "noop" / "chart.svg").read_text().startswith("<svg")
 
 
+@pytest.mark.slow
 def test_runs_resume_where_they_stopped(tmp_path: Path) -> None:
     logs: list[str] = []
     options = BenchOptions(tasks=TASKS, out=tmp_path, run="r", mode="oracle", workers=1, limit=1)
@@ -54,6 +56,7 @@ def test_judge_restores_the_original_tests(tmp_path: Path) -> None:
     assert verdict["resolved"] is False and verdict["f2p_failing"] == 1
 
 
+@pytest.mark.slow
 def test_generator_keeps_only_validated_tasks(tmp_path: Path) -> None:
     task = load_task(TASKS / "tiny-clamp-name.json")
     tree = task.materialize(tmp_path / "tree", fixed=True)

@@ -61,6 +61,7 @@ PROBLEMS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("provider", "problem", "named"), PROBLEMS)
 def test_auto_heals_with_the_offline_engine_when_the_llm_setup_fails_and_warns(
     provider: str, problem: str, named: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -80,6 +81,7 @@ def test_auto_heals_with_the_offline_engine_when_the_llm_setup_fails_and_warns(
     assert fake is None or fake.requests == []  # no completion was asked for
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("provider", "problem", "named"), PROBLEMS[:1] + PROBLEMS[3:])
 def test_auto_not_healed_by_the_offline_engine_exits_2_for_the_llm_setup(
     provider: str, problem: str, named: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]

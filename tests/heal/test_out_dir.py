@@ -103,6 +103,7 @@ def test_out_in_a_monorepo_folder_holding_tracked_files_is_refused(
     assert not (top / "pkg" / ".selfix").exists()
 
 
+@pytest.mark.slow
 def test_selfix_leaves_git_exclude_alone_and_keeps_its_own_folder_out_of_git(tmp_path: Path) -> None:
     repo = project(tmp_path / "p")
     exclude = repo / ".git" / "info" / "exclude"
@@ -122,6 +123,7 @@ def test_selfix_leaves_git_exclude_alone_and_keeps_its_own_folder_out_of_git(tmp
     assert git(repo, "status", "--porcelain").splitlines() == ["A  tests/test_new.py"]
 
 
+@pytest.mark.slow
 def test_an_existing_folder_of_the_user_gets_no_gitignore(tmp_path: Path) -> None:
     """A folder that existed is the user's (untracked, not a test folder): reports land in it, nothing else."""
     repo = project(tmp_path / "p")

@@ -54,6 +54,7 @@ def test_a_report_of_tests_not_here_says_so_first_and_exits_2(
     assert data["exit_code"] == 2 and data["candidates_tried"] == 0
 
 
+@pytest.mark.slow
 def test_heal_seen_failures_heals_what_fails_here(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     repo, report = renamed_after_the_report(tmp_path)
 
@@ -70,6 +71,7 @@ def test_heal_seen_failures_heals_what_fails_here(tmp_path: Path, capsys: pytest
     assert "not in this checkout" in out.splitlines()[1]  # still said, right after the headline
 
 
+@pytest.mark.slow
 def test_a_report_of_tests_not_here_while_nothing_fails_here_is_still_not_nothing_to_heal(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -83,6 +85,7 @@ def test_a_report_of_tests_not_here_while_nothing_fails_here_is_still_not_nothin
         assert "nothing to heal" not in out
 
 
+@pytest.mark.slow
 def test_a_report_some_of_whose_failing_tests_are_here_heals_those_and_names_the_others(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -151,6 +151,7 @@ def test_the_browser_shows_the_first_screen_first(tmp_path: Path, healed: tuple[
     assert report.confidence is not None and f"Confidence: {report.confidence.level}" in page.text["confidence"]
 
 
+@pytest.mark.slow
 def test_renders_in_headless_chromium(tmp_path: Path) -> None:
     browser, flags = browser_flags(tmp_path)
     target = page(tmp_path)

@@ -267,6 +267,7 @@ def _outputs(repo: Path) -> tuple[dict[str, Any], list[dict[str, Any]], str]:
     return report, trace, (out / "report.md").read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_the_detective_asks_for_a_symbol_gets_it_then_answers_and_the_heal_heals(tmp_path: Path) -> None:
     repo = write_project(tmp_path / "p", TALLY)
     provider = FakeProvider(
@@ -354,6 +355,7 @@ FOUR_ASKS = [
 ]
 
 
+@pytest.mark.slow
 def test_a_model_that_only_asks_stops_asking_at_max_asks_and_the_heal_ends_with_the_reason(
     project_sandbox: Callable[..., CachedSandbox], trace_log: TraceLog
 ) -> None:
@@ -395,6 +397,7 @@ def test_one_call_asks_at_most_three_rounds_and_the_budget_bounds_them_all(
     assert engine.budget.asks == 2
 
 
+@pytest.mark.slow
 def test_max_asks_0_offers_no_asks_and_an_ask_anyway_is_an_unusable_answer(
     project_sandbox: Callable[..., CachedSandbox], trace_log: TraceLog
 ) -> None:

@@ -37,6 +37,7 @@ def trace_of(repo: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines[1:]]
 
 
+@pytest.mark.slow
 def test_what_the_offline_engine_cannot_heal_reaches_the_llm_engine_with_its_evidence(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -175,6 +176,7 @@ def _inventory_fix(replace: str) -> dict[str, Any]:
     return {"explanation": "restock at five units", "edits": [edit]}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("replace", "winner"),
     [("RESTOCK_THRESHOLD = 5", "offline"), ("RESTOCK_THRESHOLD = 6 - 1", "llm")],

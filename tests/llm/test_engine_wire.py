@@ -29,6 +29,7 @@ EDITS_TEST = {
 }
 
 
+@pytest.mark.slow
 def test_rate_limit_retry_after_is_honoured_but_capped(calc: CachedSandbox, trace_log: TraceLog) -> None:
     provider = FakeProvider(
         by_tool=anthropic_script(
@@ -172,6 +173,7 @@ def test_search_text_that_does_not_match_gets_the_closest_region(calc: CachedSan
     assert "search text was not found" in reask and "    2 |     return a - b" in reask
 
 
+@pytest.mark.slow
 def test_failed_verification_is_fed_back_then_backtracks(calc: CachedSandbox, trace_log: TraceLog) -> None:
     provider = FakeProvider(
         by_tool=anthropic_script(

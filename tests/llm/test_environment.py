@@ -10,6 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from selfix_action.action.render import escalation_body, pr_body
 from selfix_action.cli import main
 from selfix_action.repair.report import HealReport
@@ -62,6 +64,7 @@ def test_a_failure_the_detective_puts_on_the_environment_is_escalated_never_patc
     assert "### The environment, not the code" in body and ENVIRONMENT in body
 
 
+@pytest.mark.slow
 def test_tests_the_patcher_puts_on_the_environment_are_left_out_and_the_others_healed(tmp_path: Path) -> None:
     patch = {
         "explanation": "count each occurrence",
@@ -83,6 +86,7 @@ def test_tests_the_patcher_puts_on_the_environment_are_left_out_and_the_others_h
     assert "still fail and were left out" in body and "test_counts_service" in body
 
 
+@pytest.mark.slow
 def test_naming_every_failing_test_as_the_environments_stops_the_heal(tmp_path: Path) -> None:
     patch = {
         "explanation": "nothing to change in the code",
@@ -94,6 +98,7 @@ def test_naming_every_failing_test_as_the_environments_stops_the_heal(tmp_path: 
     assert code == 1 and report["stop_reason"] == "environment_not_code" and report["patch"] is None
 
 
+@pytest.mark.slow
 def test_blaming_tests_that_are_not_to_be_healed_ends_the_hypothesis_not_the_heal(tmp_path: Path) -> None:
     """The Patcher blamed the environment for a test outside the failing ones (a passing test that timed out,
     say): that is no reason to stop the heal, only this hypothesis."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
+
 from selfix_action.offline.engine import OfflineEngine
 from selfix_action.repair.loop import HealingLoop
 from selfix_action.repair.report import StopReason
@@ -83,6 +85,7 @@ def test_a_keyword_the_callee_in_another_file_accepts_through_the_engine() -> No
     ]
 
 
+@pytest.mark.slow
 def test_heals_a_missing_space_from_the_assertion_in_the_real_sandbox(
     make_sandbox: Callable[..., PytestSandbox],
 ) -> None:

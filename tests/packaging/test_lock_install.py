@@ -142,6 +142,7 @@ def _wheel(folder: Path, name: str, version: str) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_install_script_takes_only_files_the_lock_hashes(tmp_path: Path) -> None:
     """packaging/install.sh installs what the lock hashes and refuses, installing nothing, a file whose sha256
     the lock does not name (offline: a local wheel, the index switched off)."""

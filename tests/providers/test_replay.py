@@ -26,6 +26,7 @@ def _report(repo: Path) -> dict:
     return json.loads((repo / ".selfix" / "report.json").read_text(encoding="utf-8"))
 
 
+@pytest.mark.slow
 def test_a_recorded_heal_replays_to_the_same_patch_without_a_server(tmp_path: Path) -> None:
     repo = write_project(tmp_path / "p", TALLY)
     provider = FakeProvider(

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 
+import pytest
+
 from selfix_action.repair.loop import HealingLoop, LoopConfig
 from selfix_action.repair.protocols import Sandbox
 from selfix_action.repair.report import Confidence, HealReport, StopReason, Usage, render_markdown
@@ -87,6 +89,7 @@ SHAPES = {
 }
 
 
+@pytest.mark.slow
 def test_a_candidate_that_cannot_make_sense_is_refused_untried(make_sandbox: Callable[..., PytestSandbox]) -> None:
     sandbox = make_sandbox(SHAPES)
     fixed = 'def has_shape(obj):\n    return hasattr(obj, "shape")\n'
@@ -142,6 +145,7 @@ PORT_FIXED = (
 )
 
 
+@pytest.mark.slow
 def test_the_most_plausible_passing_candidate_wins_over_the_first(make_sandbox: Callable[..., PytestSandbox]) -> None:
     sandbox = make_sandbox(PORTS)
     engine = Playback("ports.py", "parse_port", [{"ports.py": GUARD_DELETED}, {"ports.py": PORT_FIXED}])
@@ -155,6 +159,7 @@ def test_the_most_plausible_passing_candidate_wins_over_the_first(make_sandbox: 
     assert report.confidence.alternatives_passed == 1
 
 
+@pytest.mark.slow
 def test_a_deleted_guard_is_never_high_confidence(make_sandbox: Callable[..., PytestSandbox]) -> None:
     sandbox = make_sandbox(PORTS)
     report = HealingLoop(sandbox, Playback("ports.py", "parse_port", [{"ports.py": GUARD_DELETED}])).run().report
@@ -211,6 +216,7 @@ TOTAL_FIXED = (
 )
 
 
+@pytest.mark.slow
 def test_a_patch_that_changes_what_passing_tests_execute_is_low(make_sandbox: Callable[..., PytestSandbox]) -> None:
     sandbox = make_sandbox(TOTALS)
     report = HealingLoop(sandbox, Playback("totals.py", "total", [{"totals.py": FAST_PATH_FOR_ALL}])).run().report
@@ -220,6 +226,7 @@ def test_a_patch_that_changes_what_passing_tests_execute_is_low(make_sandbox: Ca
     assert changed.level == "low" and changed.text.startswith("3 of 4 passing test(s) execute other lines")
 
 
+@pytest.mark.slow
 def test_of_equally_plausible_patches_the_one_keeping_passing_paths_wins(
     make_sandbox: Callable[..., PytestSandbox],
 ) -> None:
@@ -247,6 +254,7 @@ class FeedbackPlayback(Playback):
     independent_candidates = False  # as an LLM engine: each candidate would be a model call
 
 
+@pytest.mark.slow
 def test_a_feedback_driven_engine_is_not_asked_for_alternatives(make_sandbox: Callable[..., PytestSandbox]) -> None:
     sandbox = make_sandbox(PORTS)
     engine = FeedbackPlayback("ports.py", "parse_port", [{"ports.py": GUARD_DELETED}, {"ports.py": PORT_FIXED}])

@@ -28,6 +28,7 @@ from tests.helpers.projects import CALC, EXAMPLES, FIXED
 from tests.helpers.scripted_engine import ScriptedEngine, hyp
 
 
+@pytest.mark.slow
 def test_heals_with_feedback_after_rejected_candidates(make_sandbox: Callable[..., PytestSandbox]) -> None:
     sandbox = make_sandbox(CALC)
     breaks_double = FIXED.replace("x * 2", "x * 3")
@@ -66,6 +67,7 @@ def test_heals_with_feedback_after_rejected_candidates(make_sandbox: Callable[..
     assert "healed" in render_markdown(report)
 
 
+@pytest.mark.slow
 def test_qa_test_that_passes_drops_the_hypothesis_a_broken_one_is_reasked_then_the_failing_tests_serve(
     make_sandbox: Callable[..., PytestSandbox],
 ) -> None:
@@ -92,6 +94,7 @@ def test_qa_test_that_passes_drops_the_hypothesis_a_broken_one_is_reasked_then_t
     assert report.patch is not None and report.patch.hypothesis_id == "H2"
 
 
+@pytest.mark.slow
 def test_a_name_error_raised_in_project_code_exposes_the_hypothesis(
     make_sandbox: Callable[..., PytestSandbox],
 ) -> None:
@@ -114,6 +117,7 @@ def test_a_name_error_raised_in_project_code_exposes_the_hypothesis(
     assert "_selfix_qa/test_qa_h1.py:2" in engine.qa_feedback[0][1] and "stayed broken" in report.hypotheses[0].exposure
 
 
+@pytest.mark.slow
 def test_minimizes_away_hunks_that_are_not_needed(make_sandbox: Callable[..., PytestSandbox]) -> None:
     sandbox = make_sandbox(CALC)
     noisy = FIXED.replace("return x * 2", "return x + x")  # equivalent, so a removable hunk
@@ -125,6 +129,7 @@ def test_minimizes_away_hunks_that_are_not_needed(make_sandbox: Callable[..., Py
     assert "x + x" not in report.patch.diff
 
 
+@pytest.mark.slow
 def test_candidate_that_hangs_costs_only_the_timeout(make_sandbox: Callable[..., PytestSandbox]) -> None:
     sandbox = make_sandbox(CALC, wall_seconds=3)
     hangs = FIXED.replace("    return a + b", "    while True:\n        pass")
@@ -135,6 +140,7 @@ def test_candidate_that_hangs_costs_only_the_timeout(make_sandbox: Callable[...,
     assert (rejected.stage is VerifyStage.F2P and "timed out" in rejected.detail) or "Timeout" in rejected.detail
 
 
+@pytest.mark.slow
 def test_stops_on_candidate_budget(make_sandbox: Callable[..., PytestSandbox]) -> None:
     sandbox = make_sandbox(CALC)
     wrong = {"calc.py": FIXED.replace("a + b", "a * b")}
@@ -152,6 +158,7 @@ def test_no_failing_tests_is_nothing_to_heal(make_sandbox: Callable[..., PytestS
     assert report.exit_code == 3
 
 
+@pytest.mark.slow
 def test_flaky_failure_is_not_reproducible(make_sandbox: Callable[..., PytestSandbox]) -> None:
     flaky = {
         "tests/test_flaky.py": """
@@ -182,6 +189,7 @@ class StoppingEngine(ScriptedEngine):
         raise EngineStopped(StopReason.BUDGET_EXHAUSTED, "spent $0.50 of $0.50")
 
 
+@pytest.mark.slow
 def test_engine_budget_stop_is_a_named_stop_reason(make_sandbox: Callable[..., PytestSandbox]) -> None:
     sandbox = make_sandbox(CALC)
     engine = StoppingEngine([hyp("H1", 1), hyp("H2", 2)], {}, {"H1": [{"calc.py": FIXED.replace("a + b", "a * b")}]})
@@ -193,6 +201,7 @@ def test_engine_budget_stop_is_a_named_stop_reason(make_sandbox: Callable[..., P
     assert len(report.hypotheses) == 1  # H2 was never reached
 
 
+@pytest.mark.slow
 def test_a_patch_that_creates_a_source_file_is_verified_and_diffed(make_sandbox: Callable[..., PytestSandbox]) -> None:
     sandbox = make_sandbox(CALC)
     uses_helper = "from ops import plus\n\n\n" + FIXED.replace("a + b", "plus(a, b)")
@@ -207,6 +216,7 @@ def test_a_patch_that_creates_a_source_file_is_verified_and_diffed(make_sandbox:
     assert not (sandbox.root / "ops.py").exists()  # the scratch copy is restored
 
 
+@pytest.mark.slow
 def test_independent_candidates_are_verified_side_by_side_with_the_same_outcome(tmp_path: Path) -> None:
     outcomes = {}
     for jobs in (1, 2):
@@ -228,6 +238,7 @@ def test_independent_candidates_are_verified_side_by_side_with_the_same_outcome(
     assert outcomes[2][1] > 0  # the side-by-side checks ran in the hot worker
 
 
+@pytest.mark.slow
 def test_feedback_driven_candidates_are_never_verified_ahead(make_sandbox: Callable[..., PytestSandbox]) -> None:
     sandbox = make_sandbox(CALC)
     sandbox.parallel_checks = 4
@@ -249,6 +260,7 @@ TOTALS = {
 TOTALS_FIXED = "def label(x):\n    return 'value ' + str(x)\n\n\ndef total(items):\n    return sum(items)\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("with_qa", [True, False])
 def test_a_patch_its_hypothesis_and_qa_test_agree_on_is_high_though_localization_ranked_another_function(
     make_sandbox: Callable[..., PytestSandbox], with_qa: bool
@@ -283,6 +295,7 @@ LEAP = {
 }
 
 
+@pytest.mark.slow
 def test_a_patch_only_two_of_the_projects_tests_run_is_never_high(make_sandbox: Callable[..., PytestSandbox]) -> None:
     """A held-out small bug: one failing and one passing test cannot tell the fix (``!= 0``) from the edit the
     offline engine makes (``and`` for ``or``: 1900 becomes a leap year), which it called high before."""
@@ -309,6 +322,7 @@ class RevisingEngine(ScriptedEngine):
         return self.changes.get(hypothesis.id, PlanChange())
 
 
+@pytest.mark.slow
 def test_the_loop_walks_the_hypotheses_an_engine_adds_and_skips_those_it_drops(
     make_sandbox: Callable[..., PytestSandbox],
 ) -> None:

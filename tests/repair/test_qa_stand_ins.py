@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
+
 from selfix_action.repair.values import QATest
 from selfix_action.repair.verify import Verifier
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
@@ -45,6 +47,7 @@ def test_upper_case_chunked():
 COMPLETE = INCOMPLETE.replace("    pass", "    def set_close_callback(self, callback):\n        pass")
 
 
+@pytest.mark.slow
 def test_a_qa_test_whose_own_fake_lacks_what_the_project_calls_is_broken_not_exposing(
     make_sandbox: Callable[..., PytestSandbox],
 ) -> None:

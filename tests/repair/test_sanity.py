@@ -226,6 +226,7 @@ SWALLOWED = ARRAYS["arrays.py"].replace('hasattr(value, "shape")', "hasattr(valu
 FIXED_ARRAYS = ARRAYS["arrays.py"].replace(" or len(value) > 0", "")
 
 
+@pytest.mark.slow
 def test_a_one_argument_hasattr_the_code_swallows_heals_no_more(make_sandbox: Callable[..., PytestSandbox]) -> None:
     sandbox = make_sandbox(ARRAYS)
     hypothesis = Hypothesis(

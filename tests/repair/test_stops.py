@@ -93,6 +93,7 @@ def test_a_test_run_budget_stop_during_reproduction_is_a_report(make_sandbox: Ca
     assert "test run budget exhausted" in render_markdown(report)
 
 
+@pytest.mark.slow
 def test_a_test_run_budget_stop_before_the_qa_test_is_a_report(make_sandbox: Callable[..., PytestSandbox]) -> None:
     """No room for the QA run (and a candidate, and its confirmation) after reproduction: the loop stops with
     TEST_RUN_BUDGET before asking for the QA test, instead of raising out of ``run()`` from the QA run."""
@@ -104,6 +105,7 @@ def test_a_test_run_budget_stop_before_the_qa_test_is_a_report(make_sandbox: Cal
     assert any("before hypothesis 1 was tried" in note for note in report.notes)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("max_test_runs", [4, 6, 9])
 def test_a_verified_candidate_is_never_thrown_away_for_the_test_run_budget(
     make_sandbox: Callable[..., PytestSandbox], max_test_runs: int
@@ -146,6 +148,7 @@ BREAKS_AFTER_FIRST_RUN = (
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("code", [4, 5], ids=["sandbox-error", "no-results"])
 def test_a_sandbox_that_cannot_rerun_the_failures_is_not_flakiness(tmp_path: Path, code: int) -> None:
     """The re-run crashes (or gives no result): that is a SANDBOX_ERROR stop (exit 2), with the reason in the
@@ -165,6 +168,7 @@ def test_a_sandbox_that_cannot_rerun_the_failures_is_not_flakiness(tmp_path: Pat
 
 
 # -- nothing to point at ---------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_a_failure_that_reaches_no_project_source_has_no_suspects(make_sandbox: Callable[..., PytestSandbox]) -> None:
     sandbox = make_sandbox({"mod.py": "X = 1\n", "tests/test_m.py": "def test_x():\n    assert 1 == 2\n"})
     engine = ScriptedEngine([hyp("H1", 1)], {}, {"H1": [{"mod.py": "X = 2\n"}]})
@@ -184,6 +188,7 @@ def test_a_time_limit_of_zero_stops_before_any_test_runs(make_sandbox: Callable[
     assert report.test_runs == 0 and report.exit_code == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("run", "runs_made"), [(1, 1), (2, 2)], ids=["during-the-baseline", "during-the-rerun"])
 def test_the_deadline_is_checked_between_reproduction_and_localization(
     make_sandbox: Callable[..., PytestSandbox], run: int, runs_made: int
@@ -220,6 +225,7 @@ class SlowDetective(ScriptedEngine):
         return super().qa_test(hypothesis, evidence, sandbox)
 
 
+@pytest.mark.slow
 def test_the_deadline_is_checked_before_the_qa_test(make_sandbox: Callable[..., PytestSandbox]) -> None:
     """Time runs out while hypothesizing: no QA test is asked for or run (it used to run the QA test and only
     stop before the first candidate)."""
@@ -233,6 +239,7 @@ def test_the_deadline_is_checked_before_the_qa_test(make_sandbox: Callable[..., 
     assert report.f2p_tests == ("tests/test_calc.py::test_add",)  # the evidence is in the report
 
 
+@pytest.mark.slow
 def test_a_candidate_verified_as_time_runs_out_is_kept_unconfirmed(make_sandbox: Callable[..., PytestSandbox]) -> None:
     """The deadline passes during the winning candidate's verification (its 2nd check, the 4th test run):
     neither minimization nor the whole-suite confirmation starts after it, and the verified patch is still the
@@ -260,6 +267,7 @@ def test_a_candidate_verified_as_time_runs_out_is_kept_unconfirmed(make_sandbox:
     assert "verified unconfirmed" in markdown and "Checked: F2P and guarding P2P only" in markdown
 
 
+@pytest.mark.slow
 def test_the_time_a_confirmation_needs_is_kept_back_from_candidates(
     make_sandbox: Callable[..., PytestSandbox],
 ) -> None:
@@ -273,6 +281,7 @@ def test_the_time_a_confirmation_needs_is_kept_back_from_candidates(
     assert report.candidates_tried == 0 and len(sandbox.calls) == 2
 
 
+@pytest.mark.slow
 def test_a_candidate_verified_in_time_is_minimized_and_confirmed(make_sandbox: Callable[..., PytestSandbox]) -> None:
     """The control for the tests above: the same loop and clock, with time to spare, heals and confirms."""
     clock = FakeClock()

@@ -27,6 +27,7 @@ def test_skeleton_ignores_function_bodies_only() -> None:
     assert skeleton(base) != skeleton(base.replace("b=2", "b=3"))
 
 
+@pytest.mark.slow
 def test_hot_checks_reach_the_cold_verdicts(tmp_path: Path) -> None:
     task = load_task(TASKS / "tiny-clamp-name.json")
     repo = task.materialize(tmp_path / "repo")
@@ -48,6 +49,7 @@ def test_hot_checks_reach_the_cold_verdicts(tmp_path: Path) -> None:
     assert verdicts["module"] == (TestStatus.PASSED, TestStatus.PASSED)
 
 
+@pytest.mark.slow
 def test_adaptive_limit_cuts_a_runaway_candidate_near_it_not_at_the_global_limit(tmp_path: Path) -> None:
     task = load_task(TASKS / "tiny-clamp-name.json")
     repo = task.materialize(tmp_path / "repo")
@@ -115,6 +117,7 @@ def test_hot_checks_can_be_turned_off(tmp_path: Path) -> None:
     assert run.results[F2P].status is TestStatus.FAILED
 
 
+@pytest.mark.slow
 def test_check_candidates_side_by_side_reach_the_verdicts_of_one_at_a_time(tmp_path: Path) -> None:
     task = load_task(TASKS / "tiny-clamp-name.json")
     repo = task.materialize(tmp_path / "repo")
@@ -148,6 +151,7 @@ def test_parallel_checks_must_be_positive(tmp_path: Path) -> None:
         PytestSandbox(tmp_path / "repo", [sys.executable, "-m", "pytest"], parallel_checks=0)
 
 
+@pytest.mark.slow
 def test_a_long_heal_does_not_run_the_workers_out_of_file_descriptors(tmp_path: Path) -> None:
     # Each check waits on its child through a pidfd; with 40 descriptors allowed, 60 checks would exhaust them if
     # any were kept open, and the next child could not even open its log.

@@ -88,7 +88,10 @@ def test_the_sandbox_runs_and_reports_the_derived_cap(tmp_path: Path) -> None:
         report = box.limits_report()
     assert report["memory_bytes"] == expected.bytes
     assert report["parallel_checks"] == 3
-    assert report["memory_usable_bytes"] == expected.usable
+    # MemAvailable moves between the two reads (other processes run): the same source, about the same figure.
+    assert expected.usable is not None
+    assert report["memory_source"] == expected.source
+    assert abs(report["memory_usable_bytes"] - expected.usable) <= expected.usable // 20
     assert report["wall_seconds"] == Limits().wall_seconds
 
 
@@ -98,6 +101,7 @@ HANGS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", sorted(HANGS))
 def test_a_suite_that_hangs_at_collection_is_bad_input(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], how: str
@@ -141,6 +145,7 @@ def test_a_hanging_test_is_reported_and_the_real_failures_are_healed(
     assert "Hung on the unpatched code" in (out / "report.md").read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_only_hanging_tests_failing_is_exit_2_not_nothing_to_heal(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -155,6 +160,7 @@ def test_only_hanging_tests_failing_is_exit_2_not_nothing_to_heal(
     assert report["hung_tests"] == ["tests/test_a.py::test_waits_forever"]
 
 
+@pytest.mark.slow
 def test_the_time_limit_bounds_the_first_suite_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`--time-limit` is the whole run's limit: a first run of the suite that would last until the test-run limit
     (60 s here) is cut at the time limit, and a suite that did not finish in it is exit 2 with the reason."""

@@ -112,6 +112,7 @@ def _coverage(tmp_path: Path, name: str, command: list[str], collector: str) -> 
         return run.coverage, run.coverage_collector
 
 
+@pytest.mark.slow
 def test_the_collector_sees_the_lines_coverage_py_sees(tmp_path: Path) -> None:
     expected, by = _coverage(tmp_path, "with-coverage", [sys.executable, "-m", "pytest"], "fallback")
     assert by == "coverage.py"
@@ -123,6 +124,7 @@ def test_the_collector_sees_the_lines_coverage_py_sees(tmp_path: Path) -> None:
     assert ours["tests/test_shapes.py::test_clamp_high[11]"]["pkg/shapes.py"] == [5, 6]
 
 
+@pytest.mark.slow
 def test_without_coverage_py_the_collector_stands_in(tmp_path: Path) -> None:
     expected, _ = _coverage(tmp_path, "with-coverage", [sys.executable, "-m", "pytest"], "fallback")
     ours, kind = _coverage(tmp_path, "no-coverage", [sys.executable, "-c", NO_COVERAGE], "fallback")

@@ -150,10 +150,8 @@ def test_twice():
 """
 
 
-# The oldest and the newest in the fast tier (the plugins' syntax floor and the current one), the rest in slow.
-@pytest.mark.parametrize(
-    "version", [v if v in ("3.8", "3.13") else pytest.param(v, marks=pytest.mark.slow) for v in PROJECT_PYTHONS]
-)
+@pytest.mark.slow
+@pytest.mark.parametrize("version", PROJECT_PYTHONS)
 def test_methods_of_one_name_and_nested_functions_swap_by_qualified_name(
     version: str, venv_root: Path, tmp_path: Path
 ) -> None:

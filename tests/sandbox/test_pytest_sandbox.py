@@ -106,6 +106,7 @@ def test_secrets_in_the_parent_environment_do_not_reach_tests(tmp_path: Path) ->
     assert run.results["tests/test_core.py::test_no_secrets_visible"].status is TestStatus.PASSED
 
 
+@pytest.mark.slow
 def test_a_hanging_test_is_cut_and_the_rest_still_run(make_sandbox: Callable[..., PytestSandbox]) -> None:
     sandbox = make_sandbox(
         {
@@ -188,6 +189,7 @@ def test_warm_worker_reaches_the_same_verdicts_as_a_cold_run(make_sandbox: Calla
     assert sandbox.warm_runs == 3
 
 
+@pytest.mark.slow
 def test_warm_worker_run_that_hangs_is_cut(make_sandbox: Callable[..., PytestSandbox]) -> None:
     sandbox = make_sandbox(
         {"m.py": "X = 1\n", "tests/test_m.py": "def test_hangs():\n    while True:\n        pass\n"},
@@ -258,6 +260,7 @@ def pytest_python(request: pytest.FixtureRequest) -> str:
     return str(request.getfixturevalue("pinned_pytest_python"))
 
 
+@pytest.mark.slow
 def test_selected_tests_run_alone_with_a_test_path_in_the_command(tmp_path: Path, pytest_python: str) -> None:
     """``python -m pytest tests/test_x.py``: a run of ``test_b`` runs ``test_b`` only, cold, fork-per-run and hot.
     The node ids used to follow the command after a ``--``: pytest 7.4 refused that (usage error, exit 4), and
@@ -309,6 +312,7 @@ def test_a_run_pytest_could_not_finish_never_reads_as_passed(
     assert f"exit {code}" in run.error
 
 
+@pytest.mark.slow
 def test_the_loop_heals_with_a_test_path_in_the_command(tmp_path: Path, pytest_python: str) -> None:
     """``python -m pytest tests/test_calc.py`` under pytest 7.4: the reproduction re-run used to be refused by
     pytest, its missing results read as "passed", and the real failure reported as probably flaky (exit 3)."""

@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from selfix_action.heal.pipeline import heal
 from selfix_action.heal.request import HealRequest
 from selfix_action.repair.report import ExitCode, StopReason
@@ -74,6 +76,7 @@ def _heal(repo: Path, junit: Path) -> tuple[dict, str]:  # type: ignore[type-arg
     return report, (repo / ".selfix" / "report.md").read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_a_ci_pass_that_fails_here_is_reported_and_left_out(tmp_path: Path) -> None:
     repo = write_project(tmp_path / "repo", PROJECT)
     report, markdown = _heal(repo, _ci_report(repo, tmp_path))

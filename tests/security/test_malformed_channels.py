@@ -4,6 +4,8 @@ never a crash of selfix, and the real verdicts still come through."""
 
 from __future__ import annotations
 
+import pytest
+
 from selfix_action.repair.values import TestStatus
 from tests.helpers.isolation import ATTACK, CANARY, RunAttack
 
@@ -56,6 +58,7 @@ for name in os.listdir("/proc/self/fd"):
 """
 
 
+@pytest.mark.slow
 def test_a_forged_fork_server_reply_falls_back_to_a_cold_run(run_attack: RunAttack) -> None:
     run, sandbox = run_attack(FORGED_REPLIES, warm=True)
     # The warm worker's answer was garbage: it is dropped and the same tests ran cold, with real verdicts.

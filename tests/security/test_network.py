@@ -89,6 +89,7 @@ def test_udp_exfiltration_to_an_outside_address_fails(run_attack: RunAttack, iso
     assert_blocked(run, "OSError")
 
 
+@pytest.mark.slow
 def test_tcp_to_host_loopback_is_refused_in_the_warm_worker_too(
     run_attack: RunAttack, isolation: Isolation, listener: socket.socket
 ) -> None:
@@ -101,6 +102,7 @@ def test_tcp_to_host_loopback_is_refused_in_the_warm_worker_too(
         pytest.skip("the warm worker was not used here (cold run covered above)")
 
 
+@pytest.mark.slow
 def test_tcp_to_host_loopback_is_refused_in_the_hot_worker_too(
     run_attack: RunAttack, isolation: Isolation, listener: socket.socket
 ) -> None:

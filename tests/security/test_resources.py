@@ -167,6 +167,7 @@ class _Peak:
         self._thread.join()
 
 
+@pytest.mark.slow
 def test_a_real_fork_bomb_never_exceeds_the_cap_and_leaves_nothing(run_attack: RunAttack, isolation: Isolation) -> None:
     own = _own_uid(isolation, 64997)
     cap = 64
@@ -185,6 +186,7 @@ def test_a_real_fork_bomb_never_exceeds_the_cap_and_leaves_nothing(run_attack: R
     assert _gone_eventually(lambda: _processes_of(uid)) == []
 
 
+@pytest.mark.slow
 def test_a_fork_bomb_in_a_warm_check_leaves_the_next_run_its_share(run_attack: RunAttack, isolation: Isolation) -> None:
     """A bomb in a warm check (a child of the warm worker): its sleepers die with the check, so the next run gets
     the whole cap but the worker's own slot (they used to stay in the worker's session and starve every later
@@ -252,6 +254,7 @@ def test_leftover_sleepers_are_killed_after_a_cold_run(run_attack: RunAttack, is
     assert _live(_host_pids(sandbox, _sleepers(sandbox))) == []
 
 
+@pytest.mark.slow
 def test_a_warm_check_leaves_no_sleeper_and_the_worker_survives(run_attack: RunAttack, isolation: Isolation) -> None:
     need_level(isolation, IsolationLevel.BWRAP, "a boundary the run's processes cannot leave")
     own = _own_uid(isolation, 64993)
@@ -310,6 +313,7 @@ def test_memory_bomb_gets_memory_error(run_attack: RunAttack) -> None:
     assert_blocked(run, "MemoryError")
 
 
+@pytest.mark.slow
 def test_cpu_spin_is_killed_by_the_cpu_limit(run_attack: RunAttack) -> None:
     # The spin takes the whole pytest process down (SIGXCPU); selfix gets a result back and goes on.
     started = time.monotonic()
@@ -322,6 +326,7 @@ def test_cpu_spin_is_killed_by_the_cpu_limit(run_attack: RunAttack) -> None:
     assert after.results[CANARY].status is TestStatus.PASSED
 
 
+@pytest.mark.slow
 def test_test_that_sleeps_forever_times_out_and_the_rest_runs(run_attack: RunAttack) -> None:
     started = time.monotonic()
     run, _ = run_attack("import time\ntime.sleep(10**6)\n", limits=Limits(wall_seconds=4))
@@ -361,6 +366,7 @@ def test_100_mb_of_output_is_capped(isolation: Isolation, tmp_path: Path) -> Non
     assert peak < 10 * MiB
 
 
+@pytest.mark.slow
 def test_100_mb_printed_by_a_failing_test_is_capped(run_attack: RunAttack) -> None:
     # pytest replays the captured output of a failing test: 100 MB through selfix's capped pipes.
     attack = 'print("B" * (100 * 1024 * 1024))\nassert False, "flood"\n'

@@ -47,6 +47,7 @@ GIT_CONFIG = f"""\
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("hot", [False, True], ids=["cold", "hot"])
 def test_secrets_in_the_environment_are_not_passed(run_attack: RunAttack, hot: bool) -> None:
     # Works at every isolation level: the environment is an allowlist. The attack also looks in its own
@@ -129,6 +130,7 @@ def test_parent_process_environ_cannot_be_read(isolation: Isolation, tmp_path: P
     assert control["found"], "control run could not read the parent's environ: the test proves nothing"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("hot", [False, True], ids=["cold", "hot"])
 def test_original_repo_git_config_token_is_unreachable(run_attack: RunAttack, isolation: Isolation, hot: bool) -> None:
     need_level(isolation, IsolationLevel.BWRAP, "hiding the original repository")
@@ -166,6 +168,7 @@ def test_original_repo_git_config_token_is_unreachable(run_attack: RunAttack, is
     assert FAKE_CHECKOUT_TOKEN in (holder["repo"] / ".git" / "config").read_text()  # it was there to steal
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("hot", [False, True], ids=["cold", "hot"])
 def test_git_credentials_in_home_are_unreachable(
     run_attack: RunAttack, isolation: Isolation, tmp_path: Path, hot: bool

@@ -147,6 +147,7 @@ def _run(env: dict[str, str]) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
+@pytest.mark.slow
 def test_hostile_setup_output_is_fenced_in_the_action_log(tmp_path: Path, fake: FakeGitHub) -> None:
     repos = make_repos(tmp_path, HEALABLE)
     script = tmp_path / "setup_script.py"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import warnings
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -316,3 +317,18 @@ class FileFacts:
             for name in names:
                 add(name)
         return pool
+
+
+def parse_source(source: str) -> tuple[str, str, ast.Module] | None:
+    """(its UTF-8 byte-order mark or "", the text after it, that text's syntax tree), or None when it does not
+    parse. A byte-order mark survives a plain read but is a syntax error in a str: edits are made to the text
+    after it and it is put back, so the file keeps its encoding signature."""
+    bom = "\ufeff" if source.startswith("\ufeff") else ""
+    text = source[len(bom) :]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SyntaxWarnings of the project's code are not ours to show
+            tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+    return bom, text, tree

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import ast
 import functools
-import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
 from selfix_action.offline.spans import change_size
-from selfix_action.offline.templates.analysis import FileFacts
+from selfix_action.offline.templates.analysis import FileFacts, parse_source
 from selfix_action.offline.templates.family import Context, Family
 from selfix_action.offline.templates.hints import NO_HINTS, Hints
 from selfix_action.offline.templates.registry import EXPRESSION_FAMILIES, FUNCTION_FAMILIES, STATEMENT_FAMILIES
@@ -62,16 +61,10 @@ def candidate_edits(
     size of the textual change. Every edit parses, differs semantically from the original, and
     is unique by normalized AST across the whole result (the first occurrence is kept).
     """
-    # A UTF-8 byte-order mark survives a plain read but is a syntax error in a str: edit the
-    # text after it and put it back, so the file keeps its encoding signature.
-    bom = "\ufeff" if source.startswith("\ufeff") else ""
-    text = source[len(bom) :]
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(text)
-    except (SyntaxError, ValueError):
+    parsed = parse_source(source)
+    if parsed is None:
         return []
+    bom, text, tree = parsed
     facts = FileFacts(text, path, tree)
     ctx = Context(facts, Renderer(facts), hints)
     seen = {ctx.render.original_dump}

@@ -6,14 +6,12 @@ the single edits, since a pair is rarely needed and `per_line`² of them are man
 
 from __future__ import annotations
 
-import ast
 import itertools
-import warnings
 from collections import Counter
 from collections.abc import Sequence
 
 from selfix_action.offline.spans import TextEdit
-from selfix_action.offline.templates.analysis import FileFacts
+from selfix_action.offline.templates.analysis import FileFacts, parse_source
 from selfix_action.offline.templates.render import Renderer, SourceEdit
 from selfix_action.offline.templates.values import Template
 
@@ -55,14 +53,10 @@ def pair_edits(
 ) -> list[SourceEdit]:
     """Every verified combination of one of `first`'s best edits with one of `second`'s (`best`), the
     first line's best first; pairs whose edits overlap or touch are left out."""
-    bom = "\ufeff" if source.startswith("\ufeff") else ""
-    text = source[len(bom) :]
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(text)
-    except (SyntaxError, ValueError):
+    parsed = parse_source(source)
+    if parsed is None:
         return []
+    bom, text, tree = parsed
     render = Renderer(FileFacts(text, path, tree))
     singles = {edit.normalized for edit in (*first, *second)}
     seen = {render.original_dump}

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import ast
 
+import pytest
+
 from selfix_action.offline.templates import PRIORS, candidate_edits
 from tests.helpers.templates import PATH, REALISTIC, fix, load, realistic
 
@@ -37,6 +39,7 @@ def test_out_of_range_and_blank_lines_are_harmless() -> None:
     assert candidate_edits(source, PATH, [0, 2, 99]) == []
 
 
+@pytest.mark.slow
 def test_every_edit_parses_differs_is_unique_and_local() -> None:
     edits = candidate_edits(REALISTIC, PATH, range(1, 31))  # its speed is bench/, never a timed assertion
     assert edits

@@ -7,6 +7,8 @@ import ast
 import functools
 from collections import defaultdict
 
+import pytest
+
 from selfix_action.offline import templates
 from selfix_action.offline.templates import PRIORS, TEMPLATES, Hints, candidate_edits
 from selfix_action.offline.templates.analysis import FileFacts
@@ -93,6 +95,7 @@ def test_family_names_are_unique_and_families_are_listed_by_site() -> None:
     assert declared | set(COMBINED) == set(TEMPLATES)  # no template without a family (or a combiner) to make it
 
 
+@pytest.mark.slow
 def test_the_registry_lists_every_template_generated_candidates_carry() -> None:
     carried: set[str] = set()
     for source in corpus():
