@@ -78,19 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
         "instead of stopping (exit 2)",
     )
     add_llm_arguments(fix)
-    box = fix.add_argument_group("sandbox")
-    box.add_argument(
-        "--isolation",
-        default="auto",
-        choices=["auto", "bwrap", "landlock", "unshare", "none"],
-        help="how test runs are isolated (auto: the best that works here)",
-    )
-    box.add_argument("--require-isolation", action="store_true", help="refuse to run without isolation")
-    box.add_argument(
-        "--jobs",
-        type=int,
-        help="candidates checked side by side by the offline engine (default: the CPUs available, at most 4)",
-    )
+    _add_sandbox_arguments(fix.add_argument_group("sandbox"))
     mem = fix.add_argument_group("memory of past fixes")
     mem.add_argument(
         "--memory", type=Path, metavar="PATH", help="read and update this SQLite memory file (default: no memory)"
@@ -108,15 +96,25 @@ def _add_mcp_command(sub: argparse._SubParsersAction) -> None:
     mcp.add_argument("--repo", default=".", help="the repository the tools work on, fixed for the session (default: .)")
     mcp.add_argument("--test-cmd", help="the project's pytest invocation (default: python -m pytest)")
     mcp.add_argument("--test-timeout", type=float, default=120.0, help="wall seconds per test run (120)")
-    mcp.add_argument(
+    add_llm_arguments(mcp)
+    _add_sandbox_arguments(mcp.add_argument_group("sandbox"))
+
+
+def _add_sandbox_arguments(box: argparse._ArgumentGroup) -> None:
+    """How test runs are isolated, and how many candidates are checked at once: ``selfix fix``'s and
+    ``selfix mcp``'s."""
+    box.add_argument(
         "--isolation",
         default="auto",
         choices=["auto", "bwrap", "landlock", "unshare", "none"],
         help="how test runs are isolated (auto: the best that works here)",
     )
-    mcp.add_argument("--require-isolation", action="store_true", help="refuse to run without isolation")
-    mcp.add_argument("--jobs", type=int, help="candidates checked side by side (default: the CPUs, at most 4)")
-    add_llm_arguments(mcp)
+    box.add_argument("--require-isolation", action="store_true", help="refuse to run without isolation")
+    box.add_argument(
+        "--jobs",
+        type=int,
+        help="candidates checked side by side by the offline engine (default: the CPUs available, at most 4)",
+    )
 
 
 def _add_learning_commands(sub: argparse._SubParsersAction) -> None:
