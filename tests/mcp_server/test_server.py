@@ -187,20 +187,29 @@ def test_run_tests_localize_junit_and_heal(range_sum: Path) -> None:
 
 
 def test_two_calls_at_once_each_get_their_answer(range_sum: Path) -> None:
-    """Two tool calls in flight together on one server: each runs on a scratch copy of its own."""
-    answers: dict[str, dict] = {}
+    """A test run answered while another call's test still sleeps in the sandbox: calls do not wait for each
+    other (the sleeper would hold a serial server for 600 s) and each runs on a scratch copy of its own."""
+    (range_sum / "tests" / "test_slow.py").write_text(SLOW_TEST, encoding="utf-8")
+    sleeper_copy: list[str] = []
 
-    async def one(client, name: str, **arguments) -> None:  # type: ignore[no-untyped-def]
-        answers[name] = await call(client, **arguments)
+    async def session() -> dict:
+        async with mcp_client(range_sum, "--test-timeout", "600") as client:
+            server = server_pid(os.getpid())
+            with anyio.fail_after(300):  # a guard against a server that serializes calls, not a measurement
+                async with anyio.create_task_group() as group:
+                    group.start_soon(lambda: call(client, "run_tests", tests=["tests/test_slow.py"]))
+                    while not (sleeping := [pid for pid in descendants(server) if _started_slow_test(pid)]):
+                        await anyio.sleep(0.1)
+                    sleeper_copy.append(os.readlink(f"/proc/{sleeping[0]}/cwd"))
+                    verdict = await call(client, "run_tests", tests=[SUM_TO_TEN])
+                    assert _alive(sleeping[0])  # the answer came while the other call's test sleeps
+                    group.cancel_scope.cancel()
+            return verdict
 
-    async def session() -> None:
-        async with mcp_client(range_sum) as client, anyio.create_task_group() as group:
-            group.start_soon(lambda: one(client, "failing", tool="run_tests", tests=[SUM_TO_TEN]))
-            group.start_soon(lambda: one(client, "right", tool="verify_patch", diff=RIGHT_FIX))
-
-    anyio.run(session)
-    assert [r["status"] for r in answers["failing"]["results"]] == ["failed"]
-    assert answers["right"]["accepted"] is True, answers["right"]
+    verdict = anyio.run(session)
+    assert [r["status"] for r in verdict["results"]] == ["failed"], verdict
+    assert not (range_sum / "slow_started").exists()  # the sleeper ran in a scratch copy of its own
+    assert sleeper_copy and Path(sleeper_copy[0]).resolve() != range_sum.resolve()
 
 
 def test_a_cancelled_call_leaves_no_process_behind(range_sum: Path) -> None:
