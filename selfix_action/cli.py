@@ -79,7 +79,31 @@ def build_parser() -> argparse.ArgumentParser:
         "instead of stopping (exit 2)",
     )
     add_llm_arguments(fix)
-    box = fix.add_argument_group("sandbox")
+    _add_sandbox_arguments(fix.add_argument_group("sandbox"))
+    mem = fix.add_argument_group("memory of past fixes")
+    mem.add_argument(
+        "--memory", type=Path, metavar="PATH", help="read and update this SQLite memory file (default: no memory)"
+    )
+    mem.add_argument("--no-memory", action="store_true", help="neither read nor update a memory (the default)")
+    _add_mcp_command(sub)
+    _add_learning_commands(sub)
+    return parser
+
+
+def _add_mcp_command(sub: argparse._SubParsersAction) -> None:
+    mcp = sub.add_parser(
+        "mcp", help="serve the sandboxed tools (reproduce, localize, verify_patch, heal, ...) over MCP on stdio"
+    )
+    mcp.add_argument("--repo", default=".", help="the repository the tools work on, fixed for the session (default: .)")
+    mcp.add_argument("--test-cmd", help="the project's pytest invocation (default: python -m pytest)")
+    mcp.add_argument("--test-timeout", type=float, default=120.0, help="wall seconds per test run (120)")
+    add_llm_arguments(mcp)
+    _add_sandbox_arguments(mcp.add_argument_group("sandbox"))
+
+
+def _add_sandbox_arguments(box: argparse._ArgumentGroup) -> None:
+    """How test runs are isolated, and how many candidates are checked at once: ``selfix fix``'s and
+    ``selfix mcp``'s."""
     box.add_argument(
         "--isolation",
         default="auto",
@@ -92,13 +116,6 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         help="candidates checked side by side by the offline engine (default: the CPUs available, at most 4)",
     )
-    mem = fix.add_argument_group("memory of past fixes")
-    mem.add_argument(
-        "--memory", type=Path, metavar="PATH", help="read and update this SQLite memory file (default: no memory)"
-    )
-    mem.add_argument("--no-memory", action="store_true", help="neither read nor update a memory (the default)")
-    _add_learning_commands(sub)
-    return parser
 
 
 def _add_learning_commands(sub: argparse._SubParsersAction) -> None:
@@ -180,6 +197,27 @@ def main(argv: Sequence[str] | None = None) -> int:
                 use_memory=not args.no_memory,
             )
             return run_fix(options)
+        if args.command == "mcp":
+            from selfix_action.commands.fix_cmd import FixOptions, resolve_test_cmd
+            from selfix_action.commands.mcp_cmd import run_mcp
+
+            repo = Path(args.repo)
+            if not repo.is_dir():
+                raise SelfixError(f"not a directory: {args.repo}")
+            if args.test_timeout <= 0 or (args.jobs is not None and args.jobs < 1):
+                raise SelfixError("--test-timeout and --jobs must be positive")
+            return run_mcp(
+                FixOptions(
+                    repo=repo,
+                    test_cmd=resolve_test_cmd(args.test_cmd, repo.resolve()),
+                    engine=engine_choice(args, "offline", os.environ),
+                    test_timeout=args.test_timeout,
+                    isolation=args.isolation,
+                    require_isolation=args.require_isolation,
+                    jobs=args.jobs,
+                    use_memory=False,
+                )
+            )
         if args.command in ("export", "learn", "view"):
             from selfix_action.commands import learn_cmd
 

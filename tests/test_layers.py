@@ -52,6 +52,13 @@ def test_import_contracts_are_kept() -> None:
         ("publish/_probe.py", "from selfix_action.gitlab import client\n", "publish/ imports no forge client"),
         ("publish/_probe.py", "from selfix_action.action import settings\n", "Layers"),
         ("gitlab/_probe.py", "from selfix_action.gitlab_ci import runner\n", "Layers"),
+        ("commands/_probe.py", "import mcp\n", "Only mcp_server/ imports the MCP SDK"),
+        ("heal/_probe.py", "from mcp.server.mcpserver import MCPServer\n", "Only mcp_server/ imports the MCP SDK"),
+        ("mcp_server/_probe.py", "from selfix_action.repair.verify import Verifier\n", "The MCP server heals only"),
+        ("mcp_server/_probe.py", "from selfix_action.sandbox import pytest_sandbox\n", "The MCP server heals only"),
+        ("mcp_server/_probe.py", "import subprocess\n", "Only sandbox/ starts processes"),
+        ("mcp_server/_probe.py", "import gitlab\n", "Only gitlab/ imports python-gitlab"),
+        ("gitlab_ci/_probe.py", "import mcp\n", "Only mcp_server/ imports the MCP SDK"),
         # The product never imports the benchmark, not even inside a function.
         ("cli_probe.py", "def f():\n    import selfix_bench.runner\n", "The product never imports the benchmark"),
         ("../selfix_bench/_probe.py", "import subprocess\n", "Only sandbox/ starts processes"),

@@ -123,12 +123,9 @@ def heal_status(report: HealReport, *, patched: bool) -> str:
     return "not_healed"
 
 
-def heal_in_sandbox(context: HealContext) -> HealResult:
-    """Heal on a scratch copy; the report says which isolation every test run had and how the runs ran."""
-    request = context.request
-    isolation = context.isolation
-    context.trace("sandbox", isolation.summary(), isolation=isolation.report())
-    with PytestSandbox(
+def open_sandbox(request: HealRequest, isolation: Isolation) -> PytestSandbox:
+    """The scratch copy of ``request``'s repository its test runs use, within ``isolation`` (a context manager)."""
+    return PytestSandbox(
         request.repo,
         request.test_cmd,
         limits=request.limits,
@@ -136,7 +133,15 @@ def heal_in_sandbox(context: HealContext) -> HealResult:
         isolation=isolation,
         parallel_checks=request.jobs or default_jobs(),
         line_collector=request.line_collector,
-    ) as sandbox:
+    )
+
+
+def heal_in_sandbox(context: HealContext) -> HealResult:
+    """Heal on a scratch copy; the report says which isolation every test run had and how the runs ran."""
+    request = context.request
+    isolation = context.isolation
+    context.trace("sandbox", isolation.summary(), isolation=isolation.report())
+    with open_sandbox(request, isolation) as sandbox:
         loop = HealingLoop(sandbox, context.engine, request.loop, trace=context.trace, repo_label=request.repo_label)
         result = loop.run(context.junit_failing, context.junit_passing)
         limits = sandbox.limits_report()

@@ -5,7 +5,8 @@ from __future__ import annotations
 import ast
 import difflib
 import hashlib
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 NO_NEWLINE = "\\ No newline at end of file\n"
@@ -100,3 +101,114 @@ def program_key(files: Mapping[str, str], normalized: Mapping[str, str] | None =
                 text = files[path]
         digest.update(path.encode() + b"\0" + text.encode() + b"\0")
     return digest.hexdigest()
+
+
+class DiffError(ValueError):
+    """A unified diff that cannot be read, or does not apply to the files it names."""
+
+
+_HUNK_HEADER = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+
+
+def _diff_path(header: str) -> str | None:
+    """The repo-relative path of a ``---``/``+++`` line (``a/``/``b/`` dropped), None for /dev/null."""
+    name = header[4:].split("\t", 1)[0].rstrip("\n").strip()
+    if name == "/dev/null":
+        return None
+    if name.startswith(('"', "'")):
+        raise DiffError(f"quoted path names are not supported: {name}")
+    return name[2:] if name[:2] in ("a/", "b/") else name
+
+
+def apply_unified_diff(diff: str, read: Callable[[str], str | None]) -> dict[str, str]:
+    """The whole new texts of the files a unified diff (``git diff`` or ``diff -u``) changes, from ``read(path)``
+    (the current text, None for a file that does not exist). Every context and removed line must match exactly:
+    a diff that does not apply raises ``DiffError``, and nothing is written anywhere. Deleting or renaming a
+    file is refused (a patch here only edits or adds text files)."""
+    lines = diff.splitlines(keepends=True)
+    files: dict[str, str] = {}
+    index = 0
+    seen_hunk = False
+    while index < len(lines):
+        line = lines[index]
+        if not line.startswith("--- ") or index + 1 >= len(lines) or not lines[index + 1].startswith("+++ "):
+            if line.startswith(("rename from", "rename to", "deleted file mode", "Binary files", "GIT binary patch")):
+                raise DiffError(f"only edits and new text files are supported, not: {line.strip()}")
+            index += 1
+            continue
+        old_path, new_path = _diff_path(line), _diff_path(lines[index + 1])
+        index += 2
+        if new_path is None:
+            raise DiffError(f"the diff deletes {old_path}: only edits and new text files are supported")
+        if old_path is not None and old_path != new_path:
+            raise DiffError(f"the diff renames {old_path} to {new_path}: only edits and new text files are supported")
+        if new_path in files:
+            current: str | None = files[new_path]
+        else:
+            current = read(new_path) if old_path is not None else None
+            if old_path is not None and current is None:
+                raise DiffError(f"the diff edits {new_path}, which does not exist")
+            if old_path is None and read(new_path) is not None:
+                raise DiffError(f"the diff creates {new_path}, which exists already")
+        source = (current or "").splitlines(keepends=True)
+        out: list[str] = []
+        position = 0  # next line of ``source`` not yet copied
+        while index < len(lines) and lines[index].startswith("@@"):
+            match = _HUNK_HEADER.match(lines[index])
+            if match is None:
+                raise DiffError(f"malformed hunk header in {new_path}: {lines[index].strip()}")
+            seen_hunk = True
+            start = int(match.group(1))
+            old_count = int(match.group(2)) if match.group(2) is not None else 1
+            new_count = int(match.group(4)) if match.group(4) is not None else 1
+            begin = start - 1 if old_count else start  # "-0,0": insert before line 1; "-5,0": after line 5
+            if begin < position or begin > len(source):
+                raise DiffError(f"hunk at line {start} of {new_path} does not apply: the file has {len(source)} lines")
+            out.extend(source[position:begin])
+            position = begin
+            index += 1
+            old_seen = new_seen = 0
+            while index < len(lines) and (old_seen < old_count or new_seen < new_count):
+                body = lines[index]
+                tag, text = body[:1], body[1:]
+                if body.startswith("\\"):
+                    index += 1
+                    continue
+                if tag in (" ", "-"):
+                    expected = source[position] if position < len(source) else None
+                    if expected is None or expected.rstrip("\r\n") != text.rstrip("\r\n"):
+                        raise DiffError(
+                            f"hunk at line {start} of {new_path} does not apply: line {position + 1} is "
+                            f"{(expected or '<end of file>').rstrip()!r}, the diff expects {text.rstrip()!r}"
+                        )
+                    if tag == " ":
+                        out.append(expected)
+                        new_seen += 1
+                    position += 1
+                    old_seen += 1
+                elif tag == "+":
+                    out.append(text)
+                    new_seen += 1
+                elif body in ("\n", "\r\n") and (old_seen < old_count and new_seen < new_count):
+                    # An empty context line whose leading space an editor stripped.
+                    expected = source[position] if position < len(source) else None
+                    if expected is None or expected.strip():
+                        raise DiffError(f"hunk at line {start} of {new_path} does not apply at line {position + 1}")
+                    out.append(expected)
+                    position += 1
+                    old_seen += 1
+                    new_seen += 1
+                else:
+                    raise DiffError(f"malformed line in the hunk at line {start} of {new_path}: {body.rstrip()!r}")
+                index += 1
+                if index < len(lines) and lines[index].startswith("\\"):  # "\ No newline at end of file"
+                    if out and tag in (" ", "+") and out[-1].endswith("\n"):
+                        out[-1] = out[-1].rstrip("\r\n")
+                    index += 1
+            if old_seen != old_count or new_seen != new_count:
+                raise DiffError(f"the hunk at line {start} of {new_path} is cut short")
+        out.extend(source[position:])
+        files[new_path] = "".join(out)
+    if not seen_hunk:
+        raise DiffError("not a unified diff: no file with a hunk (--- a/PATH, +++ b/PATH, @@ ... @@)")
+    return files

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from selfix_action.errors import SelfixError
+from selfix_action.sandbox import cancel
 from selfix_action.sandbox.isolation import Isolation
 from selfix_action.sandbox.process import Limits, ProcessResult, RunProcesses, _make_preexec, _rlimit_plan
 
@@ -55,6 +56,9 @@ class ForkServer:
                 max_processes = isolation.process_limit(limits.max_processes)
         except SelfixError as exc:
             raise ForkServerUnavailable(str(exc)) from exc
+        cancellation = cancel.current()
+        if cancellation is not None and cancellation.cancelled.is_set():
+            raise ForkServerUnavailable(cancel.CANCELLED)
         try:
             self._proc = subprocess.Popen(
                 argv,
@@ -73,6 +77,9 @@ class ForkServer:
         # The worker's session (and pid namespace, at bwrap): what it runs when ready is kept between checks,
         # anything else found there after a check is what the check left behind.
         self._processes = RunProcesses(self._proc.pid)
+        self._cancellation = cancellation
+        if cancellation is not None:
+            cancellation.track(self._processes)
         reply = self._read_reply(_START_SECONDS)
         if not isinstance(reply, dict) or not reply.get("ready"):
             self.close()
@@ -161,6 +168,8 @@ class ForkServer:
             pass
         self._processes.spare = frozenset()
         self._processes.sweep()
+        if self._cancellation is not None:
+            self._cancellation.untrack(self._processes)
         for stream in (self._proc.stdin, self._proc.stdout):
             if stream is not None:
                 stream.close()

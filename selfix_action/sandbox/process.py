@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from selfix_action.errors import SandboxError
+from selfix_action.sandbox import cancel
 from selfix_action.sandbox.isolation import Isolation
 
 __all__ = [
@@ -699,6 +700,9 @@ def run_process(
         isolation.prepare(writable)
         max_processes = isolation.process_limit(limits.max_processes)
     preexec = _make_preexec(_rlimit_plan(limits, max_processes))
+    cancellation = cancel.current()  # the front end's, when it may cancel this work from another thread
+    if cancellation is not None:
+        cancellation.check()
     start = time.monotonic()
     try:
         proc = subprocess.Popen(
@@ -725,6 +729,8 @@ def run_process(
 
     timed_out = False
     run = RunProcesses(proc.pid)
+    if cancellation is not None:
+        cancellation.track(run)
     try:
         out, err, timed_out = _communicate(
             proc, (stdin_data or "").encode("utf-8"), limits, start + limits.wall_seconds, run
@@ -741,6 +747,10 @@ def run_process(
         # What the group kill missed (a process that left the group, or forked while it was being killed) and,
         # in a pid namespace, what the kernel is still tearing down: nothing of the run survives it.
         run.sweep()
+        if cancellation is not None:
+            cancellation.untrack(run)
+    if cancellation is not None:
+        cancellation.check()  # killed by a cancel: not a result of the project's code
     returncode = proc.returncode if isolation is None else isolation.exit_status(proc.returncode)
     return ProcessResult(
         argv=args,
