@@ -9,7 +9,8 @@ list with a timeout; branch names and refs are validated before they reach git.
 selfix's own git is not steerable by the checkout: every command runs with the system and global config files
 ignored and with hooks, ``core.fsmonitor``, credential helpers, askpass and ssh commands overridden (command-line
 scope wins over the repository's ``.git/config``). ``take_credentials`` moves the checkout's token
-(``http.<url>.extraheader``, written by actions/checkout) out of ``.git/config`` before any project code runs; it is
+(``http.<url>.extraheader``, written by actions/checkout; a remote URL's ``user:token@``, written by GitLab's
+runner) out of ``.git/config`` before any project code runs; it is
 then handed to network commands only, through their environment (not argv, which /proc shows to every uid), and
 put back by ``restore_credentials``. Once taken, ``.git/config`` is compared with its snapshot before every
 command: a change planted meanwhile is undone (and reported) before git reads it.
@@ -37,6 +38,9 @@ AUTHOR_EMAIL = "selfix@users.noreply.github.com"
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 _SAFE_REF = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,200}$")
 _UNSAFE_COMPONENT = re.compile(r"[^A-Za-z0-9._-]+")
+# The user information of an HTTP(S) URL (https://user:token@host/...): a credential written into .git/config
+# (an ssh URL's git@ is a user name, and stays).
+_URL_USERINFO = re.compile(r"^(https?://)[^/@\s]+@", re.IGNORECASE)
 
 
 class GitError(SelfixError):
@@ -135,6 +139,9 @@ class Git:
         self.remote = remote
         self.timeout = timeout
         self._credentials: list[tuple[str, str]] = []  # http.<url>.extraheader entries taken from .git/config
+        # remote.<name>.url entries whose URL carried a credential (user:token@, as GitLab's runner writes the
+        # job token into origin's URL), taken out of .git/config the same way: key -> the original values.
+        self._url_credentials: dict[str, list[str]] = {}
         # The github_token input's header (token_header): used by network commands instead of the checkout's
         # credential, which may be another token (pushes made with an App token start CI; GITHUB_TOKEN's do not).
         self._token_credential = token_credential
@@ -200,9 +207,28 @@ class Git:
         for key in dict.fromkeys(k for k, _ in entries):
             self.run("config", "--local", "--unset-all", key)
         self._credentials = entries
+        urls = self._url_entries()
+        for key, values in urls.items():
+            self.run("config", "--local", "--unset-all", key)
+            for value in values:
+                self.run("config", "--local", "--add", key, _URL_USERINFO.sub(r"\1", value))
+        self._url_credentials = urls
         config = self._config_file
         self._config_snapshot = config.read_bytes() if config is not None and config.is_file() else None
-        return len(entries)
+        return len(entries) + sum(len(values) for values in urls.values())
+
+    def _url_entries(self) -> dict[str, list[str]]:
+        """The remotes' URLs of .git/config, by key, of the keys one of whose URLs carries a credential."""
+        try:
+            listing = self.run("config", "--local", "--null", "--get-regexp", r"^remote\..*\.(push)?url$")
+        except GitError:
+            return {}  # exit 1: no remote
+        found: dict[str, list[str]] = {}
+        for item in listing.split("\0"):
+            key, _, value = item.partition("\n")
+            if key:
+                found.setdefault(key, []).append(value)
+        return {key: values for key, values in found.items() if any(_URL_USERINFO.match(v) for v in values)}
 
     def restore_credentials(self) -> None:
         """Put the taken entries back into .git/config, for the workflow's later steps."""
@@ -211,6 +237,11 @@ class Git:
         entries, self._credentials = self._credentials, []
         for key, value in entries:
             self.run("config", "--local", "--add", key, value)
+        urls, self._url_credentials = self._url_credentials, {}
+        for key, values in urls.items():
+            self.run("config", "--local", "--unset-all", key)
+            for value in values:
+                self.run("config", "--local", "--add", key, value)
 
     def run(self, *args: str, input_text: str | None = None, extra_env: Mapping[str, str] | None = None) -> str:
         self._check_config()

@@ -115,6 +115,19 @@ class GitLabRun:
         options = self.settings.options
         junit = find_reports(self.settings.workspace, options.junit_paths, MAX_JUNIT_FILES)
         self.line(f"selfix: {len(junit)} JUnit report(s) from the failed jobs' artifacts")
+        # GitLab's runner writes the job token into origin's URL in .git/config; project code runs in the heal.
+        taken = self.git.take_credentials()
+        if taken:
+            self.line(f"selfix: holding the checkout's credential outside .git/config ({taken} entry)")
+        try:
+            return self._heal_and_publish(junit)
+        finally:
+            self.git.restore_credentials()
+            for message in self.git.warnings:
+                self.line(f"selfix: warning: {message}")
+
+    def _heal_and_publish(self, junit: tuple[Path, ...]) -> GitLabOutcome:
+        options = self.settings.options
         healed = self._heal(junit)
         report = healed.report
         if healed.paths is None:  # the JUnit reports show no failing test: nothing ran

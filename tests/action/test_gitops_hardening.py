@@ -157,3 +157,18 @@ def test_the_action_heals_with_the_token_out_of_git_config(tmp_path: Path, fake:
     assert run.outputs["status"] == "healed", run.out
     assert seen_during_heal and "extraheader" not in seen_during_heal[0]
     assert git(workspace, "config", "--get", "http.https://github.com/.extraheader").strip() == TOKEN_HEADER
+
+
+def test_a_credential_in_a_remotes_url_is_taken_and_put_back_an_ssh_user_stays(repo: Path) -> None:
+    token_url = "https://gitlab-ci-token:glcbt-SECRET123@gitlab.example.com/g/p.git"
+    git(repo, "remote", "add", "origin", token_url)
+    git(repo, "remote", "add", "mirror", "ssh://git@example.com/g/p.git")
+    ours = Git(repo)
+    assert ours.take_credentials() == 1
+    config = (repo / ".git" / "config").read_text()
+    assert "SECRET123" not in config and "gitlab-ci-token" not in config
+    assert git(repo, "remote", "get-url", "origin").strip() == "https://gitlab.example.com/g/p.git"
+    assert git(repo, "remote", "get-url", "mirror").strip() == "ssh://git@example.com/g/p.git"
+    ours.restore_credentials()
+    assert git(repo, "remote", "get-url", "origin").strip() == token_url
+    assert git(repo, "config", "--get-all", "remote.origin.url").strip() == token_url  # put back once, not added

@@ -231,3 +231,28 @@ def test_a_fix_branch_selfix_did_not_create_is_left_alone(tmp_path: Path, gitlab
     [note] = gitlab_api.commit_notes(repos.feature_sha)
     assert "Not pushed:" in note["body"] and "was not created by selfix" in note["body"]
     assert gitlab_api.open_mrs() == []
+
+
+def test_the_runners_job_token_in_origins_url_is_out_of_git_config_while_the_heal_runs(
+    tmp_path: Path, gitlab_api: FakeGitLab, repos: Repos
+) -> None:
+    """GitLab's runner clones with ``https://gitlab-ci-token:<job token>@host/...`` as origin's URL; project code
+    runs during the heal and could read .git/config. It is taken out for the heal and put back afterwards."""
+    config = repos.workspace / ".git" / "config"
+    runner_url = f"https://gitlab-ci-token:{CI_JOB_TOKEN}@gitlab.example.com/group/project.git"
+    git(repos.workspace, "remote", "set-url", "origin", runner_url)
+    base = synthetic(True)
+    seen: list[str] = []
+
+    def heal_reading_the_config(context: HealContext) -> HealResult:
+        seen.append(config.read_text())  # what a test or setup_command in the workspace would read
+        return base(context)
+
+    run = invoke(gitlab_env(tmp_path, gitlab_api, repos), healer=heal_reading_the_config)
+
+    assert run.code == 0, run.out
+    assert seen and CI_JOB_TOKEN not in seen[0]
+    assert "url = https://gitlab.example.com/group/project.git" in seen[0]
+    assert "holding the checkout's credential outside .git/config (1 entry)" in run.out
+    assert git(repos.workspace, "remote", "get-url", "origin").strip() == runner_url  # back for later jobs
+    assert _fix_branch(repos)  # the push went to the push URL, with the token as a header
