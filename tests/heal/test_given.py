@@ -57,6 +57,7 @@ def test_patch_files_refuses(tmp_path: Path, diff: str, error: str) -> None:
         patch_files(_request(repo, tmp_path / "out"), diff)
 
 
+@pytest.mark.slow
 def test_a_qa_test_that_fails_without_the_patch_is_its_reproduction(tmp_path: Path) -> None:
     repo = copy_example("range_sum", tmp_path)
     outcome = verify_patch(_request(repo, tmp_path / "out"), RIGHT_FIX, qa_source=QA_EXPOSES)

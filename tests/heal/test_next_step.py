@@ -154,6 +154,7 @@ def test_no_next_step_when_healed_or_nothing_to_heal() -> None:
     assert next_step(report(StopReason.NO_FAILING_TESTS), CLI) == ""
 
 
+@pytest.mark.slow
 def test_an_offline_heal_that_fails_suggests_the_llm_engine_everywhere(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

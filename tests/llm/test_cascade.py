@@ -70,6 +70,7 @@ def test_what_the_offline_engine_cannot_heal_reaches_the_llm_engine_with_its_evi
     assert report["usage"]["calls"] == 3 and [g.path for g in provider.gets] == ["/v1/models?limit=1000"]
 
 
+@pytest.mark.slow
 def test_the_offline_candidates_that_failed_are_the_negative_examples(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

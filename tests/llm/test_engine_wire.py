@@ -49,6 +49,7 @@ def test_rate_limit_retry_after_is_honoured_but_capped(calc: CachedSandbox, trac
     assert len(provider.requests) == 4  # the SDK did not retry on its own
 
 
+@pytest.mark.slow
 def test_overloaded_and_unavailable_are_retried(calc: CachedSandbox, trace_log: TraceLog) -> None:
     provider = FakeProvider(
         by_tool=anthropic_script(

@@ -46,6 +46,7 @@ def test_the_tools_are_listed_with_input_and_output_schemas(range_sum: Path) -> 
     anyio.run(session)
 
 
+@pytest.mark.slow
 def test_an_agent_session_reproduce_then_a_wrong_patch_then_the_right_one(range_sum: Path) -> None:
     """reproduce -> a wrong patch rejected with why -> the right one accepted, minimized, with its confidence;
     every file of the tree (and git status) byte for byte as before."""
@@ -87,6 +88,7 @@ def test_an_agent_session_reproduce_then_a_wrong_patch_then_the_right_one(range_
     assert tree_snapshot(range_sum) == before
 
 
+@pytest.mark.slow
 def test_verify_patch_minimizes_and_applies_only_when_asked(range_sum: Path) -> None:
     """A patch with an unneeded hunk comes back without it; apply=true writes exactly the minimized patch."""
     original = (range_sum / "range_sum.py").read_text(encoding="utf-8")
@@ -152,6 +154,7 @@ def test_arguments_outside_the_schema_are_refused_by_it(range_sum: Path) -> None
     assert result.is_error and "'offline', 'anthropic', 'openai' or 'auto'" in result.content[0].text
 
 
+@pytest.mark.slow
 def test_run_tests_localize_junit_and_heal(range_sum: Path) -> None:
     report = junit_report(range_sum, range_sum / "junit.xml")
     before = tree_snapshot(range_sum)
