@@ -67,6 +67,7 @@ def test_a_qa_test_that_fails_without_the_patch_is_its_reproduction(tmp_path: Pa
     assert outcome.report.engine == "given"
 
 
+@pytest.mark.slow
 def test_a_qa_test_that_passes_without_the_patch_rejects_it(tmp_path: Path) -> None:
     repo = copy_example("range_sum", tmp_path)
     outcome = verify_patch(_request(repo, tmp_path / "out"), RIGHT_FIX, qa_source=QA_PASSES_ANYWAY)

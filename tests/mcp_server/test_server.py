@@ -189,6 +189,7 @@ def test_run_tests_localize_junit_and_heal(range_sum: Path) -> None:
     assert tree_snapshot(range_sum) == before
 
 
+@pytest.mark.slow
 def test_two_calls_at_once_each_get_their_answer(range_sum: Path) -> None:
     """A test run answered while another call's test still sleeps in the sandbox: calls do not wait for each
     other (the sleeper would hold a serial server for 600 s) and each runs on a scratch copy of its own."""
@@ -215,6 +216,7 @@ def test_two_calls_at_once_each_get_their_answer(range_sum: Path) -> None:
     assert sleeper_copy and Path(sleeper_copy[0]).resolve() != range_sum.resolve()
 
 
+@pytest.mark.slow
 def test_a_cancelled_call_leaves_no_process_behind(range_sum: Path) -> None:
     """The client gives up on a call while the project's test sleeps in the sandbox: every process of that call
     dies (a /proc scan below the server), and the server answers the next call. The test-run limit is 600 s, so

@@ -241,6 +241,7 @@ def test_of_equally_plausible_patches_the_one_keeping_passing_paths_wins(
     assert report.test_runs >= 2 + 2  # both were confirmed on the whole suite
 
 
+@pytest.mark.slow
 def test_without_alternatives_the_first_passing_candidate_is_taken(make_sandbox: Callable[..., PytestSandbox]) -> None:
     sandbox = make_sandbox(PORTS)
     engine = Playback("ports.py", "parse_port", [{"ports.py": GUARD_DELETED}, {"ports.py": PORT_FIXED}])

@@ -252,7 +252,8 @@ def pinned_pytest_python(tmp_path_factory: pytest.TempPathFactory) -> str:
     return str(python)
 
 
-@pytest.fixture(params=["current", PINNED_PYTEST])
+# The pinned pytest's venv is made once per session (about 10 s, from the index): the slow tier only.
+@pytest.fixture(params=["current", pytest.param(PINNED_PYTEST, marks=pytest.mark.slow)])
 def pytest_python(request: pytest.FixtureRequest) -> str:
     """The interpreter of the project's tests: this one (the current pytest), or one with pytest 7.4.4."""
     if request.param == "current":
