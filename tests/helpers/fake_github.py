@@ -15,12 +15,10 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
-from tests.helpers.local_server import LocalServer
+from tests.helpers.local_server import JSONHandler, LocalServer
 
 REST = Path(__file__).resolve().parents[1] / "fixtures" / "github" / "rest"
 
@@ -552,29 +550,14 @@ class FakeGitHub(LocalServer):
         return 302, {"location": f"http://localhost:{port}/_blob/{aid}"}, b""
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(JSONHandler):
     fake: FakeGitHub
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:  # quiet test output
-        return None
 
     def _serve(self) -> None:
-        parts = urlsplit(self.path)
-        query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
-        length = int(self.headers.get("content-length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        body = json.loads(raw) if raw else None
+        parts, query, body = self.read_request()
         if parts.path.startswith("/_blob/"):
             self.fake.blob_auth_headers.append(self.headers.get("authorization"))
         status, headers, data = self.fake.handle(self.command, parts.path, query, body)
-        payload = data if isinstance(data, bytes) else json.dumps(data).encode()
-        self.send_response(status)
-        headers = {"content-type": "application/json; charset=utf-8", **headers}
-        for key, value in headers.items():
-            self.send_header(key, value)
-        self.send_header("content-length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+        self.answer(status, headers, data, "application/json; charset=utf-8")
 
     do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _serve

@@ -6,14 +6,12 @@ response was lost)."""
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import unquote
 
-from tests.helpers.local_server import LocalServer
+from tests.helpers.local_server import JSONHandler, LocalServer
 
 USER = {"id": 77, "username": "project_42_bot", "name": "selfix bot", "state": "active", "web_url": ""}
 _DATE = "2026-01-01T00:00:00.000Z"
@@ -262,28 +260,13 @@ class FakeGitLab(LocalServer):
         return 404, {}, {"message": "404 Not found"}
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(JSONHandler):
     fake: FakeGitLab
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:  # quiet test output
-        return None
 
     def _serve(self) -> None:
-        parts = urlsplit(self.path)
-        query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
-        length = int(self.headers.get("content-length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        body = json.loads(raw) if raw else None
+        parts, query, body = self.read_request()
         headers = {k.lower(): v for k, v in self.headers.items()}
         status, extra, data = self.fake.handle(self.command, unquote(parts.path), query, body, headers)
-        payload = data if isinstance(data, bytes) else json.dumps(data).encode()
-        kind = "text/plain" if isinstance(data, bytes) else "application/json"
-        self.send_response(status)
-        for key, value in {"content-type": kind, **extra}.items():
-            self.send_header(key, value)
-        self.send_header("content-length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+        self.answer(status, extra, data, "text/plain" if isinstance(data, bytes) else "application/json")
 
     do_GET = do_POST = do_PUT = do_DELETE = _serve

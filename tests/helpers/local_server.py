@@ -4,11 +4,13 @@ change was applied: the response was lost on the way)."""
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
+from urllib.parse import SplitResult, parse_qs, urlsplit
 
 
 @dataclass
@@ -20,6 +22,33 @@ class Failure:
     headers: dict[str, str]
     body: Any
     after_apply: bool  # apply the change, then fail (the response was lost)
+
+
+class JSONHandler(BaseHTTPRequestHandler):
+    """A request handler of a fake JSON API: the request read (path, last value of each query key, JSON body),
+    the answer written with its length (HTTP/1.1 keeps the connection, as the real APIs do)."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet test output
+        return None
+
+    def read_request(self) -> tuple[SplitResult, dict[str, str], Any]:
+        parts = urlsplit(self.path)
+        query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        return parts, query, json.loads(raw) if raw else None
+
+    def answer(self, status: int, headers: dict[str, str], data: Any, content_type: str) -> None:
+        """``data`` as JSON (bytes as they are), with ``content_type`` unless ``headers`` names another."""
+        payload = data if isinstance(data, bytes) else json.dumps(data).encode()
+        self.send_response(status)
+        for key, value in {"content-type": content_type, **headers}.items():
+            self.send_header(key, value)
+        self.send_header("content-length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
 
 
 class LocalServer:
