@@ -91,6 +91,7 @@ class GivenPatch:
         self.files = dict(files)
         self.originals = dict(originals)
         self.qa = qa
+        self.locations = self._locations()  # where the patch edits: the hypothesis' places, once
 
     @property
     def independent_candidates(self) -> bool:
@@ -108,7 +109,7 @@ class GivenPatch:
         return places
 
     def hypotheses(self, evidence: Evidence, sandbox: Sandbox, limit: int) -> list[Hypothesis]:
-        first, *also = self._locations()
+        first, *also = self.locations
         return [
             Hypothesis(
                 id=GIVEN_ID,
@@ -135,7 +136,7 @@ class GivenPatch:
     ) -> Iterator[CandidatePatch]:
         if history:
             return  # one patch, one verdict
-        first = self._locations()[0]
+        first = self.locations[0]
         yield CandidatePatch(
             id=GIVEN_ID,
             hypothesis_id=GIVEN_ID,
