@@ -216,6 +216,17 @@ class ProcessResult:
     isolation: str = "none"  # the IsolationLevel value the command ran under
     wall_limit: float | None = None  # the wall limit applied when not the run's Limits (adaptive hot checks)
 
+    @property
+    def cpu_limited(self) -> bool:
+        """Killed at its CPU-time limit (SIGXCPU): a busy loop on a quiet machine reaches it before the wall
+        limit derived from the same figure, and it is the same verdict, the run was cut by a limit."""
+        return self.returncode == -signal.SIGXCPU
+
+    @property
+    def cut(self) -> bool:
+        """Cut by a limit of the run (its wall clock or its CPU time), not ended by itself."""
+        return self.timed_out or self.cpu_limited
+
 
 # --- environment -------------------------------------------------------------------------------------------
 

@@ -318,7 +318,7 @@ class PytestSandbox:
                     note = record["reason"]
                 elif record["event"] == "test_environment":
                     environment = _test_environment(record) or environment
-            if not proc.timed_out:
+            if not proc.cut:
                 break
             timed_out = True
             if deadline_binds:
@@ -330,7 +330,7 @@ class PytestSandbox:
                 nodeid=hung,
                 status=TestStatus.TIMEOUT,
                 exc_type="Timeout",
-                message=f"killed after {limit:g}s wall-clock limit",
+                message=_cut_message(proc, limit, self.limits.cpu_seconds),
             )
         if coverage and coverage_data is None and not note:
             note = "no coverage data was produced"
@@ -571,7 +571,7 @@ class PytestSandbox:
                 if isinstance(record, dict) and isinstance(record.get("event"), str):
                     records.append(record)
             results_file.unlink()
-        if not records and proc.returncode not in (0, 5) and not proc.timed_out:
+        if not records and proc.returncode not in (0, 5) and not proc.cut:
             unsupported = self._unsupported_interpreter()
             if unsupported:
                 raise SandboxError(unsupported)
@@ -649,7 +649,7 @@ class PytestSandbox:
                 self._merge(records, results)
                 runs[index] = TestRun(
                     results=results,
-                    timed_out=proc.timed_out,
+                    timed_out=proc.cut,
                     returncode=proc.returncode,
                     duration=proc.duration,
                     output_tail=_tail(proc, 40),
@@ -722,10 +722,20 @@ class PytestSandbox:
 def _run_error(proc: ProcessResult) -> str:
     """Why pytest could not report on the tests it was given ("" for a run that passed or failed tests, or was cut
     by a timeout: a test it never reached has no result, and no result never reads as passed)."""
-    if proc.timed_out:
+    if proc.cut:
         return ""
     trouble = _PYTEST_TROUBLE.get(proc.returncode) if proc.returncode is not None else None
     return f"{trouble}: {_tail(proc, 8)}" if trouble else ""
+
+
+def _cut_message(proc: ProcessResult, wall: float, cpu_seconds: int | None) -> str:
+    """Why the test a run was cut in has no result of its own: the wall limit, or the CPU-time limit."""
+    if not proc.cpu_limited:
+        return f"killed after {wall:g}s wall-clock limit"
+    if proc.wall_limit is not None:  # an adaptive check: its CPU limit follows its wall limit (``_limit_request``)
+        adaptive = max(1, math.ceil(proc.wall_limit))
+        cpu_seconds = adaptive if cpu_seconds is None else min(cpu_seconds, adaptive)
+    return f"killed at its {cpu_seconds}s CPU-time limit" if cpu_seconds else "killed at its CPU-time limit"
 
 
 def _tail(proc: ProcessResult, lines: int) -> str:

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import signal
 import sys
 import time
 from pathlib import Path
@@ -66,8 +65,9 @@ def test_adaptive_limit_cuts_a_runaway_candidate_near_it_not_at_the_global_limit
             ok = box.run_tests([F2P], stop_first=True, warm=True, wall_seconds=2.0)
         assert box.hot_runs == 2
     assert elapsed < 30  # cut near the 2 s adaptive limit, not at the sandbox's 60 s
-    # Cut by the wall limit or by the CPU limit derived from it (SIGXCPU), whichever fires first.
-    assert (run.timed_out or run.returncode == -signal.SIGXCPU) and F2P not in run.passing()
+    # Cut by the wall limit or by the CPU limit derived from it (SIGXCPU), whichever fires first: both read
+    # as a run cut by its limit.
+    assert run.timed_out and F2P not in run.passing()
     assert ok.results[F2P].status is TestStatus.PASSED  # a normal candidate is unaffected
 
 
@@ -142,7 +142,7 @@ def test_check_candidates_side_by_side_reach_the_verdicts_of_one_at_a_time(tmp_p
     passed = [F2P in run.passing() for run in runs]
     assert passed == [F2P in run.passing() for run in one_by_one]
     assert passed == [False, True, False, True, False, True, False]
-    assert runs[4].timed_out or runs[4].returncode == -signal.SIGXCPU  # the runaway was cut, not waited for
+    assert runs[4].timed_out  # the runaway was cut (wall or CPU limit), not waited for
 
 
 def test_parallel_checks_must_be_positive(tmp_path: Path) -> None:
