@@ -20,7 +20,9 @@ from tests.helpers.fake_providers import FakeProvider, anthropic_tool_use, serve
 from tests.helpers.projects import EXAMPLES, write_project
 from tests.helpers.tally import DETECTIVE, FIX, QA, TALLY
 
-EXAMPLE_NAMES = sorted(p.name for p in EXAMPLES.iterdir() if (p / "tests").is_dir())
+# Both branches of the cascade: an example the offline engine heals at high confidence, and the two it heals
+# below high (test_fix_cmd heals every example offline; these are the ones whose auto path differs or stops short).
+CASCADE_EXAMPLES = ("age_check", "inventory", "two_modules")
 
 
 def fix(repo: Path, url: str, *extra: str) -> int:
@@ -116,8 +118,8 @@ def test_the_offline_candidates_that_failed_are_the_negative_examples(
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", EXAMPLE_NAMES)
-def test_auto_heals_every_example_and_calls_the_model_only_below_high_confidence(
+@pytest.mark.parametrize("name", CASCADE_EXAMPLES)
+def test_auto_heals_and_calls_the_model_only_below_high_confidence(
     name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """An offline patch at high confidence ends the heal with no model call; below high the model is asked to
