@@ -36,13 +36,6 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_OWN_BASETEMP] = folder
 
 
-@pytest.hookimpl(trylast=True)  # after pytest's own reordering by fixture scope
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The slow tests first, each group in its collection order: xdist's workers then end on the short ones
-    and finish together, instead of one waiting while the other runs a heal or the mypy run collected last."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
-
-
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """A passing run leaves no temp dirs behind; a failing one keeps them to look at."""
     folder = session.config.stash.get(_OWN_BASETEMP, None)
