@@ -34,12 +34,13 @@ from selfix_action.heal.outputs import (
     write_report_files,
 )
 from selfix_action.heal.request import HealRequest
-from selfix_action.junit import Outcome, parse_reports
+from selfix_action.junit import Outcome, TestCaseResult, parse_reports
 from selfix_action.learn.hooks import learn_from_run, open_memory, outcome_fields, trace_header
 from selfix_action.learn.memory import Memory
 from selfix_action.repair.loop import HealingLoop, HealResult
 from selfix_action.repair.protocols import Engine
 from selfix_action.repair.report import STOP_EXPLANATIONS, HealReport, StopReason
+from selfix_action.repair.reported import ReportedTest
 from selfix_action.sandbox.isolation import Isolation, detect_isolation
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
 from selfix_action.sandbox.setup import SetupResult, project_env_source, run_setup_command
@@ -66,8 +67,8 @@ class HealContext:
     isolation: Isolation
     trace: Trace
     memory: Memory | None
-    junit_failing: tuple[str, ...]
-    junit_passing: tuple[str, ...]
+    junit_failing: tuple[ReportedTest, ...]  # the CI report's tests, resolved against the checkout by the loop
+    junit_passing: tuple[ReportedTest, ...]
 
     @property
     def repo(self) -> Path:
@@ -159,10 +160,19 @@ def heal_in_sandbox(context: HealContext) -> HealResult:
     return dataclasses.replace(result, report=report)
 
 
-def failure_sets(paths: Sequence[Path], *, strict: bool, warn: Warn) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """F2P (failed or errored cases) and P2P (passed cases) node ids from JUnit reports, parsed once.
+Reported = tuple[ReportedTest, ...]
 
-    ``strict``: an unreadable or hostile file is bad input; otherwise it is skipped with a warning."""
+
+def _reported_test(case: TestCaseResult) -> ReportedTest:
+    return ReportedTest(case.classname, case.name, case.file, case.nodeid)
+
+
+def failure_sets(paths: Sequence[Path], *, strict: bool, warn: Warn) -> tuple[Reported, Reported]:
+    """F2P (failed or errored cases) and P2P (passed cases) from JUnit reports, parsed once.
+
+    The cases are resolved to node ids by the loop, against the tests collected in the checkout
+    (``repair.reported``): pytest's naming rules cannot say which classname is a module. ``strict``: an
+    unreadable or hostile file is bad input; otherwise it is skipped with a warning."""
     for path in paths:
         if not path.is_file():
             raise InputError(f"JUnit report not found: {path}")
@@ -173,24 +183,23 @@ def failure_sets(paths: Sequence[Path], *, strict: bool, warn: Warn) -> tuple[tu
             raise InputError(f"{len(report.errors)} JUnit report(s) could not be read: {details}")
         for error in report.errors:
             warn(f"skipping JUnit file {Path(error.path).name}: {error.reason}")
-    failing = [c for c in report.cases if c.outcome in (Outcome.FAILED, Outcome.ERROR)]
-    passing = [c for c in report.cases if c.outcome is Outcome.PASSED]
-    unmapped = [c for c in failing if c.nodeid is None]
-    if strict and failing and len(unmapped) == len(failing):
-        raise InputError(
-            "none of the failing tests in the JUnit report(s) maps to a pytest node id "
-            f"(first: {unmapped[0].classname} {unmapped[0].name}); selfix heals pytest suites"
-        )
-    # One node id can appear in several reports (a rerun job, a matrix): failing in any run makes it F2P only.
-    f2p = tuple(dict.fromkeys(c.nodeid for c in failing if c.nodeid))
-    failing_ids = set(f2p)
+    named = [c for c in report.cases if c.name]  # a nameless case names no test
+    failing = [c for c in named if c.outcome in (Outcome.FAILED, Outcome.ERROR)]
+    passing = [c for c in named if c.outcome is Outcome.PASSED]
+    # One test can appear in several reports (a rerun job, a matrix): failing in any run makes it F2P only.
+    f2p = tuple(dict.fromkeys(_reported_test(c) for c in failing))
+    failing_keys = {(t.classname, t.name) for t in f2p}
     flaky = sorted(
-        {c.nodeid for c in report.cases if c.nodeid in failing_ids and (c.flaky or c.outcome is Outcome.PASSED)}
+        {
+            _reported_test(c).label
+            for c in named
+            if (c.classname, c.name) in failing_keys and (c.flaky or c.outcome is Outcome.PASSED)
+        }
     )
     if flaky:
         shown = ", ".join(flaky[:3]) + (f" and {len(flaky) - 3} more" if len(flaky) > 3 else "")
         warn(f"{len(flaky)} failing test(s) also passed in another run of the report(s) (flaky): {shown}")
-    p2p = tuple(dict.fromkeys(c.nodeid for c in passing if c.nodeid and c.nodeid not in failing_ids))
+    p2p = tuple(dict.fromkeys(_reported_test(c) for c in passing if (c.classname, c.name) not in failing_keys))
     return f2p, p2p
 
 

@@ -14,6 +14,7 @@ from selfix_action.repair.localize import localize
 from selfix_action.repair.paths import QA_TEST_DIR
 from selfix_action.repair.protocols import Sandbox
 from selfix_action.repair.report import StopReason
+from selfix_action.repair.reported import ReportedTest, resolve_reported
 from selfix_action.repair.values import Evidence, TestResult, TestRun, TestStatus
 from selfix_action.repair.verify import Stop, Trace, Verifier, noop_trace
 
@@ -45,18 +46,25 @@ class Reproduction:
         return {n: r.status.value for n, r in self.baseline.results.items()}
 
 
+def _reported(tests: Sequence[str | ReportedTest]) -> list[ReportedTest]:
+    return [t if isinstance(t, ReportedTest) else ReportedTest.from_nodeid(t) for t in tests]
+
+
 def reproduce(
     verifier: Verifier,
-    junit_failing: Sequence[str] = (),
-    junit_passing: Sequence[str] = (),
+    reported_failing: Sequence[str | ReportedTest] = (),
+    reported_passing: Sequence[str | ReportedTest] = (),
     *,
     trace: Trace = noop_trace,
     heal_seen_failures: bool = False,
 ) -> Reproduction:
     """Baseline run of the suite with coverage, and re-runs of the failing tests to weed out flakes.
 
-    A CI report none of whose failing tests is here stops with ``REPORT_MISMATCH`` (it is another checkout's),
-    unless ``heal_seen_failures``: then the tests failing here are healed, as without a report.
+    The report's tests (``ReportedTest``, or node ids) are resolved to the tests the baseline collected
+    (``repair.reported``): whatever the project's naming, the node id comes from this checkout. A CI report none of
+    whose failing tests is here stops with ``REPORT_MISMATCH`` (it is another checkout's, or another project's),
+    naming each case and why it did not resolve, unless ``heal_seen_failures``: then the tests failing here are
+    healed, as without a report.
 
     A failing test is flaky only if a re-run ran it and it passed. A re-run that gave no result for it (the
     sandbox crashed, pytest refused the arguments or collected nothing) stops with ``SANDBOX_ERROR``. Raises
@@ -81,9 +89,12 @@ def reproduce(
     failing = [n for n in baseline.failing() if not n.startswith(QA_TEST_DIR) and n not in hung]
     missing: tuple[str, ...] = ()
     seen: tuple[str, ...] = ()
-    if junit_failing:
+    resolved_failing = resolve_reported(_reported(reported_failing), baseline.results)
+    junit_failing: Sequence[str] = resolved_failing.nodeids
+    junit_passing: Sequence[str] = resolve_reported(_reported(reported_passing), baseline.results).nodeids
+    if reported_failing:
         # The CI report names the failures; tests it names that pass here are re-run below like any other.
-        missing = tuple(n for n in junit_failing if n not in baseline.results)
+        missing = resolved_failing.missing()
         ci_failed = set(junit_failing)
         seen = tuple(n for n in failing if n not in ci_failed and n not in set(junit_passing))
         found = [n for n in junit_failing if n in baseline.results and n not in hung]
@@ -102,8 +113,8 @@ def reproduce(
         elif missing:
             notes.append(f"{len(missing)} failing test(s) from the report were not found here (first: {missing[0]})")
         failing = found
-    passing = tuple(n for n in baseline.passing() if not junit_passing or n in junit_passing)
     ci_passed = set(junit_passing)
+    passing = tuple(n for n in baseline.passing() if not ci_passed or n in ci_passed)
     sandbox_failures = tuple(baseline.results[n] for n in baseline.failing() if n in ci_passed)
     if sandbox_failures:
         notes.append(
@@ -124,7 +135,7 @@ def reproduce(
         return found_so_far
     trace("reproduce", f"re-running {len(failing)} failing test(s) to check they fail every time")
     reproducible = set(failing)
-    for attempt in range(1, (2 if junit_failing else 1) + 1):
+    for attempt in range(1, (2 if reported_failing else 1) + 1):
         if (stop := budget.allows(1)) is not None:
             detail = f"{stop.why} reached before re-run {attempt} of the {len(failing)} failing test(s)"
             return replace(found_so_far, stop=Stop(stop.reason, detail))

@@ -56,6 +56,7 @@ from selfix_action.repair.report import (
     PatchRecord,
     StopReason,
 )
+from selfix_action.repair.reported import ReportedTest
 from selfix_action.repair.values import (
     CandidatePatch,
     Evidence,
@@ -220,7 +221,11 @@ class HealingLoop:
         self._narrowings = 0
 
     # -- the loop ------------------------------------------------------------------------------------
-    def run(self, junit_failing: Sequence[str] = (), junit_passing: Sequence[str] = ()) -> HealResult:
+    def run(
+        self, junit_failing: Sequence[str | ReportedTest] = (), junit_passing: Sequence[str | ReportedTest] = ()
+    ) -> HealResult:
+        """Heal; ``junit_failing``/``junit_passing`` are a CI report's tests (node ids, or cases resolved to the
+        tests collected here when the baseline runs), empty without a report."""
         budget = self.budget
         budget.start()
         self.trace("start", f"healing with the {self.engine.name} engine")

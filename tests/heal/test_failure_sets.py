@@ -23,8 +23,8 @@ def test_a_case_failing_in_any_run_is_f2p_only_and_named_flaky(tmp_path: Path) -
     third = _report(tmp_path / "c.xml", _case("test_z"))
     warnings: list[str] = []
     f2p, p2p = failure_sets([first, second, third], strict=True, warn=warnings.append)
-    assert f2p == ("tests/test_a.py::test_x", "tests/test_a.py::test_z")
-    assert p2p == ("tests/test_a.py::test_y",)
+    assert [t.label for t in f2p] == ["tests/test_a.py::test_x", "tests/test_a.py::test_z"]
+    assert [t.label for t in p2p] == ["tests/test_a.py::test_y"]
     assert warnings == [
         "2 failing test(s) also passed in another run of the report(s) (flaky): "
         "tests/test_a.py::test_x, tests/test_a.py::test_z"
@@ -34,8 +34,8 @@ def test_a_case_failing_in_any_run_is_f2p_only_and_named_flaky(tmp_path: Path) -
 def test_steady_results_give_no_warning(tmp_path: Path) -> None:
     report = _report(tmp_path / "a.xml", _case("test_x", "boom") + _case("test_x", "boom") + _case("test_y"))
     warnings: list[str] = []
-    assert failure_sets([report], strict=True, warn=warnings.append) == (
-        ("tests/test_a.py::test_x",),
-        ("tests/test_a.py::test_y",),
-    )
+    f2p, p2p = failure_sets([report], strict=True, warn=warnings.append)
+    assert [t.label for t in f2p] == ["tests/test_a.py::test_x"] and [t.label for t in p2p] == [
+        "tests/test_a.py::test_y"
+    ]
     assert warnings == []

@@ -21,6 +21,10 @@ CALC = {
 }
 
 
+# Why the report's test did not resolve: the same name is collected here, from another module.
+WHY = " (no test collected here has that name in tests.test_calc; same name: tests/test_arithmetic.py::test_add)"
+
+
 def renamed_after_the_report(tmp_path: Path) -> tuple[Path, Path]:
     """The report of a run on the old layout; the checkout has the same tests under another file name."""
     repo = write_project(tmp_path / "p", CALC)
@@ -40,16 +44,19 @@ def test_a_report_of_tests_not_here_says_so_first_and_exits_2(
     assert code == ExitCode.BAD_INPUT, out
     lines = out.splitlines()
     assert lines[0].startswith("selfix: report_tests_not_found: none of the failing tests in the JUnit report")
-    assert lines[1] == "selfix: the report names failing 1 test(s): tests/test_calc.py::test_add, not in this checkout"
+    assert lines[1] == (
+        "selfix: the report names failing 1 test(s): tests/test_calc.py::test_add (no test collected here has that "
+        "name in tests.test_calc; same name: tests/test_arithmetic.py::test_add), not in this checkout"
+    )
     assert lines[2] == "selfix: failing here instead 1 test(s): tests/test_arithmetic.py::test_add"
     assert "nothing to heal" not in out
     assert "--heal-seen-failures" in lines[-1] and lines[-1].startswith("selfix: next step: ")
     head = (repo / ".selfix" / "report.md").read_text(encoding="utf-8").splitlines()[:10]
     assert head[0] == "# selfix: report tests not found"
-    assert any("not in this checkout (1):** `tests/test_calc.py::test_add`" in line for line in head)
+    assert any(f"not in this checkout (1):** `tests/test_calc.py::test_add{WHY}`" in line for line in head)
     assert any("`tests/test_arithmetic.py::test_add`" in line for line in head)
     data = json.loads((repo / ".selfix" / "report.json").read_text(encoding="utf-8"))
-    assert data["junit_missing"] == ["tests/test_calc.py::test_add"]
+    assert data["junit_missing"] == [f"tests/test_calc.py::test_add{WHY}"]
     assert data["seen_failures"] == ["tests/test_arithmetic.py::test_add"]
     assert data["exit_code"] == 2 and data["candidates_tried"] == 0
 
@@ -66,7 +73,7 @@ def test_heal_seen_failures_heals_what_fails_here(tmp_path: Path, capsys: pytest
     assert data["f2p_tests"] == ["tests/test_arithmetic.py::test_add"]
     assert "tests/test_arithmetic.py::test_double" in data["p2p_tests"]  # the report's passing tests are another tree's
     assert "return a + b" in data["patch"]["diff"]
-    assert data["junit_missing"] == ["tests/test_calc.py::test_add"]
+    assert data["junit_missing"] == [f"tests/test_calc.py::test_add{WHY}"]
     assert any("healing the 1 failing here instead, as asked" in note for note in data["notes"])
     assert "not in this checkout" in out.splitlines()[1]  # still said, right after the headline
 
