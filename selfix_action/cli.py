@@ -53,6 +53,13 @@ def build_parser() -> argparse.ArgumentParser:
     fix.add_argument("--junit", nargs="+", default=[], metavar="FILE", help="JUnit reports of the failed run")
     fix.add_argument("--test-cmd", help="the project's pytest invocation (default: python -m pytest)")
     fix.add_argument(
+        "--working-directory",
+        default="",
+        metavar="DIR",
+        help="the project's folder in REPO (a monorepo's subfolder), where its tests run; default: found from "
+        "the JUnit report or the repository, '.' the root",
+    )
+    fix.add_argument(
         "--engine",
         default="offline",
         choices=ENGINE_KINDS,
@@ -179,7 +186,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             options = FixOptions(
                 repo=repo,
                 junit=tuple(Path(p) for p in args.junit),
-                test_cmd=resolve_test_cmd(args.test_cmd, repo.resolve()),
+                test_cmd=resolve_test_cmd(args.test_cmd, repo.resolve() / (args.working_directory or ".")),
+                working_directory=args.working_directory,
                 engine=engine_choice(args, args.engine, os.environ),
                 out=args.out,
                 apply=args.apply,

@@ -239,6 +239,16 @@ OPTIONS = _options(
         cli=("--test-cmd",),
     ),
     Option(
+        "working_directory",
+        "str",
+        "",
+        "The project's folder in the repository, as the CI job's working-directory (e.g. 'backend' for a project "
+        "in a monorepo's subfolder): the tests and setup_command run there. Default: found from the JUnit report "
+        "(the folder its failing tests are in) or, without one, the repository's one Python project; '.' is "
+        "the root. Patches, pull requests and protected paths stay repository-relative.",
+        cli=("--working-directory",),
+    ),
+    Option(
         "setup_command",
         "str",
         "",

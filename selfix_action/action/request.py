@@ -89,8 +89,11 @@ def heal_request(settings: Settings, env: Mapping[str, str], junit: tuple[Path, 
     base_url = settings.anthropic_base_url if provider == "anthropic" else settings.openai_base_url
     return HealRequest(
         repo=workspace,
-        test_cmd=resolve_test_cmd(settings.test_command or default_test_command(env), workspace),
+        test_cmd=resolve_test_cmd(
+            settings.test_command or default_test_command(env), workspace / (settings.working_directory or ".")
+        ),
         out_dir=workspace / REPORT_DIR,
+        working_directory=settings.working_directory,
         junit=junit,
         junit_strict=False,  # an artifact may hold other XML beside the reports: skipped with a warning
         engine=EngineChoice(

@@ -121,6 +121,7 @@ class Settings(BaseModel):
     jobs: int = _option("jobs")  # 0: the runner's CPUs, at most 4
     max_candidates: int = _option("max_candidates")
     test_command: str = _option("test_command")
+    working_directory: str = _option("working_directory")
     setup_command: str = _option("setup_command")
     junit_paths: tuple[str, ...] = _option("junit_paths")
     junit_artifact: str = _option("junit_artifact")

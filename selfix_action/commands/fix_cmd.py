@@ -29,6 +29,7 @@ class FixOptions(BaseModel):
     repo: Path
     junit: tuple[Path, ...] = ()
     test_cmd: tuple[str, ...] = ()
+    working_directory: str = ""  # the project's folder in the repository; "": found (heal.project)
     engine: EngineChoice = EngineChoice()
     out: Path | None = None
     apply: bool = False
@@ -61,6 +62,7 @@ def fix_request(options: FixOptions) -> HealRequest:
         repo=repo,
         test_cmd=options.test_cmd or resolve_test_cmd(None, repo),
         out_dir=out_dir,
+        working_directory=options.working_directory,
         junit=options.junit,
         junit_strict=True,
         engine=options.engine,

@@ -33,6 +33,7 @@ from selfix_action.heal.outputs import (
     prepare_out_dir,
     write_report_files,
 )
+from selfix_action.heal.project import in_repository, project_folder, project_patterns
 from selfix_action.heal.request import HealRequest
 from selfix_action.junit import Outcome, TestCaseResult, parse_reports
 from selfix_action.learn.hooks import learn_from_run, open_memory, outcome_fields, trace_header
@@ -245,6 +246,12 @@ def heal(
     failing, passing = failure_sets(request.junit, strict=request.junit_strict, warn=warned)
     if request.junit and not failing:
         return dataclasses.replace(_nothing_failing(request), warnings=tuple(warnings))
+    folder = project_folder(repo, request.working_directory, failing)
+    if folder.note and not request.working_directory:
+        warned(folder.note)  # found, not asked for: said where the user reads first
+    # The heal runs on the project's folder as its CI runs it (its paths, its pytest rootdir); what leaves it is
+    # put back in repository-relative paths (in_repository) below.
+    project = _in_folder(request, repo, folder.path)
     # Everything that can be refused (a missing key, unavailable isolation, a linked output folder) is refused
     # before any output is written.
     out_dir = inside(request.repo, request.out_dir)
@@ -265,8 +272,8 @@ def heal(
         warned(engine_setup.llm_problem)
     isolation = detect_isolation(request.isolation)
     setup: SetupResult | None = None
-    if request.setup_command:
-        request, setup = _setup(request, repo, setup_output, isolation)
+    if project.setup_command:
+        project, setup = _setup(project, project.repo, setup_output, isolation)
         for message in setup.warnings:
             warned(message)
     try:
@@ -277,8 +284,15 @@ def heal(
                 warned(f"memory disabled: {request.memory_path} goes through a symbolic link in the repository")
             elif memory_path is not None:
                 memory = open_memory(memory_path, warned)
-            context = HealContext(request, engine, isolation, trace, memory, failing, passing)
-            result = healer(context)
+            context = HealContext(project, engine, isolation, trace, memory, failing, passing)
+            result = in_repository(healer(context), folder.path)
+            if folder.note:
+                result = dataclasses.replace(
+                    result,
+                    report=result.report.model_copy(
+                        update={"project_folder": folder.path, "notes": (folder.note, *result.report.notes)}
+                    ),
+                )
             if engine_setup.llm_problem:
                 result = _without_llm(result, engine_setup.llm_problem)
             result = dataclasses.replace(result, report=with_next_step(result.report, request))
@@ -299,6 +313,15 @@ def heal(
     for message in view_warnings:
         warned(message)
     return HealOutcome(result, paths, tuple(warnings), memory_recorded=recorded)
+
+
+def _in_folder(request: HealRequest, repo: Path, folder: str) -> HealRequest:
+    """The request as the project in ``folder`` sees it: its folder the repository the sandbox copies, the
+    protected patterns read from there."""
+    if not folder:
+        return request
+    loop = request.loop.model_copy(update={"protected_paths": project_patterns(request.loop.protected_paths, folder)})
+    return dataclasses.replace(request, repo=repo / folder, working_directory=".", loop=loop)
 
 
 def _without_llm(result: HealResult, problem: str) -> HealResult:

@@ -91,6 +91,9 @@ class HealRequest:
     repo: Path
     test_cmd: tuple[str, ...]
     out_dir: Path  # report.md, report.json, patch.diff, trace.jsonl, view.html
+    # The project's folder in the repository, repository-relative ("." the root): pytest runs there, as the
+    # project's CI runs it. "": found from the report or the repository (heal.project), the root when unclear.
+    working_directory: str = ""
     junit: tuple[Path, ...] = ()
     # True (selfix fix): an unreadable JUnit file is bad input. False (the action): it is skipped with a warning,
     # since an artifact may hold other XML files beside the reports.

@@ -238,11 +238,12 @@ class Confidence(Frozen):
 class HealReport(Frozen):
     version: int = REPORT_VERSION
     repo: str
+    project_folder: str = ""  # the project's folder in the repository ("" the root); patch paths are the repository's
     engine: str
     stop_reason: StopReason
     explanation: str
     exit_code: int
-    f2p_tests: tuple[str, ...] = ()
+    f2p_tests: tuple[str, ...] = ()  # node ids: relative to the project's folder (project_folder)
     p2p_tests: tuple[str, ...] = ()
     flaky_tests: tuple[str, ...] = ()
     # Killed by the test-run time limit on the unpatched code: left out of every run after the first, never F2P.

@@ -112,6 +112,7 @@ def test_every_declared_input_is_read_and_vice_versa(tmp_path: Path) -> None:
         "price_per_mtok_out": "1.5",
         "heal_seen_failures": "true",
         "max_asks": "3",
+        "working_directory": "backend",
     }
     assert set(values) == declared
     env = {f"INPUT_{k.upper()}": v for k, v in values.items()} | {"GITHUB_WORKSPACE": str(tmp_path)}

@@ -39,6 +39,8 @@ HEALABLE = {
         "def test_double():\n    assert double(2) == 4\n"
     ),
 }
+# The same project in a monorepo's subfolder; its CI runs `cd backend && pytest`, so the report (JUNIT) is the same.
+BACKEND = {f"backend/{rel}": text for rel, text in HEALABLE.items()}
 FIXED_CALC = "def limit():\n    return 10\n\n\ndef double(x):\n    return x * 2\n"
 # No repair template turns one string into another: a real heal gives up quickly.
 UNHEALABLE = {
