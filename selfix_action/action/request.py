@@ -48,6 +48,7 @@ ACTION_OPTIONS = {
     "dependencies": "install the project's dependencies with the `setup_command` input (e.g. `pip install -e .[test]`)",
     "junit": "the `junit_paths` or `junit_artifact` input pointing at this commit's reports",
     "heal_seen_failures": "`heal_seen_failures: true`",
+    "working_directory": "`working_directory: <the folder your test job runs pytest in>`",
     "llm_setup": "the `anthropic_api_key` or `openai_api_key`, `anthropic_base_url` or `openai_base_url` and `model` "
     "inputs",
 }

@@ -38,6 +38,7 @@ CLI_OPTIONS: dict[str, str] = {
     "dependencies": "install the project's dependencies into the environment of `--test-cmd` (e.g. `pip install -e .`)",
     "junit": "`--junit` with the report of this commit's run",
     "heal_seen_failures": "`--heal-seen-failures`",
+    "working_directory": "`--working-directory <the folder your CI runs pytest in>`",
     "llm_setup": "the key, `--base-url` and `--model`",
 }
 
@@ -201,11 +202,19 @@ def _not_reproducible(report: HealReport, request: HealRequest, options: Mapping
     )
 
 
+def _subfolder(report: HealReport, options: Mapping[str, str]) -> str:
+    """The advice for a project that may live in a subfolder selfix did not find, "" when it ran in one."""
+    folder = _say(options, "working_directory")
+    if report.project_folder or not folder:
+        return ""
+    return f" If the project lives in a subfolder of the repository (a monorepo), name it with {folder}."
+
+
 def _no_suspects(report: HealReport, request: HealRequest, options: Mapping[str, str]) -> str:
     return (
         "The failing tests reach no line of the project's source here: check that the test command imports this "
         "checkout's code (not an installed copy in site-packages: `pip install -e .`) and that the code is not "
-        "in a folder selfix skips (build/, dist/, a virtual environment)."
+        "in a folder selfix skips (build/, dist/, a virtual environment)." + _subfolder(report, options)
     )
 
 
@@ -214,7 +223,7 @@ def _mismatch(report: HealReport, request: HealRequest, options: Mapping[str, st
     parts = [f"Give {junit}" if junit else "Give the JUnit report of this commit's run"]
     if seen and report.seen_failures:
         parts.append(f"or heal the {len(report.seen_failures)} failure(s) seen here with {seen}")
-    return ", ".join(parts) + "."
+    return ", ".join(parts) + "." + _subfolder(report, options)
 
 
 def _hung(report: HealReport, request: HealRequest, options: Mapping[str, str]) -> str:

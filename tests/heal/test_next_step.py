@@ -114,7 +114,11 @@ LLM_USAGE = {"calls": 40, "tokens": 52_000, "cost_usd": 0.31, "limits": {"max_ca
             ["`setup_command`", "`isolation: none`"],
         ),
         (report(StopReason.NOT_REPRODUCIBLE), ["flaky"], ["flaky"]),
-        (report(StopReason.NO_SUSPECTS), ["pip install -e ."], ["pip install -e ."]),
+        (
+            report(StopReason.NO_SUSPECTS),
+            ["pip install -e .", "`--working-directory"],
+            ["pip install -e .", "`working_directory:"],
+        ),
         (report(StopReason.MODEL_ERROR, engine="openai:gpt-5-mini"), ["`--base-url`", "`--model`"], ["`model`"]),
         (
             report(
@@ -122,8 +126,8 @@ LLM_USAGE = {"calls": 40, "tokens": 52_000, "cost_usd": 0.31, "limits": {"max_ca
                 junit_missing=("tests/test_a.py::test_gone",),
                 seen_failures=("tests/test_b.py::test_here",),
             ),
-            ["`--junit`", "`--heal-seen-failures`"],
-            ["`junit_paths`"],
+            ["`--junit`", "`--heal-seen-failures`", "a subfolder", "`--working-directory"],
+            ["`junit_paths`", "`working_directory:"],
         ),
         # auto whose LLM engine could not be set up: fix that first, whatever the offline engine's stop
         (
@@ -147,6 +151,11 @@ def test_the_llm_engine_is_never_suggested_after_the_llm_engine() -> None:
     for reason in (StopReason.HYPOTHESES_EXHAUSTED, StopReason.CANDIDATE_BUDGET, StopReason.REPEATED_EDIT):
         advice = next_step(report(reason, engine="auto (offline, then anthropic:claude-sonnet-4-6)"), CLI)
         assert "--engine auto" not in advice, advice
+
+
+def test_a_heal_that_ran_in_a_subfolder_is_not_told_to_name_one() -> None:
+    for reason in (StopReason.NO_SUSPECTS, StopReason.REPORT_MISMATCH):
+        assert "subfolder" not in next_step(report(reason, project_folder="backend"), CLI)
 
 
 def test_no_next_step_when_healed_or_nothing_to_heal() -> None:
