@@ -1,5 +1,5 @@
 """Every layout pytest collects is one selfix heals from the CI's own JUnit report: a Django-style ``tests.py``,
-custom ``python_files``, unittest classes, nested classes, parametrized ids with spaces, brackets and non-ASCII,
+custom ``python_files``, ``python_classes`` and ``python_functions``, tests in a package, unittest classes, nested classes, parametrized ids with spaces, brackets and non-ASCII,
 doctests from ``--doctest-modules`` in ``addopts``, a ``testpaths`` list, both ``junit_family`` values, and a report
 written by pytest started from a parent folder (CI's ``pytest backend``).
 
@@ -24,6 +24,8 @@ from tests.helpers.projects import write_project
 
 PYTEST_INI = """[pytest]
 python_files = tests.py tests_*.py
+python_classes = Test* Check*
+python_functions = test_* check_*
 testpaths = shop checks
 addopts = --doctest-modules -p no:cacheprovider
 junit_family = {family}
@@ -51,7 +53,9 @@ LAYOUTS = {
         "    def test_double(self):\n"
         "        self.assertEqual(double(2), 4)\n"
     ),
-    # A project's own python_files (tests_*.py), nested classes, ids with spaces, brackets and non-ASCII.
+    # A project's own python_files, python_classes and python_functions, tests in a package, nested classes,
+    # ids with spaces, brackets and non-ASCII.
+    "checks/__init__.py": "",
     "checks/tests_prices.py": (
         "import pytest\n\n"
         "from shop.prices import add, double\n\n\n"
@@ -61,6 +65,9 @@ LAYOUTS = {
         "            assert add(2, 2) == 4\n\n"
         "    def test_double(self):\n"
         "        assert double(3) == 6\n\n\n"
+        "class CheckSums:\n"
+        "    def check_add(self):\n"
+        "        assert add(3, 4) == 7\n\n\n"
         '@pytest.mark.parametrize("a, b, total", [(1, 1, 2), (0, 5, 5)], ids=["one and one [x]", "zéro::cinq"])\n'
         "def test_add_cases(a, b, total):\n"
         "    assert add(a, b) == total\n"
@@ -71,6 +78,7 @@ FAILING = {
     "shop/prices.py::shop.prices.add",
     "shop/tests.py::PriceTests::test_add",
     "checks/tests_prices.py::TestPrices::TestAdd::test_small",
+    "checks/tests_prices.py::CheckSums::check_add",
     "checks/tests_prices.py::test_add_cases[one and one [x]]",
     "checks/tests_prices.py::test_add_cases[z\\xe9ro::cinq]",
 }
