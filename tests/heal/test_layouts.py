@@ -1,7 +1,8 @@
 """Every layout pytest collects is one selfix heals from the CI's own JUnit report: a Django-style ``tests.py``,
-custom ``python_files``, ``python_classes`` and ``python_functions``, tests in a package, unittest classes, nested classes, parametrized ids with spaces, brackets and non-ASCII,
-doctests from ``--doctest-modules`` in ``addopts``, a ``testpaths`` list, both ``junit_family`` values, and a report
-written by pytest started from a parent folder (CI's ``pytest backend``).
+custom ``python_files``, ``python_classes`` and ``python_functions``, tests in a package, unittest classes, nested
+classes, parametrized ids with spaces, brackets and non-ASCII, doctests from ``--doctest-modules`` in ``addopts``,
+a ``testpaths`` list, both ``junit_family`` values, and a report written by pytest started from a parent folder
+(CI's ``pytest backend``).
 
 The reports are real: pytest runs the project as its CI would, then ``selfix fix --junit`` heals from them. Before
 the node ids came from the checkout (``repair.reported``), each of these reports was refused: a JUnit classname
