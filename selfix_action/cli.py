@@ -242,6 +242,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("selfix: interrupted; the working tree was not changed", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`selfix junit report.xml | head`): no traceback; stdout goes nowhere from now on,
+        # so the interpreter's own flush at exit cannot fail again (the recipe of Python's signal docs).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     raise AssertionError(f"unhandled command {args.command}")
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -42,3 +44,22 @@ def test_bench_without_the_benchmark_package_exits_2_saying_how_to_install_it(
 def test_a_bench_task_folder_that_is_missing_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", str(tmp_path / "none"), "--oracle"]) == ExitCode.BAD_INPUT
     assert "no such task directory" in capsys.readouterr().err
+
+
+def test_a_reader_that_goes_away_is_no_traceback(tmp_path: Path) -> None:
+    """``selfix junit report.xml | head -1``: the pipe closes early; selfix ends quietly."""
+    report = tmp_path / "junit.xml"
+    cases = "".join(
+        f'<testcase classname="tests.test_a" name="test_{i}"><failure message="x">{"y" * 500}</failure></testcase>'
+        for i in range(400)
+    )
+    report.write_text(f'<testsuite name="s">{cases}</testsuite>')
+    read, write = os.pipe()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "selfix_action.cli", "junit", str(report)], stdout=write, stderr=subprocess.PIPE
+    )
+    os.close(write)
+    os.read(read, 10)
+    os.close(read)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and b"Traceback" not in err, err
