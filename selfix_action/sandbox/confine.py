@@ -357,6 +357,11 @@ def _load_seccomp(network: bool = False, tcp: bool = False) -> None:
                     refused, "socket", seccomp.Arg(0, seccomp.EQ, family), seccomp.Arg(2, seccomp.EQ, protocol)
                 )
             flt.add_rule(refused, "socket", seccomp.Arg(0, seccomp.EQ, family), seccomp.Arg(2, seccomp.GT, 6))
+        # TCP Fast Open connects inside sendto/sendmsg, past the connect hook Landlock checks: refused.
+        fastopen = 0x20000000  # MSG_FASTOPEN
+        flt.add_rule(seccomp.ERRNO(errno.EPERM), "sendto", seccomp.Arg(3, seccomp.MASKED_EQ, fastopen, fastopen))
+        flt.add_rule(seccomp.ERRNO(errno.EPERM), "sendmsg", seccomp.Arg(2, seccomp.MASKED_EQ, fastopen, fastopen))
+        flt.add_rule(seccomp.ERRNO(errno.EPERM), "sendmmsg", seccomp.Arg(3, seccomp.MASKED_EQ, fastopen, fastopen))
     elif not network:
         flt.add_rule(seccomp.ERRNO(errno.EAFNOSUPPORT), "socket", seccomp.Arg(0, seccomp.NE, 1))  # AF_UNIX = 1
     else:

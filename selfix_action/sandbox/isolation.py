@@ -731,6 +731,13 @@ def _landlock_candidates(config: IsolationConfig, root: bool) -> list[Isolation]
     if abi < 6:
         weaker.append(f"Landlock ABI {abi} < 6: no signal/abstract-socket scoping (the uid still separates).")
     weaker.append("No pid namespace: other processes are visible in /proc (not their environment or memory).")
+    if config.allow_ports and abi < 4:
+        weaker.append(f"Landlock ABI {abi} < 4: allow_ports cannot be opened by port, so they stay closed.")
+    elif config.allow_ports:
+        weaker.append(
+            "allow_ports: Landlock allows TCP connect by port, not by address: the allowed ports are open on any "
+            "address, not only the loopback."
+        )
     if root:
         return [
             Isolation(

@@ -694,6 +694,7 @@ class PytestSandbox:
                         exc_type=record.get("exc_type", ""),
                         message=record.get("message", ""),
                         frames=tuple(self._project_frames(frames)),
+                        address=str(record.get("address", ""))[:300],
                     )
                 except (ValidationError, ValueError, TypeError, KeyError, AttributeError):
                     continue  # malformed: skipped
