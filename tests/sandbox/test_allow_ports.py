@@ -111,7 +111,6 @@ def test_an_allowed_port_reaches_the_hosts_service_and_no_other_port_does(
     assert service.served >= 2 and other_service.served == 0  # (the bridge checks once that it listens)
 
 
-@pytest.mark.slow
 def test_the_allowed_port_is_reached_from_the_warm_and_hot_workers_too(
     isolation: Isolation, service: Service, tmp_path: Path
 ) -> None:
@@ -172,7 +171,6 @@ def _heal(isolation: Isolation, repo: Path, *flags: str) -> tuple[int, dict]:
     return code, json.loads((repo / ".selfix" / "report.json").read_text(encoding="utf-8"))
 
 
-@pytest.mark.slow
 def test_without_allow_ports_the_heal_stops_as_the_environments_naming_the_port(
     isolation: Isolation, service: Service, tmp_path: Path
 ) -> None:
@@ -197,7 +195,6 @@ def test_without_allow_ports_the_heal_stops_as_the_environments_naming_the_port(
     assert service.served >= 1
 
 
-@pytest.mark.slow
 def test_an_allowed_port_where_nothing_listens_stops_the_heal_too(isolation: Isolation, tmp_path: Path) -> None:
     need_level(isolation, IsolationLevel.UNSHARE, "network isolation")
     traversable(tmp_path)
