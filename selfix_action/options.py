@@ -314,9 +314,9 @@ OPTIONS = _options(
         "ports",
         (),
         "TCP ports of the runner's loopback the tests may connect to, e.g. 5432,6379 for the postgres and redis "
-        "services the CI job starts (default: none, every port closed). Only 127.0.0.1/::1 at those ports, nothing "
-        "else (docs/SECURITY.md); without it, tests failing to connect to a loopback port stop the heal as the "
-        "environment's, not the code's.",
+        "services the CI job starts (default: none, every port closed). Only 127.0.0.1/::1 at those ports (at the "
+        "landlock level, those ports on any address: docs/SECURITY.md); without it, tests failing to connect to a "
+        "loopback port stop the heal as the environment's, not the code's.",
         cli=("--allow-ports",),
     ),
     Option(

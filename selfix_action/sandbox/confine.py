@@ -25,6 +25,9 @@ In this order, each step fatal (exit 125 with a ``selfix-confine:`` line, the co
    architecture (i386 ``int 0x80``, x32) kills the process.
 5. The environment overrides (private HOME/TMPDIR) are applied and the command is ``execvpe``'d.
 
+A policy with ``"ports"`` (``allow_ports``, test runs) adds a Landlock connect rule per port (ABI >= 4; below
+it they stay closed) and lets seccomp allow AF_INET/AF_INET6 stream sockets of TCP, without MSG_FASTOPEN.
+
 A policy with ``"network": true`` (the project's setup command only, which installs dependencies) leaves TCP
 unhandled by Landlock and lets seccomp allow AF_INET/AF_INET6 sockets too; every other step is the same.
 
