@@ -292,12 +292,12 @@ def _build_ruleset(policy: Mapping[str, Any], abi: int) -> int:
             finally:
                 os.close(fd)
     for port in _ports(policy, abi):
-        rule = _NetPortAttr(_NET_CONNECT_TCP, port)  # connect only: bind stays handled and denied
+        port_rule = _NetPortAttr(_NET_CONNECT_TCP, port)  # connect only: bind stays handled and denied
         _syscall(
             _SYS_LANDLOCK_ADD_RULE,
             ctypes.c_int(ruleset),
             ctypes.c_int(_LANDLOCK_RULE_NET_PORT),
-            ctypes.byref(rule),
+            ctypes.byref(port_rule),
             ctypes.c_uint32(0),
         )
     return ruleset

@@ -82,6 +82,17 @@ def _allowing(isolation: Isolation, *ports: int) -> Isolation:
     return dataclasses.replace(isolation, config=dataclasses.replace(isolation.config, allow_ports=ports))
 
 
+def _sandbox(isolation: Isolation, repo: Path, tmp_path: Path) -> PytestSandbox:
+    return PytestSandbox(
+        repo,
+        [python_for(isolation), "-m", "pytest"],
+        limits=Limits(wall_seconds=60),
+        env_source={"PATH": "/usr/bin:/bin"},
+        scratch_parent=tmp_path,
+        isolation=isolation,
+    )
+
+
 def test_an_allowed_port_reaches_the_hosts_service_and_no_other_port_does(
     isolation: Isolation, service: Service, other_service: Service, tmp_path: Path
 ) -> None:
@@ -91,14 +102,7 @@ def test_an_allowed_port_reaches_the_hosts_service_and_no_other_port_does(
     repo = write_project(
         tmp_path / "repo", {"tests/test_service.py": SERVICE_TESTS.format(port=service.port, other=other_service.port)}
     )
-    with PytestSandbox(
-        repo,
-        [python_for(allowed), "-m", "pytest"],
-        limits=Limits(wall_seconds=60),
-        env_source={"PATH": "/usr/bin:/bin"},
-        scratch_parent=tmp_path,
-        isolation=allowed,
-    ) as sandbox:
+    with _sandbox(allowed, repo, tmp_path) as sandbox:
         run = sandbox.run_tests(None)
     results = run.results
     assert results["tests/test_service.py::test_service"].status is TestStatus.PASSED, run.output_tail
@@ -123,14 +127,7 @@ def test_the_allowed_port_is_reached_from_the_warm_and_hot_workers_too(
         "tests/test_pkg.py": "from pkg import answer\n\ndef test_answer():\n    assert answer() == 42\n",
     }
     repo = write_project(tmp_path / "repo", files)
-    with PytestSandbox(
-        repo,
-        [python_for(allowed), "-m", "pytest"],
-        limits=Limits(wall_seconds=60),
-        env_source={"PATH": "/usr/bin:/bin"},
-        scratch_parent=tmp_path,
-        isolation=allowed,
-    ) as sandbox:
+    with _sandbox(allowed, repo, tmp_path) as sandbox:
         sandbox.run_tests(None)
         warm = sandbox.run_tests(["tests/test_service.py::test_service"], warm=True)
         assert warm.results["tests/test_service.py::test_service"].status is TestStatus.PASSED, warm.output_tail
