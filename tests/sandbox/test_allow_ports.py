@@ -17,9 +17,7 @@ from selfix_action.cli import main
 from selfix_action.repair.report import StopReason
 from selfix_action.repair.values import TestStatus
 from selfix_action.sandbox.isolation import Isolation, IsolationConfig, IsolationLevel
-from selfix_action.sandbox.process import Limits
-from selfix_action.sandbox.pytest_sandbox import PytestSandbox
-from tests.helpers.isolation import need_level, python_for, traversable
+from tests.helpers.isolation import need_level, python_for, sandbox_at, traversable
 from tests.helpers.projects import write_project
 
 SERVICE_TESTS = """
@@ -82,17 +80,6 @@ def _allowing(isolation: Isolation, *ports: int) -> Isolation:
     return dataclasses.replace(isolation, config=dataclasses.replace(isolation.config, allow_ports=ports))
 
 
-def _sandbox(isolation: Isolation, repo: Path, tmp_path: Path) -> PytestSandbox:
-    return PytestSandbox(
-        repo,
-        [python_for(isolation), "-m", "pytest"],
-        limits=Limits(wall_seconds=60),
-        env_source={"PATH": "/usr/bin:/bin"},
-        scratch_parent=tmp_path,
-        isolation=isolation,
-    )
-
-
 def test_an_allowed_port_reaches_the_hosts_service_and_no_other_port_does(
     isolation: Isolation, service: Service, other_service: Service, tmp_path: Path
 ) -> None:
@@ -102,7 +89,7 @@ def test_an_allowed_port_reaches_the_hosts_service_and_no_other_port_does(
     repo = write_project(
         tmp_path / "repo", {"tests/test_service.py": SERVICE_TESTS.format(port=service.port, other=other_service.port)}
     )
-    with _sandbox(allowed, repo, tmp_path) as sandbox:
+    with sandbox_at(allowed, repo, tmp_path) as sandbox:
         run = sandbox.run_tests(None)
     results = run.results
     assert results["tests/test_service.py::test_service"].status is TestStatus.PASSED, run.output_tail
@@ -127,7 +114,7 @@ def test_the_allowed_port_is_reached_from_the_warm_and_hot_workers_too(
         "tests/test_pkg.py": "from pkg import answer\n\ndef test_answer():\n    assert answer() == 42\n",
     }
     repo = write_project(tmp_path / "repo", files)
-    with _sandbox(allowed, repo, tmp_path) as sandbox:
+    with sandbox_at(allowed, repo, tmp_path) as sandbox:
         sandbox.run_tests(None)
         warm = sandbox.run_tests(["tests/test_service.py::test_service"], warm=True)
         assert warm.results["tests/test_service.py::test_service"].status is TestStatus.PASSED, warm.output_tail
