@@ -119,10 +119,27 @@ def _add_sandbox_arguments(box: argparse._ArgumentGroup) -> None:
     )
     box.add_argument("--require-isolation", action="store_true", help="refuse to run without isolation")
     box.add_argument(
+        "--allow-ports",
+        type=_port_list,
+        default=(),
+        metavar="PORTS",
+        help="TCP ports of this machine's loopback the tests may connect to, e.g. 5432,6379 for a database and a "
+        "cache started beforehand (default: none)",
+    )
+    box.add_argument(
         "--jobs",
         type=int,
         help="candidates checked side by side by the offline engine (default: the CPUs available, at most 4)",
     )
+
+
+def _port_list(text: str) -> tuple[int, ...]:
+    from selfix_action.sandbox.isolation import parse_ports
+
+    try:
+        return parse_ports(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
 def _add_learning_commands(sub: argparse._SubParsersAction) -> None:
@@ -200,6 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 heal_seen_failures=args.heal_seen_failures,
                 isolation=args.isolation,
                 require_isolation=args.require_isolation,
+                allow_ports=args.allow_ports,
                 jobs=args.jobs,
                 memory=args.memory,
                 use_memory=not args.no_memory,
@@ -222,6 +240,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     test_timeout=args.test_timeout,
                     isolation=args.isolation,
                     require_isolation=args.require_isolation,
+                    allow_ports=args.allow_ports,
                     jobs=args.jobs,
                     use_memory=False,
                 )

@@ -15,12 +15,27 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator, Field
 
 ROOT = Path(__file__).resolve().parents[1]
 ACTION_YML = ROOT / "action.yml"
 
-Kind = Literal["str", "int", "float", "bool", "list", "secret"]
+Kind = Literal["str", "int", "float", "bool", "list", "secret", "ports"]
+
+
+def _port_items(value: Any) -> Any:
+    """A ports setting as items: "5432,6379" (an input, a YAML string) or 5432 (a YAML number) as a list."""
+    if isinstance(value, str):
+        return [item for item in value.replace(",", " ").split() if item]
+    if isinstance(value, int) and not isinstance(value, bool):
+        return [value]
+    return value
+
+
+# TCP ports, each 1-65535: a list in the config file, or comma-separated in an input or variable.
+Ports = Annotated[tuple[Annotated[int, Field(ge=1, le=65535)], ...], BeforeValidator(_port_items)]
 
 
 @dataclass(frozen=True)
@@ -40,6 +55,8 @@ class Option:
         """The settings' type of the option."""
         if self.choices:
             return Literal[self.choices]
+        if self.kind == "ports":
+            return Ports
         return {"str": str, "secret": str, "int": int, "float": float, "bool": bool, "list": tuple[str, ...]}[self.kind]
 
 
@@ -301,6 +318,16 @@ OPTIONS = _options(
         False,
         "Refuse to run the project's tests without isolation (bwrap, landlock or unshare) (default: false).",
         cli=("--require-isolation",),
+    ),
+    Option(
+        "allow_ports",
+        "ports",
+        (),
+        "TCP ports of the runner's loopback the tests may connect to, e.g. 5432,6379 for the postgres and redis "
+        "services the CI job starts (default: none, every port closed). Only 127.0.0.1/::1 at those ports (at the "
+        "landlock level, those ports on any address: docs/SECURITY.md); without it, tests failing to connect to a "
+        "loopback port stop the heal as the environment's, not the code's.",
+        cli=("--allow-ports",),
     ),
     Option(
         "jobs",

@@ -109,3 +109,34 @@ def test_every_input_at_its_declared_default_as_the_runner_passes_them(tmp_path:
     base = {"GITHUB_WORKSPACE": str(tmp_path)}
     passed = load_settings(env | base).model_dump(exclude={"github_token"})
     assert passed == load_settings(base).model_dump(exclude={"github_token"})
+
+
+def test_allow_ports_reaches_the_sandbox_from_every_front_end(tmp_path: Path) -> None:
+    """The action input, the config file key and the GitLab variable all become the heal's
+    ``IsolationConfig.allow_ports``; anything but TCP ports is bad input (exit 2)."""
+    from selfix_action.errors import InputError
+    from selfix_action.gitlab_ci.settings import load_gitlab_settings
+
+    base = {"GITHUB_WORKSPACE": str(tmp_path)}
+    settings = load_settings(base | {"INPUT_ALLOW_PORTS": "6379, 5432"})
+    assert heal_request(settings, base, (), "").isolation.allow_ports == (5432, 6379)
+    (tmp_path / ".github").mkdir()
+    (tmp_path / ".github" / "selfix.yml").write_text("allow_ports: [5432, 27017]\n", encoding="utf-8")
+    assert heal_request(load_settings(base), base, (), "").isolation.allow_ports == (5432, 27017)
+    gitlab = {
+        "CI_PROJECT_DIR": str(tmp_path),
+        "CI_PROJECT_ID": "1",
+        "CI_PROJECT_PATH": "g/p",
+        "CI_COMMIT_SHA": "b" * 40,
+    }
+    gitlab["CI_SERVER_URL"] = "https://gitlab.example.com"
+    options = load_gitlab_settings(gitlab | {"SELFIX_ALLOW_PORTS": "3306"}).options
+    assert heal_request(options, gitlab, (), "").isolation.allow_ports == (3306,)
+    assert load_settings(base).allow_ports == (5432, 27017) and load_settings({}).allow_ports == ()
+    for bad in ("0", "65536", "postgres"):
+        try:
+            load_settings(base | {"INPUT_ALLOW_PORTS": bad})
+        except InputError as exc:
+            assert "allow_ports" in str(exc) and exc.exit_code == 2
+        else:
+            raise AssertionError(f"allow_ports {bad!r} was accepted")

@@ -67,7 +67,7 @@ def isolation_config(settings: Settings) -> IsolationConfig:
     image has bwrap, and the namespace-free landlock level works in Docker's default container), so every other
     mode requires isolation; a run with ``none`` warns in the job summary and the PR body."""
     required = settings.require_isolation or settings.isolation != "none"
-    return IsolationConfig(mode=settings.isolation, require_isolation=required)
+    return IsolationConfig(mode=settings.isolation, require_isolation=required, allow_ports=settings.allow_ports)
 
 
 def read_prices_file(name: str, workspace: Path) -> dict[str, Any] | None:

@@ -25,7 +25,7 @@ from pydantic import (
 )
 
 from selfix_action.errors import InputError
-from selfix_action.options import BY_NAME, OPTIONS
+from selfix_action.options import BY_NAME, OPTIONS, Ports
 from selfix_action.publish.values import Mode, PathRule
 
 DEFAULT_CONFIG_FILE = BY_NAME["config_file"].default
@@ -136,6 +136,7 @@ class Settings(BaseModel):
     draft: bool = _option("draft")
     isolation: IsolationMode = _option("isolation")
     require_isolation: bool = _option("require_isolation")
+    allow_ports: Ports = _option("allow_ports")  # the host's loopback ports test runs may connect to
     memory_path: str = _option("memory_path")  # relative to the workspace; "none" turns the memory off
     config_file: str = _option("config_file")
     ci_on_fix_branch: CiOnFixBranch = _option("ci_on_fix_branch")

@@ -43,6 +43,7 @@ class FixOptions(BaseModel):
     # sandbox isolation
     isolation: str = "auto"
     require_isolation: bool = False
+    allow_ports: tuple[int, ...] = ()  # the host's loopback ports test runs may connect to
     jobs: int | None = None  # candidates checked side by side; None: heal.default_jobs()
     # memory of past fixes (selfix_action.learn.memory): off unless a file is named. On the benchmark's project
     # split it changed no heal (docs/LEARNING.md, "Does learning help?"), so it is not on by default.
@@ -55,7 +56,9 @@ def fix_request(options: FixOptions) -> HealRequest:
     repo = options.repo.resolve()
     out_dir = (options.out or repo / ".selfix").resolve()
     try:
-        isolation = IsolationConfig(mode=options.isolation, require_isolation=options.require_isolation)
+        isolation = IsolationConfig(
+            mode=options.isolation, require_isolation=options.require_isolation, allow_ports=options.allow_ports
+        )
     except ValueError as exc:
         raise InputError(str(exc)) from exc
     return HealRequest(

@@ -144,7 +144,8 @@ def heal_in_sandbox(context: HealContext) -> HealResult:
     isolation = context.isolation
     context.trace("sandbox", isolation.summary(), isolation=isolation.report())
     with open_sandbox(request, isolation) as sandbox:
-        loop = HealingLoop(sandbox, context.engine, request.loop, trace=context.trace, repo_label=request.repo_label)
+        config = request.loop.model_copy(update={"allow_ports": request.isolation.allow_ports})
+        loop = HealingLoop(sandbox, context.engine, config, trace=context.trace, repo_label=request.repo_label)
         result = loop.run(context.junit_failing, context.junit_passing)
         limits = sandbox.limits_report()
         process_runs = {

@@ -17,6 +17,9 @@ class LoopConfig(BaseModel):
     # A JUnit report none of whose failing tests is in this checkout stops the heal (REPORT_MISMATCH); True: the
     # tests failing here are healed instead, as if no report had been given.
     heal_seen_failures: bool = False
+    # The loopback ports the sandbox opens (``allow_ports``): a failing test refused at one of them finds no
+    # service listening there; at another, the port is closed (repair.services).
+    allow_ports: tuple[int, ...] = ()
     # The naive verification path (whole suite, no early stop, for every candidate); benchmarks compare it.
     full_suite_per_candidate: bool = False
     # Adaptive wall limit for warm candidate checks: max(floor, factor x the checked tests' time on the unpatched

@@ -57,6 +57,7 @@ from selfix_action.repair.report import (
     StopReason,
 )
 from selfix_action.repair.reported import ReportedTest
+from selfix_action.repair.services import unreachable_services
 from selfix_action.repair.values import (
     CandidatePatch,
     Evidence,
@@ -251,6 +252,19 @@ class HealingLoop:
             return self._finish(
                 Stop(StopReason.NOT_REPRODUCIBLE if repro.flaky else StopReason.NO_FAILING_TESTS), repro
             )
+
+        # A test that could not reach the database or cache its CI job starts fails for its environment: all of
+        # them, the heal stops there, before any engine; some of them, they are left out (as an engine's
+        # environment diagnosis would leave them).
+        if services := unreachable_services([repro.baseline.results[n] for n in repro.f2p], self.config.allow_ports):
+            self._environment_tests = services.tests
+            self._environment_problem = services.detail
+            self.trace("environment_tests", services.detail, tests=list(services.tests), ports=list(services.ports))
+            remaining = tuple(n for n in repro.f2p if n not in services.tests)
+            if not remaining:
+                return self._finish(Stop(StopReason.ENVIRONMENT, services.detail), repro)
+            self.notes.append(f"{len(services.tests)} failing test(s) left out as the environment's: {services.detail}")
+            repro = dataclasses.replace(repro, f2p=remaining)
 
         # 2. Localize: rank suspicious lines and functions from coverage spectra and tracebacks.
         if (stop := budget.allows()) is not None:  # TIME_LIMIT

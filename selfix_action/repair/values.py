@@ -38,6 +38,9 @@ class TestResult(Frozen):
     exc_type: str = ""
     message: str = ""
     frames: tuple[Frame, ...] = ()  # pruned to project files, outermost first
+    # The loopback host:port a failed connection was aimed at, when the collector found one in the traceback
+    # (a ConnectionRefusedError names no port): what ``services`` names the missing service by.
+    address: str = ""
 
     @property
     def ok(self) -> bool:

@@ -25,6 +25,9 @@ In this order, each step fatal (exit 125 with a ``selfix-confine:`` line, the co
    architecture (i386 ``int 0x80``, x32) kills the process.
 5. The environment overrides (private HOME/TMPDIR) are applied and the command is ``execvpe``'d.
 
+A policy with ``"ports"`` (``allow_ports``, test runs) adds a Landlock connect rule per port (ABI >= 4; below
+it they stay closed) and lets seccomp allow AF_INET/AF_INET6 stream sockets of TCP, without MSG_FASTOPEN.
+
 A policy with ``"network": true`` (the project's setup command only, which installs dependencies) leaves TCP
 unhandled by Landlock and lets seccomp allow AF_INET/AF_INET6 sockets too; every other step is the same.
 
@@ -94,6 +97,7 @@ _SYS_LANDLOCK_RESTRICT_SELF = 446
 _SYS_CAPSET = {"x86_64": 126, "aarch64": 91}.get(os.uname().machine, -1)
 _LANDLOCK_CREATE_RULESET_VERSION = 1
 _LANDLOCK_RULE_PATH_BENEATH = 1
+_LANDLOCK_RULE_NET_PORT = 2  # ABI 4
 
 # Filesystem access rights, by the ABI that introduced them.
 _FS_EXECUTE = 1 << 0
@@ -185,6 +189,11 @@ class _PathBeneathAttr(ctypes.Structure):
     _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
 
 
+class _NetPortAttr(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("port", ctypes.c_uint64)]
+
+
 class _CapHeader(ctypes.Structure):
     _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
 
@@ -231,11 +240,15 @@ def policy_json(
     gid: int | None,
     env: Mapping[str, str],
     network: bool = False,
+    ports: Sequence[int] = (),
 ) -> str:
     """The launcher's policy. ``network``: TCP is not handled by Landlock and seccomp allows AF_INET and
-    AF_INET6 sockets (the setup command's, to install dependencies); False for every test run."""
+    AF_INET6 sockets (the setup command's, to install dependencies); False for every test run. ``ports``
+    (``allow_ports``, test runs): TCP connect allowed to these ports only (Landlock ABI >= 4), seccomp allowing
+    AF_INET/AF_INET6 stream sockets of TCP only; below ABI 4 they stay closed."""
     policy = {"read": list(read), "write": list(write), "devices": list(devices), "uid": uid, "gid": gid}
-    return json.dumps({**policy, "env": dict(env), "network": bool(network)}, separators=(",", ":"))
+    extra = {"env": dict(env), "network": bool(network), "ports": [int(p) for p in ports]}
+    return json.dumps({**policy, **extra}, separators=(",", ":"))
 
 
 # --- steps -------------------------------------------------------------------------------------------------
@@ -278,7 +291,24 @@ def _build_ruleset(policy: Mapping[str, Any], abi: int) -> int:
                 )
             finally:
                 os.close(fd)
+    for port in _ports(policy, abi):
+        port_rule = _NetPortAttr(_NET_CONNECT_TCP, port)  # connect only: bind stays handled and denied
+        _syscall(
+            _SYS_LANDLOCK_ADD_RULE,
+            ctypes.c_int(ruleset),
+            ctypes.c_int(_LANDLOCK_RULE_NET_PORT),
+            ctypes.byref(port_rule),
+            ctypes.c_uint32(0),
+        )
     return ruleset
+
+
+def _ports(policy: Mapping[str, Any], abi: int) -> list[int]:
+    """The TCP ports a test run may connect to: none with the network open (nothing is handled) or below
+    ABI 4 (no TCP rules: the ports stay closed, by seccomp)."""
+    if policy.get("network") or abi < 4:
+        return []
+    return [int(p) for p in policy.get("ports") or ()]
 
 
 def _clear_capabilities() -> None:
@@ -310,10 +340,32 @@ def _drop_privileges(uid: int, gid: int) -> None:
         raise ConfineError(f"could not drop to uid {uid} gid {gid}")
 
 
-def _load_seccomp(network: bool = False) -> None:
+def _load_seccomp(network: bool = False, tcp: bool = False) -> None:
     flt = seccomp.SyscallFilter(seccomp.ALLOW)
     flt.set_attr(seccomp.Attr.ACT_BADARCH, seccomp.KILL_PROCESS)  # only the native architecture is added
-    if not network:
+    if tcp and not network:
+        # allow_ports: AF_UNIX, and AF_INET/AF_INET6 stream sockets of TCP (protocol 0 or 6) only, which Landlock
+        # confines to the allowed ports; UDP, raw, SCTP, MPTCP and every other family refused.
+        refused = seccomp.ERRNO(errno.EAFNOSUPPORT)
+        for family in (0, *range(3, 10)):
+            flt.add_rule(refused, "socket", seccomp.Arg(0, seccomp.EQ, family))
+        flt.add_rule(refused, "socket", seccomp.Arg(0, seccomp.GT, 10))
+        for family in (2, 10):
+            for kind in (0, *range(2, 16)):  # the type's low bits; SOCK_STREAM = 1
+                flt.add_rule(
+                    refused, "socket", seccomp.Arg(0, seccomp.EQ, family), seccomp.Arg(1, seccomp.MASKED_EQ, 0xF, kind)
+                )
+            for protocol in range(1, 6):
+                flt.add_rule(
+                    refused, "socket", seccomp.Arg(0, seccomp.EQ, family), seccomp.Arg(2, seccomp.EQ, protocol)
+                )
+            flt.add_rule(refused, "socket", seccomp.Arg(0, seccomp.EQ, family), seccomp.Arg(2, seccomp.GT, 6))
+        # TCP Fast Open connects inside sendto/sendmsg, past the connect hook Landlock checks: refused.
+        fastopen = 0x20000000  # MSG_FASTOPEN
+        flt.add_rule(seccomp.ERRNO(errno.EPERM), "sendto", seccomp.Arg(3, seccomp.MASKED_EQ, fastopen, fastopen))
+        flt.add_rule(seccomp.ERRNO(errno.EPERM), "sendmsg", seccomp.Arg(2, seccomp.MASKED_EQ, fastopen, fastopen))
+        flt.add_rule(seccomp.ERRNO(errno.EPERM), "sendmmsg", seccomp.Arg(3, seccomp.MASKED_EQ, fastopen, fastopen))
+    elif not network:
         flt.add_rule(seccomp.ERRNO(errno.EAFNOSUPPORT), "socket", seccomp.Arg(0, seccomp.NE, 1))  # AF_UNIX = 1
     else:
         # AF_UNIX (1), AF_INET (2) and AF_INET6 (10) only: no netlink, packet, raw-capable families, vsock.
@@ -342,7 +394,7 @@ def confine(policy: Mapping[str, Any]) -> None:
         _syscall(_SYS_LANDLOCK_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0))
     finally:
         os.close(ruleset)
-    _load_seccomp(bool(policy.get("network")))
+    _load_seccomp(bool(policy.get("network")), bool(_ports(policy, abi)))
     if policy.get("uid") is not None:
         _clear_capabilities()
         left = _capabilities_left()

@@ -67,6 +67,7 @@ __all__ = [
     "detect_isolation",
     "former_home",
     "no_isolation",
+    "parse_ports",
 ]
 
 log = logging.getLogger(__name__)
@@ -84,8 +85,23 @@ _RUNNER_DIR_VARIABLES = ("RUNNER_TEMP", "GITHUB_WORKSPACE", "RUNNER_WORKSPACE")
 _TMP_VARIABLES = ("TMPDIR", "TEMP", "TMP")
 # The only device files a landlock run may open (read-write); the rest of /dev is out of reach.
 _DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty")
+# The network namespace's launcher (loopback up, allowed ports relayed), run as a script: stdlib only.
+_LAUNCHER = Path(__file__).resolve().parent / "loopback.py"
 # Wrappers that wait for the command (rather than exec it) and exit 128+N when it dies of signal N.
 _REPORTS_SIGNALS_AS_128 = frozenset({"bwrap-root", "bwrap-user", "unshare-root", "unshare-user"})
+
+
+def parse_ports(value: str | Iterable[object]) -> tuple[int, ...]:
+    """``allow_ports`` as sorted distinct ports: "5432,6379", "5432 6379" or items (ints or digit strings), each
+    1-65535. Raises ValueError naming the bad item."""
+    items = value.replace(",", " ").split() if isinstance(value, str) else list(value)
+    ports: set[int] = set()
+    for item in items:
+        text = str(item).strip()
+        if isinstance(item, bool) or not text.isdigit() or not 1 <= int(text) <= 65535:
+            raise ValueError(f"allow_ports: {text!r} is not a TCP port (an integer from 1 to 65535)")
+        ports.add(int(text))
+    return tuple(sorted(ports))
 
 
 class IsolationLevel(StrEnum):
@@ -108,8 +124,12 @@ class IsolationConfig:
     sandbox_gid: int = 65534
     hide_paths: tuple[str, ...] = ()  # more files/dirs to hide (bwrap)
     readable_paths: tuple[str, ...] = ()  # re-exposed read-only when under a hidden dir (e.g. a tool dir)
+    # TCP ports of the host's loopback the test runs may connect to (a database the CI job started): closed by
+    # default. bwrap/unshare: relayed into the namespace (loopback.py); landlock: Landlock ABI >= 4 connect rules.
+    allow_ports: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "allow_ports", parse_ports(self.allow_ports))
         if self.mode not in _MODES:
             raise ValueError(f"isolation mode must be one of {sorted(_MODES)}, got {self.mode!r}")
         if self.sandbox_uid <= 0 or self.sandbox_gid <= 0:
@@ -134,6 +154,9 @@ class Isolation:
     # with AF_INET/AF_INET6 sockets allowed). Only the project's setup command (installing dependencies)
     # gets it, through ``with_network()``; every test run is offline. Everything else stays as it is.
     network: bool = False
+    # bwrap/unshare with ``config.allow_ports``: {port: unix socket} of the host side (``loopback.HostBridge``)
+    # the launcher relays each port to inside the namespace; set by ``with_relays`` for the sandbox's life.
+    relays: tuple[tuple[int, str], ...] = ()
     warnings: tuple[str, ...] = ()
     fallbacks: tuple[str, ...] = ()  # why better levels were not used
     config: IsolationConfig = field(default_factory=IsolationConfig)
@@ -168,6 +191,15 @@ class Isolation:
             self.config, readable_paths=(*self.config.readable_paths, *(str(p) for p in readable))
         )
         return dataclasses.replace(self, network=True, config=config)
+
+    def with_relays(self, relays: Mapping[int, str]) -> Isolation:
+        """This isolation relaying each allowed port to its host-side unix socket (bwrap, unshare)."""
+        return dataclasses.replace(self, relays=tuple(sorted(relays.items())))
+
+    @property
+    def bridged(self) -> bool:
+        """Whether the allowed ports reach the host through ``loopback.HostBridge`` (a network namespace)."""
+        return bool(self.config.allow_ports) and self.level in (IsolationLevel.BWRAP, IsolationLevel.UNSHARE)
 
     def process_limit(self, budget: int | None) -> int | None:
         """The RLIMIT_NPROC to set for a run allowed ``budget`` processes, or None when not enforceable.
@@ -218,12 +250,20 @@ class Isolation:
         online = self.network if network is None else network
         workdir = Path(cwd).resolve()
         program = _resolve_program(args[0], workdir, env.get("PATH", os.defpath))
+        relay = self._relay_args() if not online else []
         if self.level is IsolationLevel.UNSHARE:
-            return [*self._unshare_prefix(online), *args]
+            return [*self._unshare_prefix(online, relay), *args]
         if self.level is IsolationLevel.LANDLOCK:
             return [*self._landlock_prefix(program, workdir, env, writable, hidden, online), *args]
-        plan = _plan_mounts(self.config, program, workdir, env, writable, hidden, _network_files() if online else ())
-        return [*self._bwrap_prefix(plan, workdir, online), *args]
+        extra = _network_files() if online else [_LAUNCHER.parent] if relay else []
+        plan = _plan_mounts(self.config, program, workdir, env, writable, hidden, extra)
+        launcher = [sys.executable, "-I", str(_LAUNCHER), *relay, "--"] if relay else []
+        return [*self._bwrap_prefix(plan, workdir, online), *launcher, *args]
+
+    def _relay_args(self) -> list[str]:
+        """``--relay PORT=SOCKET`` for each allowed port the host bridge carries (loopback.py)."""
+        allowed = set(self.config.allow_ports)
+        return [arg for port, path in self.relays if port in allowed for arg in ("--relay", f"{port}={path}")]
 
     def _landlock_prefix(
         self,
@@ -282,10 +322,11 @@ class Isolation:
             gid=self.gid,
             env=overrides,
             network=network,
+            ports=() if network else self.config.allow_ports,
         )
         return [self.tool, "-I", "-m", "selfix_action.sandbox.confine", policy, "--"]
 
-    def _unshare_prefix(self, network: bool = False) -> list[str]:
+    def _unshare_prefix(self, network: bool = False, relay: Sequence[str] = ()) -> list[str]:
         if network:
             # No network namespace: only the pid namespace (where there is one) is left to add.
             if self.kind == "unshare-root":
@@ -296,7 +337,7 @@ class Isolation:
                 return []
             return [self.tool, *flags, "--", "/bin/sh", "-c", '"$@"; exit $?', "sh"]
         # A fresh network namespace has its loopback down: the launcher brings it up, then becomes the command.
-        loopback = [sys.executable, "-I", "-m", "selfix_action.sandbox.loopback", "--"]
+        loopback = [sys.executable, "-I", str(_LAUNCHER), *relay, "--"]
         if self.kind == "unshare-root":
             flags = ["--net", "--pid", "--fork", "--mount-proc", "--kill-child"]
         elif self.kind == "unshare-user":
@@ -690,6 +731,13 @@ def _landlock_candidates(config: IsolationConfig, root: bool) -> list[Isolation]
     if abi < 6:
         weaker.append(f"Landlock ABI {abi} < 6: no signal/abstract-socket scoping (the uid still separates).")
     weaker.append("No pid namespace: other processes are visible in /proc (not their environment or memory).")
+    if config.allow_ports and abi < 4:
+        weaker.append(f"Landlock ABI {abi} < 4: allow_ports cannot be opened by port, so they stay closed.")
+    elif config.allow_ports:
+        weaker.append(
+            "allow_ports: Landlock allows TCP connect by port, not by address: the allowed ports are open on any "
+            "address, not only the loopback."
+        )
     if root:
         return [
             Isolation(

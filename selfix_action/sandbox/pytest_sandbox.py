@@ -33,6 +33,7 @@ from selfix_action.repair.values import CandidateCheck, Frame, TestResult, TestR
 from selfix_action.sandbox.forkserver import ForkServer, ForkServerUnavailable, worker_result
 from selfix_action.sandbox.hotswap import UNKNOWN_TEST, UNSWAPPABLE, HotServer, skeleton
 from selfix_action.sandbox.isolation import Isolation, former_home
+from selfix_action.sandbox.loopback import HostBridge
 from selfix_action.sandbox.process import Limits, ProcessResult, memory_cap, private_dirs, run_process, sandbox_env
 
 PLUGIN_DIR = Path(__file__).parent / "plugin"
@@ -113,6 +114,11 @@ class PytestSandbox:
         # environment named stays hidden (with the original repository) though the runs no longer name it.
         self._private_env = private_dirs(self._tmp)
         self._hidden = (self.repo, *former_home(self._env_source, (self._tmp,)))
+        # allow_ports in a network namespace: selfix's half of the relay to the host's loopback (loopback.py).
+        self._bridge: HostBridge | None = None
+        if isolation is not None and isolation.bridged:
+            self._bridge = HostBridge(self._tmp / ".selfix-ports", isolation.config.allow_ports)
+            self.isolation = isolation.with_relays(self._bridge.relays)
         self.runs = 0
         self.warm_runs = 0
         self._fork_server: ForkServer | None = None
@@ -158,6 +164,8 @@ class PytestSandbox:
         if self._fork_server is not None:
             self._fork_server.close()
             self._fork_server = None
+        if self._bridge is not None:
+            self._bridge.close()
         shutil.rmtree(self._tmp, ignore_errors=True)
 
     def __enter__(self) -> PytestSandbox:
@@ -686,6 +694,7 @@ class PytestSandbox:
                         exc_type=record.get("exc_type", ""),
                         message=record.get("message", ""),
                         frames=tuple(self._project_frames(frames)),
+                        address=str(record.get("address", ""))[:300],
                     )
                 except (ValidationError, ValueError, TypeError, KeyError, AttributeError):
                     continue  # malformed: skipped

@@ -77,15 +77,20 @@ def run_project_at(mode: str, tmp_path: Path, files: Mapping[str, str]) -> TestR
         pytest.skip(f"isolation level {mode} is not available on this machine: {exc}")
     traversable(tmp_path)
     repo = write_project(tmp_path / "repo", dict(files))
-    with PytestSandbox(
+    with sandbox_at(isolation, repo, tmp_path) as sandbox:
+        return sandbox.run_tests(None)
+
+
+def sandbox_at(isolation: Isolation, repo: Path, tmp_path: Path) -> PytestSandbox:
+    """A sandbox over ``repo`` at ``isolation``, with the interpreter it can run and a minimal environment."""
+    return PytestSandbox(
         repo,
         [python_for(isolation), "-m", "pytest"],
         limits=Limits(wall_seconds=60),
         env_source={"PATH": "/usr/bin:/bin"},
         scratch_parent=tmp_path,
         isolation=isolation,
-    ) as sandbox:
-        return sandbox.run_tests(None)
+    )
 
 
 @functools.cache

@@ -240,6 +240,46 @@ def pytest_runtest_logstart(nodeid, location):
         _state["lines"].switch(nodeid)
 
 
+_LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost", "0.0.0.0", "::")
+
+
+def _loopback_address(frame_locals):
+    """``host:port`` when the frame holds a loopback socket address (a tuple, or ``host`` and ``port``)."""
+    pairs = [value for value in frame_locals.values() if isinstance(value, tuple) and len(value) in (2, 4)]
+    pairs.append((frame_locals.get("host"), frame_locals.get("port")))
+    for pair in pairs:
+        host, port = pair[0], pair[1]
+        if isinstance(host, str) and host in _LOOPBACK_HOSTS and type(port) is int and 0 < port < 65536:
+            return f"{host}:{port}"
+    return ""
+
+
+def _connect_address(value):
+    """The loopback address a failed connection was aimed at: found in the locals of the traceback's frames
+    (``socket.create_connection``'s ``address``, a client's ``(host, port)``), innermost first, of the first
+    OSError in the exception's chain; "" when there is none. A ``ConnectionRefusedError`` names no port, and
+    ``repair.services`` needs it to say which service was missing."""
+    try:
+        seen = 0
+        while value is not None and not isinstance(value, OSError) and seen < 5:
+            value = value.__cause__ or value.__context__
+            seen += 1
+        if not isinstance(value, OSError):
+            return ""
+        frames = []
+        tb = value.__traceback__
+        while tb is not None:
+            frames.append(tb.tb_frame)
+            tb = tb.tb_next
+        for frame in reversed(frames[-20:]):
+            found = _loopback_address(frame.f_locals)
+            if found:
+                return found
+    except Exception:  # only a hint: never fail a run over it
+        return ""
+    return ""
+
+
 def pytest_runtest_makereport(item, call):
     # Keep the real exception (type, message, frames); pytest's text rendering varies with --tb and version.
     excinfo = call.excinfo
@@ -257,6 +297,7 @@ def pytest_runtest_makereport(item, call):
         "message": message[:4000],
         "frames": frames[-60:],
         "phase": call.when,
+        "address": _connect_address(value),
     }
 
 
