@@ -113,6 +113,7 @@ def test_every_declared_input_is_read_and_vice_versa(tmp_path: Path) -> None:
         "heal_seen_failures": "true",
         "max_asks": "3",
         "working_directory": "backend",
+        "allow_ports": "5432,6379",
     }
     assert set(values) == declared
     env = {f"INPUT_{k.upper()}": v for k, v in values.items()} | {"GITHUB_WORKSPACE": str(tmp_path)}
@@ -122,7 +123,7 @@ def test_every_declared_input_is_read_and_vice_versa(tmp_path: Path) -> None:
         got = dumped[name]
         got = got.get_secret_value() if hasattr(got, "get_secret_value") else got
         if isinstance(got, tuple):
-            got = ",".join(got)
+            got = ",".join(str(item) for item in got)
         assert str(got).replace(" ", "").lower() in (
             raw.replace(" ", "").lower(),
             str(float(raw)) if raw[0].isdigit() else "x",
