@@ -3,7 +3,7 @@ flag, its default and its one description.
 
 From this table come action.yml's ``inputs:`` (``python -m selfix_action.options``, then
 ``packaging/composite.py`` for the composite variant), the config file's schema (``FileConfig``, generated in
-``action/settings.py``) and the defaults the action's settings start from. ``tests/test_options.py`` checks that
+``ci/settings.py``) and the defaults the action's settings start from. ``tests/test_options.py`` checks that
 action.yml, the composite variant, ``Settings``, the config schema and ``selfix fix --help`` agree with it, and
 that every flag of ``selfix fix`` is either here or in ``CLI_ONLY`` with the reason.
 """

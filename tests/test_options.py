@@ -8,8 +8,9 @@ from pathlib import Path
 
 import yaml
 
-from selfix_action.action.request import heal_request
-from selfix_action.action.settings import INPUT_DEFAULTS, FileConfig, Settings, load_settings
+from selfix_action.action.settings import Settings, load_settings
+from selfix_action.ci.request import heal_request
+from selfix_action.ci.settings import INPUT_DEFAULTS, FileConfig
 from selfix_action.cli import build_parser
 from selfix_action.llm.factory import DEFAULT_MODELS
 from selfix_action.options import BY_NAME, CLI_ONLY, OPTIONS, write_action_yml, write_docs_table

@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 import yaml
 
-from selfix_action.action.request import REPORT_DIR
-from selfix_action.action.settings import INPUT_DEFAULTS
+from selfix_action.ci.request import REPORT_DIR
+from selfix_action.ci.settings import INPUT_DEFAULTS
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO_ROOT / "examples" / "workflows"

@@ -14,8 +14,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from selfix_action.action.gitops import AUTHOR_EMAIL, BRANCH_PREFIX, carries_trailer
 from selfix_action.action.settings import Settings
+from selfix_action.ci.gitops import AUTHOR_EMAIL, BRANCH_PREFIX, carries_trailer
 from selfix_action.errors import InputError
 
 MAX_EVENT_BYTES = 25 * 1024 * 1024

@@ -10,9 +10,9 @@ from typing import Any
 
 from selfix_action.action.api import Api
 from selfix_action.action.events import DispatchTrigger, Skip, StepTrigger, Trigger, WorkflowRunTrigger
-from selfix_action.action.gitops import Git, check_ref
 from selfix_action.action.log import Log
 from selfix_action.action.settings import Settings
+from selfix_action.ci.gitops import Git, check_ref
 from selfix_action.errors import InputError
 from selfix_action.github.client import PullInfo
 from selfix_action.github.errors import ArtifactRefused

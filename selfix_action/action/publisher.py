@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from selfix_action.action.api import Api
-from selfix_action.action.gitops import BRANCH_PREFIX, Git, PushRefused, fix_branch, push_fix_branch, push_onto_branch
 from selfix_action.action.log import Log
 from selfix_action.action.settings import Settings
+from selfix_action.ci.gitops import BRANCH_PREFIX, Git, PushRefused, fix_branch, push_fix_branch, push_onto_branch
 from selfix_action.errors import SelfixError
 from selfix_action.github.client import CommentInfo, GitHubClient
 from selfix_action.github.errors import GitHubError

@@ -32,12 +32,12 @@ from selfix_action.action.events import (
     load_payload,
     parse_event,
 )
-from selfix_action.action.gitops import Git, fingerprint, token_header
 from selfix_action.action.locate import Locator
 from selfix_action.action.log import GroupedProgress, Log, step_annotations, write_summary
 from selfix_action.action.publisher import Publisher
-from selfix_action.action.request import heal_request
 from selfix_action.action.settings import Settings
+from selfix_action.ci.gitops import Git, fingerprint, token_header
+from selfix_action.ci.request import heal_request
 from selfix_action.errors import SelfixError
 from selfix_action.github.client import WRITE_PERMISSIONS
 from selfix_action.heal import Healer, HealOutcome, heal, heal_in_sandbox

@@ -31,8 +31,8 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from selfix_action.action.events import CommentTrigger, Skip
-from selfix_action.action.gitops import Git, GitError, check_ref, check_sha, fingerprint
 from selfix_action.action.runner import ActionOutcome, ActionSteps, hint_of, plan_and_publish
+from selfix_action.ci.gitops import Git, GitError, check_ref, check_sha, fingerprint
 from selfix_action.errors import InputError
 from selfix_action.heal import heal_status
 from selfix_action.publish import render

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from selfix_action.action.gitops import Git, PushRefused, fix_branch, push_fix_branch
+from selfix_action.ci.gitops import Git, PushRefused, fix_branch, push_fix_branch
 from selfix_action.gitlab.client import GitLabClient
 from selfix_action.gitlab_ci.settings import TOKEN_VARIABLE, GitLabSettings
 from selfix_action.publish import render

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from selfix_action.action.gitops import AUTHOR_EMAIL, BRANCH_PREFIX, Git, fingerprint, token_header
-from selfix_action.action.request import heal_request
+from selfix_action.ci.gitops import AUTHOR_EMAIL, BRANCH_PREFIX, Git, fingerprint, token_header
+from selfix_action.ci.request import heal_request
 from selfix_action.gitlab.client import GitLabClient
 from selfix_action.gitlab_ci.publisher import GitLabPublisher
 from selfix_action.gitlab_ci.settings import TOKEN_VARIABLE, GitLabSettings

@@ -1,7 +1,8 @@
 """Settings for ``selfix gitlab``, built once from the job's environment into a frozen value.
 
 Every option of ``selfix_action/options.py`` is read from a ``SELFIX_<NAME>`` CI/CD variable (the name derived from
-the table, e.g. ``SELFIX_ENGINE``, ``SELFIX_TIMEOUT_MINUTES``) and validated by the action's own settings model;
+the table, e.g. ``SELFIX_ENGINE``, ``SELFIX_TIMEOUT_MINUTES``) and validated like every front end's options
+(``ci.settings.load_options``);
 the GitLab context comes from the predefined ``CI_*`` variables; the API token from ``SELFIX_GITLAB_TOKEN`` (a
 masked, protected CI/CD variable: a project access token with ``api`` and ``write_repository``).
 """
@@ -15,7 +16,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError, field_validator
 
-from selfix_action.action.settings import Settings, load_settings_as
+from selfix_action.ci.settings import OptionSettings, load_options
 from selfix_action.errors import InputError
 from selfix_action.options import OPTIONS
 
@@ -33,7 +34,7 @@ def variable(name: str) -> str:
     return f"SELFIX_{name.upper()}"
 
 
-class GitLabOptions(Settings):
+class GitLabOptions(OptionSettings):
     """The options table's values; the pipeline's page is the run link of the MR body and the notes."""
 
     pipeline_url: str = ""
@@ -98,10 +99,10 @@ def _int(env: Mapping[str, str], name: str) -> int | None:
     return int(value)
 
 
-def option_inputs(env: Mapping[str, str]) -> dict[str, str]:
-    """The options' ``SELFIX_<NAME>`` variables as the ``INPUT_<NAME>`` the action's settings read."""
+def option_values(env: Mapping[str, str]) -> dict[str, str]:
+    """The options' non-empty ``SELFIX_<NAME>`` variables, by option name."""
     return {
-        f"INPUT_{option.name.upper()}": env[variable(option.name)]
+        option.name: env[variable(option.name)]
         for option in GITLAB_OPTIONS
         if env.get(variable(option.name), "").strip()
     }
@@ -117,13 +118,13 @@ def load_gitlab_settings(env: Mapping[str, str]) -> GitLabSettings:
     project_id = _int(env, "CI_PROJECT_ID")
     server_url = env["CI_SERVER_URL"].rstrip("/")
     project_path = env["CI_PROJECT_PATH"].strip("/")
-    translated = {
-        **option_inputs(env),
-        "GITHUB_WORKSPACE": workspace,
-        "GITHUB_SHA": env["CI_COMMIT_SHA"],
-        "GITHUB_REF_NAME": env.get("CI_COMMIT_REF_NAME", ""),
-    }
-    options = load_settings_as(translated, GitLabOptions, extra={"pipeline_url": env.get("CI_PIPELINE_URL", "")})
+    options = load_options(
+        option_values(env),
+        GitLabOptions,
+        workspace=Path(workspace),
+        context={"pipeline_url": env.get("CI_PIPELINE_URL", "")},
+        what="CI/CD variable",
+    )
     output = env.get("SELFIX_OUTPUT_FILE") or DEFAULT_OUTPUT_FILE
     values: dict[str, Any] = {
         "options": options,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from selfix_action.action.gitops import TRAILER, fingerprint
+from selfix_action.ci.gitops import TRAILER, fingerprint
 from selfix_action.heal import HealContext
 from tests.helpers.action import (
     F2P,

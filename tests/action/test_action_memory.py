@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from selfix_action.action.request import REPORT_DIR
 from selfix_action.action.settings import load_settings
+from selfix_action.ci.request import REPORT_DIR
 from selfix_action.errors import InputError
 from selfix_action.heal import HealContext
 from selfix_action.learn.trace_schema import read_trace

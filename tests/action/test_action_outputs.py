@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from selfix_action.action.log import write_outputs
-from selfix_action.action.request import isolation_config
 from selfix_action.action.settings import load_settings
+from selfix_action.ci.request import isolation_config
 from selfix_action.errors import InputError, SandboxError
 from selfix_action.heal import HealContext
 from selfix_action.heal import pipeline as pipeline_mod

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from selfix_action.action.gitops import TRAILER, fingerprint
+from selfix_action.ci.gitops import TRAILER, fingerprint
 from selfix_action.heal import HealContext
 from selfix_action.publish.render import HELP_TEXT
 from tests.helpers.action import (

@@ -12,8 +12,8 @@ from typing import Any
 
 import yaml
 
-from selfix_action.action.request import REPORT_DIR, heal_request
 from selfix_action.action.settings import load_settings
+from selfix_action.ci.request import REPORT_DIR, heal_request
 from selfix_action.llm.factory import DEFAULT_MODELS
 from tests.helpers.action import JUNIT, REPO, Repos, action_env, git, invoke, remote_branches, synthetic
 from tests.helpers.fake_github import FakeGitHub

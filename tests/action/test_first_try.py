@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from selfix_action.action.gitops import fingerprint
+from selfix_action.ci.gitops import fingerprint
 from tests.helpers.action import (
     FIXED_CALC,
     HEALABLE,

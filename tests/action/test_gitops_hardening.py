@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from selfix_action.action.gitops import Git, token_header
+from selfix_action.ci.gitops import Git, token_header
 from selfix_action.heal import HealContext
 from selfix_action.repair.loop import HealResult
 from tests.helpers.action import Repos, action_env, invoke, synthetic, workflow_run_payload

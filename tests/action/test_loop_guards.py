@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from selfix_action.action.gitops import AUTHOR_EMAIL, TRAILER, fingerprint
+from selfix_action.ci.gitops import AUTHOR_EMAIL, TRAILER, fingerprint
 from selfix_action.heal import HealContext
 from tests.helpers.action import (
     F2P,

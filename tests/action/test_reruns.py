@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
-from selfix_action.action.gitops import fingerprint
+from selfix_action.ci.gitops import fingerprint
 from selfix_action.heal import HealContext
 from selfix_action.publish.render import review_marker_prefix
 from selfix_action.repair.loop import HealResult

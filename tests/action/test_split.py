@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from selfix_action.action.gitops import TRAILER, fingerprint
+from selfix_action.ci.gitops import TRAILER, fingerprint
 from selfix_action.cli import build_parser
 from selfix_action.commands.split_cmd import run_heal, run_publish
 from selfix_action.repair.patches import unified_diff

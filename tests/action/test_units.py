@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from selfix_action.action.events import Command, parse_command
-from selfix_action.action.gitops import GitError, check_ref, fix_branch, sanitize_component
 from selfix_action.action.log import Log
 from selfix_action.action.runner import ActionOutcome
-from selfix_action.action.settings import Mode, load_settings
+from selfix_action.action.settings import load_settings
+from selfix_action.ci.gitops import GitError, check_ref, fix_branch, sanitize_component
 from selfix_action.errors import InputError
 from selfix_action.llm.budget import Budget
 from selfix_action.providers.base import TokenUsage
@@ -25,6 +25,7 @@ from selfix_action.publish.render import (
     summary_markdown,
     tokens,
 )
+from selfix_action.publish.values import Mode
 from selfix_action.repair.report import (
     STOP_EXPLANATIONS,
     HealReport,

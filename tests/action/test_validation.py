@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from selfix_action.action.settings import INPUT_DEFAULTS, load_settings, render_config_schema
+from selfix_action.action.settings import load_settings
+from selfix_action.ci.settings import INPUT_DEFAULTS, render_config_schema
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = [*sorted((ROOT / "examples" / "workflows").glob("*.yml")), ROOT / ".github" / "workflows" / "ci.yml"]
@@ -131,9 +132,9 @@ def test_every_declared_input_is_read_and_vice_versa(tmp_path: Path) -> None:
 
 
 def test_config_schema_is_up_to_date() -> None:
-    committed = (ROOT / "selfix_action" / "action" / "config_schema.json").read_text()
+    committed = (ROOT / "selfix_action" / "ci" / "config_schema.json").read_text()
     assert committed == render_config_schema(), (
-        "run: python -m selfix_action.action.settings > selfix_action/action/config_schema.json"
+        "run: python -m selfix_action.ci.settings > selfix_action/ci/config_schema.json"
     )
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from selfix_action.action.gitops import fingerprint, token_header
+from selfix_action.ci.gitops import fingerprint, token_header
 from selfix_action.heal import HealContext
 from selfix_action.repair.loop import HealResult
 from selfix_action.repair.report import Confidence, ConfidenceReason

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from selfix_action.action.request import ACTION_OPTIONS
+from selfix_action.ci.request import ACTION_OPTIONS
 from selfix_action.cli import main
 from selfix_action.errors import ExitCode
 from selfix_action.heal.next_step import next_step

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from selfix_action.action.request import heal_request
 from selfix_action.action.settings import load_settings
+from selfix_action.ci.request import heal_request
 from selfix_action.cli import main
 from selfix_action.errors import InputError
 from tests.helpers.projects import copy_example

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from selfix_action.action.request import heal_request
 from selfix_action.action.settings import load_settings
+from selfix_action.ci.request import heal_request
 from selfix_action.cli import main
 from tests.helpers.fake_providers import FakeProvider, anthropic_tool_use, serve
 from tests.helpers.projects import EXAMPLES, write_project

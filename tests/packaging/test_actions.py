@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import yaml
 
-from selfix_action.action.request import PROJECT_PYTHON_ENV, heal_request
 from selfix_action.action.settings import load_settings
+from selfix_action.ci.request import PROJECT_PYTHON_ENV, heal_request
 from tests.helpers.action import runner_inputs
 from tests.helpers.packaging import COMPOSITE_ACTION, DOCKER_ACTION, REPO_ROOT, run, script, tool
 

@@ -1,4 +1,4 @@
-"""The action's settings as one heal: the ``HealRequest`` for a run (``setup_command`` included)."""
+"""The options of any front end as one heal: the ``HealRequest`` for a run (``setup_command`` included)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from selfix_action.action.settings import Settings
+from selfix_action.ci.settings import OptionSettings
 from selfix_action.errors import InputError
 from selfix_action.heal import EngineChoice, HealRequest, resolve_test_cmd
 from selfix_action.heal.request import price_pair, read_price_table
@@ -60,7 +60,7 @@ def default_test_command(env: Mapping[str, str]) -> str | None:
     return shlex.join([python, "-m", "pytest"]) if python else None
 
 
-def isolation_config(settings: Settings) -> IsolationConfig:
+def isolation_config(settings: OptionSettings) -> IsolationConfig:
     """The ``isolation`` and ``require_isolation`` inputs; the sandbox uid stays IsolationConfig's (nobody).
 
     Fail closed: in the action no test runs without isolation unless the user says ``isolation: none`` (the
@@ -80,7 +80,7 @@ def read_prices_file(name: str, workspace: Path) -> dict[str, Any] | None:
     return read_price_table(path, "prices_file")
 
 
-def heal_request(settings: Settings, env: Mapping[str, str], junit: tuple[Path, ...], hint: str) -> HealRequest:
+def heal_request(settings: OptionSettings, env: Mapping[str, str], junit: tuple[Path, ...], hint: str) -> HealRequest:
     workspace = settings.workspace.resolve()
     time_limit = settings.timeout_minutes * 60
     provider = settings.engine
