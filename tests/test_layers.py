@@ -47,7 +47,7 @@ def test_import_contracts_are_kept() -> None:
         ("action/_probe.py", "import github\n", "Only github/ imports PyGithub"),
         ("learn/_probe.py", "import anthropic\n", "Only providers/ imports the LLM SDKs"),
         ("action/_probe.py", "import gitlab\n", "Only gitlab/ imports python-gitlab"),
-        ("gitlab_ci/_probe.py", "from selfix_action.action import publisher\n", "The GitLab front end and ci/ import nothing"),
+        ("gitlab_ci/_probe.py", "from selfix_action.action import publisher\n", "The GitLab front end and ci/"),
         ("gitlab_ci/_probe.py", "from selfix_action.publish import render\nimport github\n", "The GitLab front end"),
         ("publish/_probe.py", "from selfix_action.gitlab import client\n", "publish/ imports no forge client"),
         # The front ends are siblings; what they share is in ci/, which knows no forge's front end.
