@@ -128,6 +128,9 @@ class PytestSandbox:
         self._skeletons: dict[str, str | None] = {}
         self._originals: dict[str, str] = {}  # every file ever patched: the worker may hold any version of it
         self.hot_runs = 0
+        # What selfix changed of the project's own pytest configuration (xdist workers, pytest-randomly's order,
+        # reruns), as the collector plugin reported it (``_overrides`` there): for the report.
+        self.config_overrides: tuple[str, ...] = ()
         self.parallel_checks = parallel_checks  # hot checks of different candidates run at once (cores)
 
     def limits_report(self) -> dict[str, object]:
@@ -570,6 +573,8 @@ class PytestSandbox:
                 # The code under test can write this file too: keep only records of the right basic shape.
                 if isinstance(record, dict) and isinstance(record.get("event"), str):
                     records.append(record)
+                    if record["event"] == "config_overrides":
+                        self._note_overrides(record.get("notes"))
             results_file.unlink()
         if not records and proc.returncode not in (0, 5) and not proc.cut:
             unsupported = self._unsupported_interpreter()
@@ -579,6 +584,12 @@ class PytestSandbox:
                 f"the test command failed before running any test (exit {proc.returncode}):\n{_tail(proc, 15)}"
             )
         return records
+
+    def _note_overrides(self, notes: object) -> None:
+        """Add a run's reported overrides (checked: it is the project's process talking) to ``config_overrides``."""
+        if isinstance(notes, list):
+            found = (str(note)[:200] for note in notes[:20] if isinstance(note, str))
+            self.config_overrides = tuple(dict.fromkeys((*self.config_overrides, *found)))[:20]
 
     def _unsupported_interpreter(self) -> str:
         """Why the test command's Python cannot run selfix's plugins, when that is why no test ran ("" if not)."""
