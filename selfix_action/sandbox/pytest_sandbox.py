@@ -225,7 +225,9 @@ class PytestSandbox:
             handle.write(text)
 
     # -- test runs -----------------------------------------------------------------------------------
-    def _env(self, results_file: Path, coverage: bool, select: Path | None = None) -> dict[str, str]:
+    def _env(
+        self, results_file: Path, coverage: bool, select: Path | None = None, stop_first: bool = False
+    ) -> dict[str, str]:
         pythonpath = [str(PLUGIN_DIR), str(self.root)]
         if (self.root / "src").is_dir():
             pythonpath.append(str(self.root / "src"))
@@ -238,6 +240,7 @@ class PytestSandbox:
                 "SELFIX_COVERAGE": "1" if coverage else "0",
                 "SELFIX_LINE_COLLECTOR": self.line_collector,
                 "SELFIX_ROOT": str(self.root),
+                "SELFIX_STOP_FIRST": "1" if stop_first else "0",  # else the project's -x / --maxfail is undone
                 **({"SELFIX_SELECT": str(select)} if select is not None else {}),
             },
         )
@@ -393,7 +396,11 @@ class PytestSandbox:
         if server is None:
             return None
         log = self._tmp / "warm.log"
-        env = {"SELFIX_RESULTS": str(results_file), "SELFIX_COVERAGE": "1" if coverage else "0"}
+        env = {
+            "SELFIX_RESULTS": str(results_file),
+            "SELFIX_COVERAGE": "1" if coverage else "0",
+            "SELFIX_STOP_FIRST": "1" if stop_first else "0",
+        }
         if select is not None:
             env["SELFIX_SELECT"] = str(select)
         started = time.monotonic()
@@ -549,7 +556,7 @@ class PytestSandbox:
                 proc = run_process(
                     [*self.test_cmd, *args],
                     cwd=self.root,
-                    env=self._env(results_file, coverage, select),
+                    env=self._env(results_file, coverage, select, stop_first),
                     limits=dataclasses.replace(self.limits, wall_seconds=self._wall(self.limits.wall_seconds)),
                     isolation=self.isolation,
                     writable=(self._tmp,),

@@ -200,3 +200,26 @@ def test_django_project_runs_in_the_sandbox_with_hot_checks(tmp_path: Path, ini:
     assert baseline.results[PRICE].status is TestStatus.FAILED
     assert baseline.results[USERS].status is TestStatus.PASSED
     assert {n: r.status for n, r in check.results.items()} == {PRICE: TestStatus.PASSED, USERS: TestStatus.PASSED}
+
+
+def test_strict_markers_doctests_and_stop_first_addopts_beside_selfixs_own_options(tmp_path: Path) -> None:
+    """``--strict-markers``, ``-p no:cacheprovider`` (selfix passes it too) and ``--doctest-modules`` are kept
+    beside selfix's own ``-p`` plugins and options; the project's ``-x`` is not, or a baseline would stop at its
+    first failure with the other tests never run."""
+    doctested = {"calc.py": '"""\n>>> double(2)\n4\n"""\n\n\n' + CALC["calc.py"].replace("        ", "")}
+    ini = "[pytest]\naddopts = -x --strict-markers -p no:cacheprovider --doctest-modules\n"
+    repo = _calc(tmp_path / "p", ini, doctested)
+    with _sandbox(repo) as box:
+        full = box.run_tests()
+        with box.patched({"calc.py": doctested["calc.py"].replace("a - b", "a + b")}):
+            check = box.run_tests([ADD, "tests/test_calc.py::test_add_zero"], stop_first=True, warm=True)
+        assert box.hot_runs == 1
+        overrides = box.config_overrides
+    assert {n: r.status.value for n, r in full.results.items()} == {
+        "calc.py::calc": "passed",
+        ADD: "failed",
+        "tests/test_calc.py::test_add_zero": "passed",
+        "tests/test_calc.py::test_double": "passed",
+    }
+    assert all(r.status is TestStatus.PASSED for r in check.results.values()) and len(check.results) == 2
+    assert "-x/--maxfail=1 -> every test runs (selfix needs each test's result)" in overrides

@@ -191,6 +191,11 @@ def _overrides(config):
             changed.append("seed %s in every run" % RANDOMLY_SEED)
         if changed:
             notes.append("pytest-randomly: %s (every run sees the same order and random state)" % ", ".join(changed))
+    # -x / --maxfail: selfix needs every asked test's result (a baseline's, a confirmation's); it asks for the
+    # first failure only itself (its own -x, with SELFIX_STOP_FIRST=1).
+    if option.maxfail and os.environ.get("SELFIX_STOP_FIRST") != "1":
+        notes.append("-x/--maxfail=%s -> every test runs (selfix needs each test's result)" % option.maxfail)
+        option.maxfail = 0
     # pytest-rerunfailures: a rerun repeats every failing candidate's tests and hides a failure behind a pass.
     if hasattr(option, "reruns"):
         reruns = option.reruns
