@@ -174,8 +174,8 @@ def _overrides(config):
         option.numprocesses = 0
         option.dist = "no"
         option.tx = []
-        shown = "-n %s" % workers if workers else "--tx"
-        notes.append("%s -> no xdist workers (selfix runs candidates side by side itself)" % shown)
+        shown = f"-n {workers}" if workers else "--tx"
+        notes.append(f"{shown} -> no xdist workers (selfix runs candidates side by side itself)")
     # pytest-randomly: a random order and a new seed per run would make the baseline and a candidate's runs differ.
     # It stays active with one seed (it still reseeds random, Faker, numpy before each test) and the file order.
     if hasattr(option, "randomly_seed"):
@@ -188,13 +188,13 @@ def _overrides(config):
             option.randomly_reorganize = False
             changed.append("random order -> file order")
         if not pinned:
-            changed.append("seed %s in every run" % RANDOMLY_SEED)
+            changed.append(f"seed {RANDOMLY_SEED} in every run")
         if changed:
-            notes.append("pytest-randomly: %s (every run sees the same order and random state)" % ", ".join(changed))
+            notes.append(f"pytest-randomly: {', '.join(changed)} (every run sees the same order and random state)")
     # -x / --maxfail: selfix needs every asked test's result (a baseline's, a confirmation's); it asks for the
     # first failure only itself (its own -x, with SELFIX_STOP_FIRST=1).
     if option.maxfail and os.environ.get("SELFIX_STOP_FIRST") != "1":
-        notes.append("-x/--maxfail=%s -> every test runs (selfix needs each test's result)" % option.maxfail)
+        notes.append(f"-x/--maxfail={option.maxfail} -> every test runs (selfix needs each test's result)")
         option.maxfail = 0
     # pytest-rerunfailures: a rerun repeats every failing candidate's tests and hides a failure behind a pass.
     if hasattr(option, "reruns"):
@@ -206,9 +206,9 @@ def _overrides(config):
                 reruns = 0
         if reruns:
             option.reruns = 0
-            notes.append("--reruns %s -> --reruns 0 (each test runs once; a failure is a failure)" % reruns)
+            notes.append(f"--reruns {reruns} -> --reruns 0 (each test runs once; a failure is a failure)")
         if getattr(option, "force_reruns", None):
-            notes.append("--force-reruns %s -> off" % option.force_reruns)
+            notes.append(f"--force-reruns {option.force_reruns} -> off")
             option.force_reruns = None
     return notes
 
