@@ -176,6 +176,8 @@ def _overrides(config):
         option.tx = []
         shown = f"-n {workers}" if workers else "--tx"
         notes.append(f"{shown} -> no xdist workers (selfix runs candidates side by side itself)")
+    if workers is not None or hasattr(option, "dist"):
+        _no_rerun_server()
     # pytest-randomly: a random order and a new seed per run would make the baseline and a candidate's runs differ.
     # It stays active with one seed (it still reseeds random, Faker, numpy before each test) and the file order.
     if hasattr(option, "randomly_seed"):
@@ -211,6 +213,16 @@ def _overrides(config):
             notes.append(f"--force-reruns {option.force_reruns} -> off")
             option.force_reruns = None
     return notes
+
+
+def _no_rerun_server():
+    """pytest-rerunfailures beside pytest-xdist opens a TCP server in pytest_configure (its crash bookkeeping for
+    xdist workers), even without workers; where the sandbox allows no TCP socket (the landlock level) the run dies
+    there. With selfix there are no workers: its in-process bookkeeping (``StatusDB``) is all it needs."""
+    module = sys.modules.get("pytest_rerunfailures")
+    if module is not None and isinstance(getattr(module, "StatusDB", None), type):
+        if isinstance(getattr(module, "ServerStatusDB", None), type):
+            module.ServerStatusDB = module.StatusDB
 
 
 def pytest_cmdline_main(config):
