@@ -16,6 +16,7 @@ from pathlib import Path
 
 from selfix_action.commands.engine_args import ENGINE_KINDS, add_llm_arguments, engine_choice
 from selfix_action.errors import InputError
+from selfix_bench import addopts
 from selfix_bench.recall import add_recall_arguments, options_from, run_recall
 from selfix_bench.runner import BenchOptions, read_records, run_bench
 
@@ -29,6 +30,8 @@ def main(argv: Sequence[str], parser_class: type[argparse.ArgumentParser] = argp
     arguments = list(argv)
     if arguments[:1] == ["recall"]:  # a command of its own under bench, beside bench's TASKS argument
         return run_recall_command(arguments[1:], parser_class)
+    if arguments[:1] == ["addopts"]:  # the project's pytest addopts: heal time with and without (addopts.py)
+        return addopts.main(arguments[1:], parser_class)
     parser = parser_class(prog="selfix bench", description=HELP)
     add_bench_arguments(parser)
     return run_bench_command(parser.parse_args(arguments))
@@ -40,7 +43,8 @@ def add_bench_arguments(bench: argparse.ArgumentParser) -> None:
         nargs="?",
         default="bench/tasks",
         type=Path,
-        help="task directory or file (selfix bench recall --help: the context recall of the LLM engine's requests)",
+        help="task directory or file (selfix bench recall --help: the context recall of the LLM engine's requests; "
+        "selfix bench addopts --help: heal time with a project's pytest addopts and without)",
     )
     bench.add_argument("--out", type=Path, default=Path("results"), help="results root (default: results)")
     bench.add_argument("--run", default="", help="run name: results go to OUT/RUN (default: the mode)")

@@ -153,11 +153,17 @@ def heal_in_sandbox(context: HealContext) -> HealResult:
             "warm": sandbox.warm_runs - sandbox.hot_runs,
             "cold": sandbox.runs - sandbox.warm_runs,
         }
+        overrides = sandbox.config_overrides
     notes = result.report.notes
     if isolation.warnings:
         notes = (*notes, isolation.summary())
     report = result.report.model_copy(
-        update={"isolation": {**isolation.report(), "limits": limits}, "notes": notes, "process_runs": process_runs}
+        update={
+            "isolation": {**isolation.report(), "limits": limits},
+            "notes": notes,
+            "process_runs": process_runs,
+            "pytest_overrides": overrides,
+        }
     )
     return dataclasses.replace(result, report=report)
 

@@ -288,6 +288,9 @@ class HealReport(Frozen):
     # How the sandbox ran them: "hot" checks (pre-imported worker, a fork per check), "warm" (fork-per-run pytest),
     # "cold" (a fresh pytest process: the baseline, reproduction and the confirmation of the winner among them).
     process_runs: dict[str, int] = Field(default_factory=dict)
+    # What selfix changed of the project's own pytest configuration for its runs, and why ("-n 2 -> no xdist
+    # workers (...)"); everything else of it (ini files, conftest.py, other plugins and options) is kept.
+    pytest_overrides: tuple[str, ...] = ()
 
     @property
     def candidates_rejected(self) -> int:
@@ -344,6 +347,8 @@ def render_markdown(report: HealReport) -> str:
             f"{kinds.get('warm', 0)} fork-per-run, {kinds.get('cold', 0)} fresh `pytest` process(es)"
             + (" (the patch's whole-suite confirmation was one of these)" if confirmed else "")
         )
+    if report.pytest_overrides:
+        out.append(f"- The project's pytest configuration, kept except: {'; '.join(report.pytest_overrides)}")
     total = report.timings.get("total", 0.0)
     steps = ", ".join(f"{k} {v:.1f}s" for k, v in report.timings.items() if k not in ("total", "tests"))
     out.append(f"- Time: {total:.1f}s ({steps}); {time_split(report)}")

@@ -134,6 +134,9 @@ class PytestSandbox:
         self._skeletons: dict[str, str | None] = {}
         self._originals: dict[str, str] = {}  # every file ever patched: the worker may hold any version of it
         self.hot_runs = 0
+        # What selfix changed of the project's own pytest configuration (xdist workers, pytest-randomly's order,
+        # reruns), as the collector plugin reported it (``_overrides`` there): for the report.
+        self.config_overrides: tuple[str, ...] = ()
         self.parallel_checks = parallel_checks  # hot checks of different candidates run at once (cores)
 
     def limits_report(self) -> dict[str, object]:
@@ -230,7 +233,9 @@ class PytestSandbox:
             handle.write(text)
 
     # -- test runs -----------------------------------------------------------------------------------
-    def _env(self, results_file: Path, coverage: bool, select: Path | None = None) -> dict[str, str]:
+    def _env(
+        self, results_file: Path, coverage: bool, select: Path | None = None, stop_first: bool = False
+    ) -> dict[str, str]:
         pythonpath = [str(PLUGIN_DIR), str(self.root)]
         if (self.root / "src").is_dir():
             pythonpath.append(str(self.root / "src"))
@@ -243,6 +248,7 @@ class PytestSandbox:
                 "SELFIX_COVERAGE": "1" if coverage else "0",
                 "SELFIX_LINE_COLLECTOR": self.line_collector,
                 "SELFIX_ROOT": str(self.root),
+                "SELFIX_STOP_FIRST": "1" if stop_first else "0",  # else the project's -x / --maxfail is undone
                 **({"SELFIX_SELECT": str(select)} if select is not None else {}),
             },
         )
@@ -398,7 +404,11 @@ class PytestSandbox:
         if server is None:
             return None
         log = self._tmp / "warm.log"
-        env = {"SELFIX_RESULTS": str(results_file), "SELFIX_COVERAGE": "1" if coverage else "0"}
+        env = {
+            "SELFIX_RESULTS": str(results_file),
+            "SELFIX_COVERAGE": "1" if coverage else "0",
+            "SELFIX_STOP_FIRST": "1" if stop_first else "0",
+        }
         if select is not None:
             env["SELFIX_SELECT"] = str(select)
         started = time.monotonic()
@@ -554,7 +564,7 @@ class PytestSandbox:
                 proc = run_process(
                     [*self.test_cmd, *args],
                     cwd=self.root,
-                    env=self._env(results_file, coverage, select),
+                    env=self._env(results_file, coverage, select, stop_first),
                     limits=dataclasses.replace(self.limits, wall_seconds=self._wall(self.limits.wall_seconds)),
                     isolation=self.isolation,
                     writable=(self._tmp,),
@@ -578,6 +588,8 @@ class PytestSandbox:
                 # The code under test can write this file too: keep only records of the right basic shape.
                 if isinstance(record, dict) and isinstance(record.get("event"), str):
                     records.append(record)
+                    if record["event"] == "config_overrides":
+                        self._note_overrides(record.get("notes"))
             results_file.unlink()
         if not records and proc.returncode not in (0, 5) and not proc.cut:
             unsupported = self._unsupported_interpreter()
@@ -587,6 +599,12 @@ class PytestSandbox:
                 f"the test command failed before running any test (exit {proc.returncode}):\n{_tail(proc, 15)}"
             )
         return records
+
+    def _note_overrides(self, notes: object) -> None:
+        """Add a run's reported overrides (checked: it is the project's process talking) to ``config_overrides``."""
+        if isinstance(notes, list):
+            found = (str(note)[:200] for note in notes[:20] if isinstance(note, str))
+            self.config_overrides = tuple(dict.fromkeys((*self.config_overrides, *found)))[:20]
 
     def _unsupported_interpreter(self) -> str:
         """Why the test command's Python cannot run selfix's plugins, when that is why no test ran ("" if not)."""

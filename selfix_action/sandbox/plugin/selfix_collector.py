@@ -153,6 +153,85 @@ def _select(config):
     config.args = list(wanted)
 
 
+# The seed pytest-randomly gets when the project's configuration does not pin one: every run of a heal (baseline,
+# candidates, confirmation) reseeds ``random`` (and Faker, numpy ...) the same way before each test.
+RANDOMLY_SEED = 1
+
+
+def _overrides(config):
+    """Change what the project's pytest configuration (``addopts`` in any ini file, ``PYTEST_ADDOPTS``, the test
+    command) asks of plugins that would make selfix's runs slow or differ from one another; a note for each.
+
+    Only options that exist are touched: an option exists exactly when its plugin is active in this run (installed
+    and not blocked with ``-p no:...``), so nothing is assumed about the project's environment, and no flag selfix
+    would add on the command line can break the parsing of a run where the plugin is absent."""
+    option = config.option
+    notes = []
+    # pytest-xdist: workers would re-import and re-collect the project in fresh processes on every run, and the
+    # controller collects nothing, so the hot worker (plugin/selfix_hotswap.py) would never see a test.
+    workers = getattr(option, "numprocesses", None)
+    if workers or getattr(option, "tx", None):
+        option.numprocesses = 0
+        option.dist = "no"
+        option.tx = []
+        shown = f"-n {workers}" if workers else "--tx"
+        notes.append(f"{shown} -> no xdist workers (selfix runs candidates side by side itself)")
+    if workers is not None or hasattr(option, "dist"):
+        _no_rerun_server()
+    # pytest-randomly: a random order and a new seed per run would make the baseline and a candidate's runs differ.
+    # It stays active with one seed (it still reseeds random, Faker, numpy before each test) and the file order.
+    if hasattr(option, "randomly_seed"):
+        seed = option.randomly_seed
+        pinned = isinstance(seed, int) and not isinstance(seed, bool)
+        if not pinned:
+            option.randomly_seed = RANDOMLY_SEED
+        changed = []
+        if getattr(option, "randomly_reorganize", False):
+            option.randomly_reorganize = False
+            changed.append("random order -> file order")
+        if not pinned:
+            changed.append(f"seed {RANDOMLY_SEED} in every run")
+        if changed:
+            notes.append(f"pytest-randomly: {', '.join(changed)} (every run sees the same order and random state)")
+    # -x / --maxfail: selfix needs every asked test's result (a baseline's, a confirmation's); it asks for the
+    # first failure only itself (its own -x, with SELFIX_STOP_FIRST=1).
+    if option.maxfail and os.environ.get("SELFIX_STOP_FIRST") != "1":
+        notes.append(f"-x/--maxfail={option.maxfail} -> every test runs (selfix needs each test's result)")
+        option.maxfail = 0
+    # pytest-rerunfailures: a rerun repeats every failing candidate's tests and hides a failure behind a pass.
+    if hasattr(option, "reruns"):
+        reruns = option.reruns
+        if reruns is None:
+            try:
+                reruns = int(config.getini("reruns"))
+            except (TypeError, ValueError, KeyError):
+                reruns = 0
+        if reruns:
+            option.reruns = 0
+            notes.append(f"--reruns {reruns} -> --reruns 0 (each test runs once; a failure is a failure)")
+        if getattr(option, "force_reruns", None):
+            notes.append(f"--force-reruns {option.force_reruns} -> off")
+            option.force_reruns = None
+    return notes
+
+
+def _no_rerun_server():
+    """pytest-rerunfailures beside pytest-xdist opens a TCP server in pytest_configure (its crash bookkeeping for
+    xdist workers), even without workers; where the sandbox allows no TCP socket (the landlock level) the run dies
+    there. With selfix there are no workers: its in-process bookkeeping (``StatusDB``) is all it needs."""
+    module = sys.modules.get("pytest_rerunfailures")
+    if module is not None and isinstance(getattr(module, "StatusDB", None), type):
+        if isinstance(getattr(module, "ServerStatusDB", None), type):
+            module.ServerStatusDB = module.StatusDB
+
+
+def pytest_cmdline_main(config):
+    """Before any plugin acts on its options (pytest_configure): selfix's overrides, recorded for the report."""
+    notes = _overrides(config)
+    if notes:
+        _emit({"event": "config_overrides", "notes": notes})
+
+
 def pytest_configure(config):
     _select(config)
     if not _WANT_COVERAGE:
