@@ -80,6 +80,7 @@ class FieldTask:
     bug: FieldBug
     features: tuple[str, ...] = ()
     generated_files: Mapping[str, str] = dataclasses.field(default_factory=dict)  # what the CI's build writes
+    exclude: tuple[str, ...] = ()  # paths left out of the tree (large files the mirror lacks: docs images)
     test_command: tuple[str, ...] = ()  # the command selfix is given when the CI's is not pytest ("python" likewise)
     notes: str = ""
     base_dir: str = ""
@@ -101,6 +102,7 @@ class FieldTask:
             "test_command": list(self.test_command),
             "features": list(self.features),
             "generated_files": dict(self.generated_files),
+            "exclude": list(self.exclude),
             "bug": dataclasses.asdict(self.bug),
             "notes": self.notes,
         }
@@ -124,6 +126,7 @@ def task_from_data(data: Mapping[str, Any], path: Path) -> FieldTask:
             bug=FieldBug(**data["bug"]),
             features=tuple(data.get("features", ())),
             generated_files=dict(data.get("generated_files", {})),
+            exclude=tuple(data.get("exclude", ())),
             test_command=tuple(data.get("test_command", ())),
             notes=data.get("notes", ""),
             base_dir=str(path.parent.resolve()),
@@ -167,7 +170,7 @@ def checkout(task: FieldTask, dest: Path, *, buggy: bool, cache: Path = CACHE_DI
     bare = realbugs.git_cache({"url": task.url, "buggy_commit": task.commit, "fixed_commit": task.commit}, cache)
     if dest.exists():
         shutil.rmtree(dest)
-    realbugs.export_tree(bare, task.commit, dest)
+    realbugs.export_tree(bare, task.commit, dest, task.exclude)
     for rel, text in task.generated_files.items():  # what the CI's install writes (a version file)
         (dest / rel).write_text(text, encoding="utf-8")
     if buggy:
@@ -192,7 +195,11 @@ def interpreter(version: str) -> str:
 
 def environment(task: FieldTask, cache: Path = CACHE_DIR) -> str:
     """The project's venv python (built once: pyenv's interpreter, ``pip install`` of the task's arguments in
-    the pristine tree at the project's work folder, which an editable install then points at)."""
+    the pristine tree at the project's work folder, which an editable install then points at). A task with
+    nothing to install runs on the interpreter itself (``python`` "": this one, which has pytest)."""
+    if not task.install:
+        checkout(task, work_dir(task, cache) / "repo", buggy=False, cache=cache)
+        return interpreter(task.python) if task.python else sys.executable
     key = json.dumps([task.commit, task.python, list(task.install)])
     env = cache / FIELD_DIR / "envs" / f"{task.id}-{hashlib.sha256(key.encode()).hexdigest()[:10]}"
     repo = work_dir(task, cache) / "repo"
