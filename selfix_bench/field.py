@@ -371,15 +371,7 @@ def run_project(task: FieldTask, settings: FieldSettings, out_dir: Path) -> dict
     """Plant the bug in the project's work tree, run its CI command (the JUnit report), heal from the report;
     the record (never raises for the heal's sake: selfix's own errors are a verdict)."""
     cache = settings.cache
-    record: dict[str, Any] = {
-        "id": task.id,
-        "repo": task.repo,
-        "commit": task.commit,
-        "python": task.python,
-        "features": list(task.features),
-        "folder": task.folder,
-        "working_directory": bool(task.folder) and has_working_directory(),
-    }
+    record = _record(task)
     python = environment(task, cache)
     base = work_dir(task, cache)
     repo = checkout(task, base / "repo", buggy=True, cache=cache)
@@ -407,6 +399,14 @@ def run_project(task: FieldTask, settings: FieldSettings, out_dir: Path) -> dict
     report = outcome.report
     message = _message(outcome)
     verdict, reason = classify(report.stop_reason.value, message)
+    if verdict == "not healed" and len(report.f2p_tests) > counts["failed"]:
+        # More targets than CI's failing tests: the sandbox failed tests CI passed and took them as the bug's.
+        verdict, reason = "selfix failed", "sandbox"
+        message = f"{len(report.f2p_tests)} fail-to-pass target(s) for {counts['failed']} failing in CI: " + message
+    record.update(
+        f2p=list(report.f2p_tests)[:20],
+        sandbox_failures=[r.nodeid for r in report.sandbox_failures][:20],
+    )
     record.update(
         verdict=verdict,
         reason=reason,
@@ -519,7 +519,8 @@ def run_field(options: FieldOptions, log: Callable[[str], None] = print) -> Path
     return run_dir
 
 
-def _failed(task: FieldTask, verdict: str, reason: str, message: str) -> dict[str, Any]:
+def _record(task: FieldTask) -> dict[str, Any]:
+    """What every record of ``task`` says of the project."""
     return {
         "id": task.id,
         "repo": task.repo,
@@ -527,11 +528,12 @@ def _failed(task: FieldTask, verdict: str, reason: str, message: str) -> dict[st
         "python": task.python,
         "features": list(task.features),
         "folder": task.folder,
-        "verdict": verdict,
-        "reason": reason,
-        "message": message[-1500:],
-        "seconds": 0.0,
+        "working_directory": bool(task.folder) and has_working_directory(),
     }
+
+
+def _failed(task: FieldTask, verdict: str, reason: str, message: str) -> dict[str, Any]:
+    return {**_record(task), "verdict": verdict, "reason": reason, "message": message[-1500:], "seconds": 0.0}
 
 
 def _summary(record: Mapping[str, Any]) -> str:

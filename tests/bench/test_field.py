@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -24,6 +23,7 @@ from selfix_bench.field import (
     markdown_table,
     run_project,
 )
+from tests.helpers.action import git
 
 CORPUS = Path(__file__).resolve().parents[2] / "bench" / "field"
 
@@ -53,17 +53,6 @@ def test_clamp():
 """
 
 
-def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
-        cwd=repo,
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    ).stdout.strip()
-
-
 @pytest.fixture
 def tiny(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
     """A task file for ``acme/tiny`` (its project in ``app/``, the CI running ``python -m pytest tests`` there)
@@ -75,15 +64,15 @@ def tiny(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
     (repo / "app" / "tests").mkdir()
     (repo / "app" / "calc" / "__init__.py").write_text(CALC)
     (repo / "app" / "tests" / "test_calc.py").write_text(TESTS)
-    _git(repo, "init", "-q")
-    _git(repo, "add", ".")
-    _git(repo, "commit", "-q", "-m", "tiny")
+    git(repo, "init", "-q")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "tiny")
     task = {
         "schema": 1,
         "kind": "field",
         "id": "tiny",
         "repo": "acme/tiny",
-        "commit": _git(repo, "rev-parse", "HEAD"),
+        "commit": git(repo, "rev-parse", "HEAD"),
         "python": "",
         "install": [],
         "ci": {"argv": ["python", "-m", "pytest", "tests"], "folder": "app", "from": "made here"},
