@@ -356,6 +356,8 @@ def _message(outcome: HealOutcome) -> str:
         parts.append("report names failing, not collected: " + ", ".join(report.junit_missing[:3]))
     if report.seen_failures:
         parts.append("failing here instead: " + ", ".join(report.seen_failures[:3]))
+    for failure in report.failures[:1]:  # why the first failing test failed here (a collection error's import)
+        parts.append(f"first failure here: {failure.nodeid}: {failure.exc_type} {failure.message[:300]}")
     return " | ".join(p for p in parts if p)[:1500]
 
 
