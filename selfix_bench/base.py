@@ -9,6 +9,7 @@ This module imports neither kind, so the two never import each other.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -114,19 +115,30 @@ def not_passed(run: TestRun, ids: Iterable[str]) -> list[str]:
     return [n for n in ids if n not in run.results or run.results[n].status is not TestStatus.PASSED]
 
 
-def venv_python(env: Path, requirements: Sequence[str], site_files: Mapping[str, str] | None = None) -> str:
+def venv_python(
+    env: Path,
+    requirements: Sequence[str],
+    site_files: Mapping[str, str] | None = None,
+    *,
+    interpreter: str = sys.executable,
+    cwd: Path | None = None,
+    pip_env: Mapping[str, str] | None = None,
+) -> str:
     """The interpreter of a cached venv at ``env`` with ``requirements`` installed (built once, marked complete);
-    ``site_files``: files written into its site-packages (a ``.pth`` start-up shim)."""
+    ``site_files``: files written into its site-packages (a ``.pth`` start-up shim). ``interpreter`` makes the
+    venv, pip runs in ``cwd`` (a requirement ``-e .`` is that folder) with ``pip_env`` added to its environment."""
     python = env / "bin" / "python"
     if not (env / ".complete").exists():
         shutil.rmtree(env, ignore_errors=True)
-        subprocess.run([sys.executable, "-m", "venv", str(env)], check=True, timeout=PIP_TIMEOUT, capture_output=True)
+        subprocess.run([interpreter, "-m", "venv", str(env)], check=True, timeout=PIP_TIMEOUT, capture_output=True)
         proc = subprocess.run(
             [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *requirements],
             timeout=PIP_TIMEOUT * 3,
             capture_output=True,
             text=True,
             check=False,
+            cwd=cwd,
+            env={**os.environ, **pip_env} if pip_env else None,
         )
         if proc.returncode != 0:
             raise InputError(f"pip could not install the pinned requirements: {proc.stderr.strip()[-400:]}")

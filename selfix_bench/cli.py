@@ -17,6 +17,7 @@ from pathlib import Path
 from selfix_action.commands.engine_args import ENGINE_KINDS, add_llm_arguments, engine_choice
 from selfix_action.errors import InputError
 from selfix_bench import addopts
+from selfix_bench.field import add_field_arguments, run_field_command
 from selfix_bench.recall import add_recall_arguments, options_from, run_recall
 from selfix_bench.runner import BenchOptions, read_records, run_bench
 
@@ -24,7 +25,8 @@ HELP = "run benchmark tasks (bench/tasks) and report the resolve rate"
 
 
 def main(argv: Sequence[str], parser_class: type[argparse.ArgumentParser] = argparse.ArgumentParser) -> int:
-    """``selfix bench ARGS`` (``ARGS`` without ``bench``); ``recall`` first: ``selfix bench recall ...``.
+    """``selfix bench ARGS`` (``ARGS`` without ``bench``); ``recall`` or ``field`` first: ``selfix bench recall ...``,
+    ``selfix bench field ...`` (the field corpus, selfix_bench/field.py).
 
     Errors the user can act on are raised as ``SelfixError`` for the caller to print with its exit code."""
     arguments = list(argv)
@@ -32,6 +34,13 @@ def main(argv: Sequence[str], parser_class: type[argparse.ArgumentParser] = argp
         return run_recall_command(arguments[1:], parser_class)
     if arguments[:1] == ["addopts"]:  # the project's pytest addopts: heal time with and without (addopts.py)
         return addopts.main(arguments[1:], parser_class)
+    if arguments[:1] == ["field"]:
+        field = parser_class(
+            prog="selfix bench field",
+            description="the field corpus: real projects at pinned commits, run as their CI runs them, healed",
+        )
+        add_field_arguments(field)
+        return run_field_command(field.parse_args(arguments[1:]))
     parser = parser_class(prog="selfix bench", description=HELP)
     add_bench_arguments(parser)
     return run_bench_command(parser.parse_args(arguments))

@@ -245,9 +245,11 @@ def git_cache(source: Mapping[str, Any], cache: Path = CACHE_DIR) -> Path:
     return bare
 
 
-def export_tree(bare: Path, commit: str, dest: Path) -> Path:
-    """The tree of ``commit`` written to ``dest`` (no .git: the tool gets a plain checkout)."""
-    data = _git(["archive", "--format=tar", commit], cwd=bare)
+def export_tree(bare: Path, commit: str, dest: Path, exclude: Sequence[str] = ()) -> Path:
+    """The tree of ``commit`` written to ``dest`` (no .git: the tool gets a plain checkout), but the paths of
+    ``exclude`` (a mirror without a project's large files cannot export them)."""
+    pathspec = [".", *(f":(exclude){path}" for path in exclude)] if exclude else []
+    data = _git(["archive", "--format=tar", commit, *pathspec], cwd=bare)
     dest.mkdir(parents=True, exist_ok=True)
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
         tar.extractall(dest, filter="data")
