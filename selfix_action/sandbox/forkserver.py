@@ -45,8 +45,9 @@ class ForkServer:
         module: str = "selfix_forkserver",
         module_args: Sequence[str] = (),
         label: str = "warm worker",
+        interpreter_flags: Sequence[str] = (),  # the test command's own (-bb, -Werror, ...): the same interpreter
     ) -> None:
-        argv = [interpreter, "-m", module, *module_args]
+        argv = [interpreter, *interpreter_flags, "-m", module, *module_args]
         self._label = label
         max_processes = None
         try:

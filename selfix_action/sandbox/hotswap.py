@@ -54,6 +54,7 @@ class HotServer(ForkServer):
         isolation: Isolation | None = None,
         writable: Sequence[str | Path] = (),
         hidden: Sequence[str | Path] = (),
+        interpreter_flags: Sequence[str] = (),
     ) -> None:
         super().__init__(
             interpreter,
@@ -66,4 +67,5 @@ class HotServer(ForkServer):
             module="selfix_hotswap",
             module_args=args,
             label="hot worker",
+            interpreter_flags=interpreter_flags,
         )

@@ -17,6 +17,7 @@ import dataclasses
 import json
 import math
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -88,9 +89,16 @@ class PytestSandbox:
         self.repo = repo.resolve()
         if not self.repo.is_dir():
             raise InputError(f"not a directory: {repo}")
-        self.test_cmd = list(test_cmd)
-        if not self.test_cmd:
+        if not test_cmd:
             raise InputError("the test command is empty")
+        # `<python> [flags] -m pytest ...`: its parts (the warm and hot workers start the same interpreter with the
+        # same flags), with the flags that would hide selfix's plugins and the scratch copy from it rewritten.
+        self._pytest = pytest_command(test_cmd)
+        if self._pytest is not None:
+            python, flags, rest, notes = self._pytest
+            self.test_cmd = [python, *flags, "-m", "pytest", *rest]
+        else:
+            self.test_cmd, notes = list(test_cmd), ()
         if parallel_checks < 1:
             raise InputError("parallel checks must be at least 1")
         # Per-test coverage without coverage.py: selfix's own line collector (the plugin's LineCollector) when the
@@ -136,7 +144,7 @@ class PytestSandbox:
         self.hot_runs = 0
         # What selfix changed of the project's own pytest configuration (xdist workers, pytest-randomly's order,
         # reruns), as the collector plugin reported it (``_overrides`` there): for the report.
-        self.config_overrides: tuple[str, ...] = ()
+        self.config_overrides: tuple[str, ...] = tuple(notes)
         self.parallel_checks = parallel_checks  # hot checks of different candidates run at once (cores)
 
     def limits_report(self) -> dict[str, object]:
@@ -369,19 +377,20 @@ class PytestSandbox:
     def _warm_server(self) -> ForkServer | None:
         """The warm worker, started on first use; None when the test command is not ``PY -m pytest``."""
         if self._fork_server is None and not self._fork_disabled:
-            if len(self.test_cmd) < 3 or self.test_cmd[1:3] != ["-m", "pytest"]:
+            if self._pytest is None:
                 self._fork_disabled = "the test command is not `<python> -m pytest ...`"
                 return None
             env = self._env(self._tmp / "unused.jsonl", False)
             try:
                 self._fork_server = ForkServer(
-                    self.test_cmd[0],
+                    self._pytest[0],
                     self.root,
                     env,
                     self.limits,
                     isolation=self.isolation,
                     writable=(self._tmp,),
                     hidden=self._hidden,
+                    interpreter_flags=self._pytest[1],
                 )
             except ForkServerUnavailable as exc:
                 self._fork_disabled = str(exc)
@@ -413,7 +422,8 @@ class PytestSandbox:
             env["SELFIX_SELECT"] = str(select)
         started = time.monotonic()
         try:
-            code, timed_out = server.run([*self.test_cmd[3:], *args], env, log, self._wall(self.limits.wall_seconds))
+            rest = self._pytest[2] if self._pytest is not None else []
+            code, timed_out = server.run([*rest, *args], env, log, self._wall(self.limits.wall_seconds))
         except ForkServerUnavailable as exc:
             self._fork_server = None
             self._fork_disabled = str(exc)
@@ -432,11 +442,12 @@ class PytestSandbox:
     def _hot_server(self) -> HotServer | None:
         """The hot worker, started on first use (inside the same isolation as every other run)."""
         if self._hot is None and not self._hot_disabled:
-            if len(self.test_cmd) < 3 or self.test_cmd[1:3] != ["-m", "pytest"]:
+            if self._pytest is None:
                 self._hot_disabled = "the test command is not `<python> -m pytest ...`"
                 return None
+            python, flags, rest, _ = self._pytest
             env = self._env(self._tmp / "hot-unused.jsonl", False)
-            args = [*self.test_cmd[3:], "-p", "selfix_collector", "-p", "no:cacheprovider", "-q", "--tb=no"]
+            args = [*rest, "-p", "selfix_collector", "-p", "no:cacheprovider", "-q", "--tb=no"]
             # The worker must import the project as it is, not the candidate being checked when it starts:
             # module-level code may call a patched function at import time.
             in_effect = {rel: text for rel, text in self._current.items() if rel in self._originals}
@@ -444,7 +455,7 @@ class PytestSandbox:
                 self._write(rel, self._originals[rel])
             try:
                 self._hot = HotServer(
-                    self.test_cmd[0],
+                    python,
                     self.root,
                     env,
                     [*args, "--color=no"],
@@ -452,6 +463,7 @@ class PytestSandbox:
                     isolation=self.isolation,
                     writable=(self._tmp,),
                     hidden=self._hidden,
+                    interpreter_flags=flags,
                 )
             except ForkServerUnavailable as exc:
                 self._hot_disabled = str(exc)
@@ -608,10 +620,10 @@ class PytestSandbox:
 
     def _unsupported_interpreter(self) -> str:
         """Why the test command's Python cannot run selfix's plugins, when that is why no test ran ("" if not)."""
-        if len(self.test_cmd) < 3 or self.test_cmd[1:3] != ["-m", "pytest"]:
+        if self._pytest is None:
             return ""  # not a `<python> -m pytest` command: its interpreter is not known
         probe = run_process(
-            [self.test_cmd[0], "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+            [self._pytest[0], "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
             cwd=self.root,
             env=sandbox_env(self._env_source, extra=self._private_env),
             limits=dataclasses.replace(self.limits, wall_seconds=30),
@@ -744,6 +756,55 @@ class PytestSandbox:
                 if rel is not None and not rel.startswith(QA_TEST_DIR + "/"):
                     merged.setdefault(nodeid, {})[rel] = sorted(lines)
         return merged
+
+
+# Interpreter options that take their argument as the next word (or attached: -Werror, -Xdev).
+_FLAGS_WITH_ARGUMENT = ("-W", "-X")
+_PYTHON_NAME = re.compile(r"python[0-9.]*(\.exe)?")
+
+
+def pytest_command(argv: Sequence[str]) -> tuple[str, list[str], list[str], tuple[str, ...]] | None:
+    """``<python> [flags] -m pytest ARGS`` as (python, flags, ARGS, notes), or None for another command.
+
+    The flags are the project's (``-bb``, ``-Werror``, ``-X dev``, ...) and stay, except the two that would make
+    the interpreter ignore ``PYTHONPATH``, through which selfix's plugins and the scratch copy come first on
+    ``sys.path``: ``-I`` becomes ``-s`` (its part that stays meaningful: no user site-packages) and ``-E`` goes;
+    the environment is selfix's allowlist either way. ``notes`` say what was changed."""
+    if len(argv) < 3 or not _PYTHON_NAME.fullmatch(Path(argv[0]).name):
+        return None
+    flags: list[str] = []
+    changed: list[str] = []
+    words = list(argv[1:])
+    while words:
+        word = words.pop(0)
+        if word == "-m":
+            if not words or words[0] != "pytest":
+                return None
+            notes = (
+                (
+                    f"the test command's interpreter options {' '.join(changed)} (selfix's plugins and the "
+                    "scratch copy reach the tests through PYTHONPATH)",
+                )
+                if changed
+                else ()
+            )
+            return argv[0], flags, words[1:], notes
+        if word in _FLAGS_WITH_ARGUMENT:
+            if not words:
+                return None
+            flags += [word, words.pop(0)]
+        elif word.startswith(_FLAGS_WITH_ARGUMENT):
+            flags.append(word)
+        elif word.startswith("-") and not word.startswith("--") and word[1:].isalpha():
+            letters = word[1:]
+            kept = letters.replace("I", "s").replace("E", "")
+            if kept != letters:
+                changed.append(f"{word} -> {'-' + kept if kept else '(none)'}")
+            if kept:
+                flags.append("-" + kept)
+        else:
+            return None  # a script, -c, or an option this reading does not know: the command as given
+    return None
 
 
 def _run_error(proc: ProcessResult) -> str:

@@ -16,7 +16,7 @@ import pytest
 from selfix_action.cli import main
 from selfix_action.repair.values import TestStatus
 from selfix_action.sandbox.process import Limits
-from selfix_action.sandbox.pytest_sandbox import PytestSandbox
+from selfix_action.sandbox.pytest_sandbox import PytestSandbox, pytest_command
 from tests.helpers.projects import CALC, FIXED, write_project
 
 
@@ -223,3 +223,44 @@ def test_strict_markers_doctests_and_stop_first_addopts_beside_selfixs_own_optio
     }
     assert all(r.status is TestStatus.PASSED for r in check.results.values()) and len(check.results) == 2
     assert "-x/--maxfail=1 -> every test runs (selfix needs each test's result)" in overrides
+
+
+@pytest.mark.parametrize(
+    ("argv", "parts"),
+    [
+        (["py3", "-m", "pytest"], None),  # not an interpreter's name: the command as given
+        (["python", "-m", "pytest", "-q"], ("python", [], ["-q"], ())),
+        (
+            ["/v/bin/python3.12", "-I", "-bb", "-W", "error", "-Xdev", "-m", "pytest", "tests"],
+            ("/v/bin/python3.12", ["-s", "-bb", "-W", "error", "-Xdev"], ["tests"], ("-I -> -s",)),
+        ),
+        (["python", "-IE", "-m", "pytest"], ("python", ["-s"], [], ("-IE -> -s",))),
+        (["python", "-E", "-m", "pytest"], ("python", [], [], ("-E -> (none)",))),
+        (["python", "script.py"], None),
+        (["python", "-m", "unittest"], None),
+    ],
+)
+def test_the_test_commands_interpreter_options_are_read(argv: list[str], parts: tuple | None) -> None:
+    found = pytest_command(argv)
+    if parts is None:
+        assert found is None
+        return
+    assert found is not None and found[:3] == parts[:3]
+    assert all(change in found[3][0] for change in parts[3]) and len(found[3]) == (1 if parts[3] else 0)
+
+
+def test_an_isolated_interpreter_still_runs_selfixs_plugins_and_the_hot_worker(tmp_path: Path) -> None:
+    """CI's ``python -I -bb -Werror -m pytest`` ignores PYTHONPATH: selfix's collector could not load and no test
+    ran ("Error importing plugin selfix_collector"). ``-I`` becomes ``-s``; the other flags stay, in the workers
+    too."""
+    repo = _calc(tmp_path / "p", "[pytest]\n")
+    with PytestSandbox(
+        repo, [sys.executable, "-I", "-bb", "-Werror", "-m", "pytest"], limits=Limits(wall_seconds=60)
+    ) as box:
+        baseline = box.run_tests(coverage=True)
+        assert baseline.results[ADD].status is TestStatus.FAILED, baseline.output_tail
+        assert any("-I -> -s" in note for note in box.config_overrides)
+        assert box.start_hot_worker(), box.hot_unavailable
+        with box.patched({"calc.py": FIXED}):
+            run = box.run_tests([ADD], stop_first=True, warm=True)
+        assert run.results[ADD].status is TestStatus.PASSED and box.hot_runs == 1
