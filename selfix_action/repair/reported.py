@@ -18,6 +18,7 @@ Pure: the sandbox's collected node ids come in as strings.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -130,12 +131,28 @@ def resolve_reported(cases: Sequence[ReportedTest], collected: Iterable[str]) ->
         found: str | None = case.guess  # a node id that is here as it stands
         if found is None or all(found != n for n, _ in by_name.get(case.name, ())):
             found, why = _best(case, by_name)
+        parent = _subtest_parent(case)
+        if found is None and parent is not None:
+            # unittest's subTest, as unittest-xml-reporting writes it ("test_valid [quoted-unicode]", "test_x
+            # (i=1)"): one case per subtest, where pytest has the one test that runs them all.
+            found, _ = _best(parent, by_name)
         if found is None:
             unresolved.append((case, why))
             continue
         by_case[case] = found
         nodeids[found] = None
     return Resolution(tuple(nodeids), tuple(unresolved), by_case)
+
+
+_SUBTEST = re.compile(r"^(?P<name>[^\s\[\]()]+) [\[(].*[\])]$")
+
+
+def _subtest_parent(case: ReportedTest) -> ReportedTest | None:
+    """The test a subtest's case names, or None when ``case`` names no subtest."""
+    matched = _SUBTEST.match(case.name)
+    if matched is None:
+        return None
+    return ReportedTest(case.classname, matched["name"], case.file, None)
 
 
 def _best(case: ReportedTest, by_name: dict[str, list[tuple[str, str]]]) -> tuple[str | None, str]:

@@ -183,3 +183,18 @@ def test_selfix_heals_every_layout_from_the_ci_report(tmp_path: Path, capsys: py
     assert set(data["f2p_tests"]) == FAILING
     assert "shop/tests.py::PriceTests::test_double" in data["p2p_tests"]
     assert "return a + b" in data["patch"]["diff"]
+
+
+def test_unittest_subtests_in_a_unittest_xml_report_resolve_to_their_test() -> None:
+    """unittest-xml-reporting writes a case per ``subTest`` (``test_valid [quoted-unicode]``, ``test_x (i=1)``);
+    pytest runs the test that holds them as one item."""
+    cases = [
+        ReportedTest("tests.test_data.TestData", "test_valid [quoted-unicode]", "tests/test_data.py"),
+        ReportedTest("tests.test_data.TestData", "test_valid [hex-escape]", "tests/test_data.py"),
+        ReportedTest("tests.test_data.TestData", "test_sizes (i=1)", "tests/test_data.py"),
+    ]
+    collected = ["tests/test_data.py::TestData::test_valid", "tests/test_data.py::TestData::test_sizes"]
+
+    resolution = resolve_reported(cases, collected)
+
+    assert resolution.nodeids == tuple(collected) and not resolution.unresolved
