@@ -122,6 +122,9 @@ class PytestSandbox:
         # environment named stays hidden (with the original repository) though the runs no longer name it.
         self._private_env = private_dirs(self._tmp)
         self._hidden = (self.repo, *former_home(self._env_source, (self._tmp,)))
+        # The project's editable installs point into the repository, which the runs cannot see: their folders in
+        # the scratch copy go on sys.path instead (a monorepo's `pip install -e packages/api` beside the root).
+        self._editable = editable_folders(self.test_cmd[0], self.repo, self.root)
         # allow_ports in a network namespace: selfix's half of the relay to the host's loopback (loopback.py).
         self._bridge: HostBridge | None = None
         if isolation is not None and isolation.bridged:
@@ -247,6 +250,7 @@ class PytestSandbox:
         pythonpath = [str(PLUGIN_DIR), str(self.root)]
         if (self.root / "src").is_dir():
             pythonpath.append(str(self.root / "src"))
+        pythonpath += [str(folder) for folder in self._editable if str(folder) not in pythonpath]
         return sandbox_env(
             self._env_source,
             extra={
@@ -756,6 +760,41 @@ class PytestSandbox:
                 if rel is not None and not rel.startswith(QA_TEST_DIR + "/"):
                     merged.setdefault(nodeid, {})[rel] = sorted(lines)
         return merged
+
+
+# setuptools' editable finder names each package's folder in a MAPPING dict of quoted absolute paths.
+_QUOTED_PATH = re.compile(r"""['"](/[^'"\n]+)['"]""")
+
+
+def editable_folders(python: str, repo: Path, copy: Path) -> tuple[Path, ...]:
+    """The folders of ``copy`` that stand for what the interpreter's editable installs point at in ``repo``:
+    a ``.pth`` file's path lines, and the package folders of setuptools' editable finders (their parents go on
+    ``sys.path``). Read from the virtual environment of ``python``, when it is one; nothing is imported."""
+    venv = Path(python).parent.parent
+    if not (venv / "pyvenv.cfg").is_file():
+        return ()
+    found: list[Path] = []
+    for site in sorted(venv.glob("lib/python*/site-packages")):
+        for pth in sorted(site.glob("*.pth")):
+            for line in _text(pth).splitlines():
+                if line.strip() and not line.startswith(("#", "import ")):
+                    found.append(Path(line.strip()))
+        for finder in sorted(site.glob("__editable__*finder.py")):
+            found += [Path(path).parent for path in _QUOTED_PATH.findall(_text(finder))]
+    mapped: list[Path] = []
+    for path in found:
+        if path.is_absolute() and path.is_relative_to(repo) and path != repo:
+            inside = copy / path.relative_to(repo)
+            if inside.is_dir() and inside not in mapped:
+                mapped.append(inside)
+    return tuple(mapped)
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")[:1_000_000]
+    except OSError:
+        return ""
 
 
 # Interpreter options that take their argument as the next word (or attached: -Werror, -Xdev).

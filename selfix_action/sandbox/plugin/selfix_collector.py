@@ -150,7 +150,23 @@ def _select(config):
         wanted = json.load(handle)
     if not isinstance(wanted, list) or not all(isinstance(a, str) for a in wanted):
         raise ValueError(f"SELFIX_SELECT: {path} does not hold a list of test ids")
-    config.args = list(wanted)
+    config.args = _from_rootdir(config, wanted)
+
+
+def _from_rootdir(config, ids):
+    """Node ids are relative to the rootdir, arguments to the folder pytest started in: where they differ (the
+    command names a subfolder whose own configuration file makes it the rootdir, ``pytest packages/api``), each
+    id's path is made relative to where pytest started."""
+    root = str(getattr(config, "rootpath", None) or config.rootdir)
+    params = getattr(config, "invocation_params", None)
+    here = str(params.dir) if params is not None else os.getcwd()
+    if os.path.abspath(root) == os.path.abspath(here):
+        return list(ids)
+    moved = []
+    for test_id in ids:
+        path, sep, rest = test_id.partition("::")
+        moved.append(os.path.relpath(os.path.join(root, path), here) + sep + rest)
+    return moved
 
 
 # The seed pytest-randomly gets when the project's configuration does not pin one: every run of a heal (baseline,
