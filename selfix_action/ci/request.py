@@ -80,7 +80,15 @@ def read_prices_file(name: str, workspace: Path) -> dict[str, Any] | None:
     return read_price_table(path, "prices_file")
 
 
-def heal_request(settings: OptionSettings, env: Mapping[str, str], junit: tuple[Path, ...], hint: str) -> HealRequest:
+def heal_request(
+    settings: OptionSettings,
+    env: Mapping[str, str],
+    junit: tuple[Path, ...],
+    hint: str,
+    option_names: Mapping[str, str] = ACTION_OPTIONS,
+) -> HealRequest:
+    """The heal the settings ask for; ``option_names`` spells the options in the front end's words for the advice
+    (the action's inputs by default)."""
     workspace = settings.workspace.resolve()
     time_limit = settings.timeout_minutes * 60
     provider = settings.engine
@@ -144,5 +152,5 @@ def heal_request(settings: OptionSettings, env: Mapping[str, str], junit: tuple[
         repo_label=settings.repository or ".",
         setup_command=settings.setup_command,
         setup_seconds=time_limit,
-        option_names=ACTION_OPTIONS,
+        option_names=option_names,
     )

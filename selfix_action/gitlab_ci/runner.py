@@ -16,7 +16,7 @@ from selfix_action.ci.gitops import AUTHOR_EMAIL, BRANCH_PREFIX, Git, fingerprin
 from selfix_action.ci.request import heal_request
 from selfix_action.gitlab.client import GitLabClient
 from selfix_action.gitlab_ci.publisher import GitLabPublisher
-from selfix_action.gitlab_ci.settings import TOKEN_VARIABLE, GitLabSettings
+from selfix_action.gitlab_ci.settings import GITLAB_OPTIONS_ADVICE, TOKEN_VARIABLE, GitLabSettings
 from selfix_action.heal import Healer, HealOutcome, heal, heal_in_sandbox
 from selfix_action.junit import find_reports
 from selfix_action.publish import render
@@ -172,7 +172,7 @@ class GitLabRun:
         return outcome
 
     def _heal(self, junit: tuple[Path, ...]) -> HealOutcome:
-        request = heal_request(self.settings.options, self.env, junit, "")
+        request = heal_request(self.settings.options, self.env, junit, "", GITLAB_OPTIONS_ADVICE)
         warnings: list[str] = []
         outcome = heal(request, progress=self.out, warn=warnings.append, healer=self.healer)
         for message in warnings:

@@ -26,7 +26,36 @@ TOKEN_VARIABLE = "SELFIX_GITLAB_TOKEN"
 # pipeline for a pushed branch by itself).
 NOT_ON_GITLAB = frozenset({"github_token", "junit_artifact", "allowed_users", "allowed_bots", "ci_on_fix_branch"})
 GITLAB_OPTIONS = tuple(o for o in OPTIONS if o.name not in NOT_ON_GITLAB)
-DEFAULT_OUTPUT_FILE = ".selfix/selfix.env"  # a dotenv report of the job (artifacts: reports: dotenv)
+DEFAULT_OUTPUT_FILE = ".selfix/selfix.env"
+# The next-step advice (heal.next_step) in the job's CI/CD variables; "" for what the job does not offer (a hint:
+# GitLab has no `/selfix` comment).
+GITLAB_OPTIONS_ADVICE = {
+    "engine_auto": "`SELFIX_ENGINE: auto` with `SELFIX_ANTHROPIC_API_KEY` (or `SELFIX_OPENAI_API_KEY`) as a masked "
+    "CI/CD variable",
+    "local_server": (
+        "`SELFIX_ENGINE: auto` with `SELFIX_OPENAI_BASE_URL` and `SELFIX_OPENAI_API_KEY` of an OpenAI-compatible "
+        "server the runner reaches, `SELFIX_MODEL`, and `SELFIX_PRICE_PER_MTOK_IN: 0` with "
+        "`SELFIX_PRICE_PER_MTOK_OUT: 0` (a free server)"
+    ),
+    "max_candidates": "`SELFIX_MAX_CANDIDATES: {value:g}`",
+    "time_limit": "`SELFIX_TIMEOUT_MINUTES: {minutes:g}`",
+    "hypotheses": "`SELFIX_MAX_ATTEMPTS: {value:g}`",
+    "samples": "`SELFIX_SAMPLES: 2`",
+    "model": "`SELFIX_MODEL`",
+    "hint": "",
+    "max_calls": "`SELFIX_MAX_CALLS: {value:g}`",
+    "max_tokens": "`SELFIX_MAX_TOKENS: {value:g}`",
+    "max_cost": "`SELFIX_MAX_COST_USD: {value:g}`",
+    "test_timeout": "`SELFIX_TEST_TIMEOUT: {seconds:g}`",
+    "isolation_none": "`SELFIX_ISOLATION: none` (only for a project you trust)",
+    "test_command": "`SELFIX_TEST_COMMAND`",
+    "dependencies": "install the project's dependencies with `SELFIX_SETUP_COMMAND` (e.g. `pip install -e .[test]`)",
+    "junit": "`SELFIX_JUNIT_PATHS` pointing at this commit's reports (the test job's artifact, through `needs`)",
+    "heal_seen_failures": "`SELFIX_HEAL_SEEN_FAILURES: true`",
+    "working_directory": "`SELFIX_WORKING_DIRECTORY: <the folder your test job runs pytest in>`",
+    "llm_setup": "`SELFIX_ANTHROPIC_API_KEY` or `SELFIX_OPENAI_API_KEY`, `SELFIX_ANTHROPIC_BASE_URL` or "
+    "`SELFIX_OPENAI_BASE_URL` and `SELFIX_MODEL`",
+}  # a dotenv report of the job (artifacts: reports: dotenv)
 
 
 def variable(name: str) -> str:

@@ -22,6 +22,9 @@ from tests.helpers.action import (
 )
 from tests.helpers.fake_github import FakeGitHub
 
+# The header actions/checkout writes into .git/config (a base64 user:token).
+TOKEN_HEADER = "AUTHORIZATION: basic c2VsZml4LXRlc3QtdG9rZW4="
+
 
 def healer_adding(extra: dict[str, str]) -> Callable[[HealContext], HealResult]:
     """A heal whose verified patch also adds ``extra`` files (as if the loop had let them through)."""
@@ -90,3 +93,20 @@ def test_a_users_comment_carrying_the_marker_is_never_edited(
     invoke(action_env(tmp_path, fake, repos, "issue_comment", data), synthetic(False))
     assert len(fake.state.issue_comments) == 2 and fake.state.issue_comments[spoof]["body"] == spoof_body
     assert fake.calls_of("GET", r"^/user$")
+
+
+def test_the_action_heals_with_the_token_out_of_git_config(tmp_path: Path, fake: FakeGitHub, repos: Repos) -> None:
+    workspace = repos.workspace
+    git(workspace, "config", "http.https://github.com/.extraheader", TOKEN_HEADER)
+    seen_during_heal: list[str] = []
+    inner = synthetic(True)
+
+    def heal(context: HealContext) -> HealResult:
+        seen_during_heal.append((workspace / ".git" / "config").read_text())
+        return inner(context)
+
+    env = action_env(tmp_path, fake, repos, "workflow_run", workflow_run_payload(repos.feature_sha, "feature/avg"))
+    run = invoke(env, heal)
+    assert run.outputs["status"] == "healed", run.out
+    assert seen_during_heal and "extraheader" not in seen_during_heal[0]
+    assert git(workspace, "config", "--get", "http.https://github.com/.extraheader").strip() == TOKEN_HEADER

@@ -4,6 +4,7 @@ escalation comment all show it."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ import pytest
 from selfix_action.ci.request import ACTION_OPTIONS
 from selfix_action.cli import main
 from selfix_action.errors import ExitCode
+from selfix_action.gitlab_ci.settings import GITLAB_OPTIONS_ADVICE
 from selfix_action.heal.next_step import next_step
 from selfix_action.heal.request import HealRequest
 from selfix_action.publish.render import escalation_body, job_summary
@@ -151,6 +153,13 @@ def test_the_llm_engine_is_never_suggested_after_the_llm_engine() -> None:
     for reason in (StopReason.HYPOTHESES_EXHAUSTED, StopReason.CANDIDATE_BUDGET, StopReason.REPEATED_EDIT):
         advice = next_step(report(reason, engine="auto (offline, then anthropic:claude-sonnet-4-6)"), CLI)
         assert "--engine auto" not in advice, advice
+
+
+def test_the_gitlab_job_is_told_its_variables_never_the_actions_inputs() -> None:
+    gitlab = dataclasses.replace(ACTION, option_names=GITLAB_OPTIONS_ADVICE)
+    for reason in (StopReason.NO_SUSPECTS, StopReason.REPORT_MISMATCH, StopReason.HYPOTHESES_EXHAUSTED):
+        advice = next_step(report(reason), gitlab)
+        assert "SELFIX_" in advice and " input" not in advice and "/selfix" not in advice, advice
 
 
 def test_a_heal_that_ran_in_a_subfolder_is_not_told_to_name_one() -> None:

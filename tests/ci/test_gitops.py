@@ -1,5 +1,6 @@
-"""selfix's own git is not steerable by the checkout, and the checkout's token is not in .git/config while
-project code runs (issue: isolation in the Docker action, item 4)."""
+"""selfix's own git, for every front end: branch names and refs are safe before they reach git, git is not
+steerable by the checkout, and the checkout's token is not in .git/config while project code runs (issue:
+isolation in the Docker action, item 4; the action healing with the token out: tests/action/test_action_security.py)."""
 
 from __future__ import annotations
 
@@ -12,11 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from selfix_action.ci.gitops import Git, token_header
-from selfix_action.heal import HealContext
-from selfix_action.repair.loop import HealResult
-from tests.helpers.action import Repos, action_env, invoke, synthetic, workflow_run_payload
-from tests.helpers.fake_github import FakeGitHub
+from selfix_action.ci.gitops import Git, GitError, check_ref, fix_branch, sanitize_component, token_header
 
 TOKEN_HEADER = "AUTHORIZATION: basic c2VsZml4LXRlc3QtdG9rZW4="
 
@@ -142,23 +139,6 @@ def test_the_github_token_input_wins_over_the_checkout_credential(repo: Path, re
     assert git(repo, "config", "--get", f"http.{base}.extraheader").strip() == TOKEN_HEADER
 
 
-def test_the_action_heals_with_the_token_out_of_git_config(tmp_path: Path, fake: FakeGitHub, repos: Repos) -> None:
-    workspace = repos.workspace
-    git(workspace, "config", "http.https://github.com/.extraheader", TOKEN_HEADER)
-    seen_during_heal: list[str] = []
-    inner = synthetic(True)
-
-    def heal(context: HealContext) -> HealResult:
-        seen_during_heal.append((workspace / ".git" / "config").read_text())
-        return inner(context)
-
-    env = action_env(tmp_path, fake, repos, "workflow_run", workflow_run_payload(repos.feature_sha, "feature/avg"))
-    run = invoke(env, heal)
-    assert run.outputs["status"] == "healed", run.out
-    assert seen_during_heal and "extraheader" not in seen_during_heal[0]
-    assert git(workspace, "config", "--get", "http.https://github.com/.extraheader").strip() == TOKEN_HEADER
-
-
 def test_a_credential_in_a_remotes_url_is_taken_and_put_back_an_ssh_user_stays(repo: Path) -> None:
     token_url = "https://gitlab-ci-token:glcbt-SECRET123@gitlab.example.com/g/p.git"
     git(repo, "remote", "add", "origin", token_url)
@@ -172,3 +152,14 @@ def test_a_credential_in_a_remotes_url_is_taken_and_put_back_an_ssh_user_stays(r
     ours.restore_credentials()
     assert git(repo, "remote", "get-url", "origin").strip() == token_url
     assert git(repo, "config", "--get-all", "remote.origin.url").strip() == token_url  # put back once, not added
+
+
+@pytest.mark.parametrize("name", ["--upload-pack=x", "a..b", "a@{1}", "x.lock", "a b", "/abs", "a//b", "-x"])
+def test_unsafe_refs_never_reach_git(name: str) -> None:
+    with pytest.raises(GitError):
+        check_ref(name)
+
+
+def test_sanitized_branch_is_safe() -> None:
+    branch = fix_branch(sanitize_component("../--evil; rm -rf ~ @{x}.lock"))
+    assert check_ref(branch) == branch and branch.startswith("selfix/")
