@@ -332,14 +332,17 @@ def _cause_in(message: str) -> str | None:
     return None
 
 
-def classify(stop_reason: str, message: str, error: str = "") -> tuple[str, str]:
+def classify(stop_reason: str, message: str, error: str = "", candidates: int = 0) -> tuple[str, str]:
     """(verdict, reason): ``healed``; ``not healed`` with a reason about the bug; ``selfix failed`` with selfix's
     own (mapping, plugin, interpreter, folder, sandbox, reproduction, time, error). ``error``: the heal raised
-    (``Type: message``) instead of reporting."""
+    (``Type: message``) instead of reporting. A time limit reached after ``candidates`` were tried is the search's
+    (the bug is harder than the budget); before any, the time went to running the suite: selfix's own."""
     if error:
         return "selfix failed", _cause_in(error) or "error"
     if stop_reason == "healed":
         return "healed", ""
+    if stop_reason == "time_limit" and candidates:
+        return "not healed", f"time limit reached while searching ({candidates} candidates)"
     if stop_reason in BUG_REASONS:
         return "not healed", BUG_REASONS[stop_reason]
     if stop_reason in SELFIX_REASONS:
@@ -400,7 +403,7 @@ def run_project(task: FieldTask, settings: FieldSettings, out_dir: Path) -> dict
     record["seconds"] = round(time.monotonic() - started, 1)
     report = outcome.report
     message = _message(outcome)
-    verdict, reason = classify(report.stop_reason.value, message)
+    verdict, reason = classify(report.stop_reason.value, message, candidates=report.candidates_tried)
     if verdict == "not healed" and len(report.f2p_tests) > counts["failed"]:
         # More targets than CI's failing tests: the sandbox failed tests CI passed and took them as the bug's.
         verdict, reason = "selfix failed", "sandbox"

@@ -142,6 +142,14 @@ def test_classify(stop: str, message: str, error: str, expected: tuple[str, str]
     assert classify(stop, message, error) == expected
 
 
+def test_a_time_limit_reached_while_searching_is_the_bugs_and_before_any_candidate_selfixs() -> None:
+    assert classify("time_limit", "", candidates=354) == (
+        "not healed",
+        "time limit reached while searching (354 candidates)",
+    )
+    assert classify("time_limit", "", candidates=0) == ("selfix failed", "time")
+
+
 def test_apply_bug_needs_the_text_once_on_its_line() -> None:
     text = "x = 1\ny = a + b\n"
     assert apply_bug(text, FieldBug("f.py", 2, "a + b", "a - b")) == "x = 1\ny = a - b\n"
