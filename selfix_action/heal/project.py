@@ -66,23 +66,18 @@ def project_folder(repo: Path, working_directory: str | None, reported: Sequence
         if all(_holds(repo, case) for case in reported):
             return ProjectFolder()
         holding = [f for f in _project_dirs(repo) if all(_holds(repo / f, case) for case in reported)]
-        if len(holding) == 1:
-            return ProjectFolder(
-                holding[0],
-                f"the project in {holding[0]}/, found from the report: its failing tests are there, not at the "
-                "repository's root (set working_directory to choose another folder)",
-            )
-        return ProjectFolder()
+        return _the_one(holding, "from the report: its failing tests are there, not at the repository's root")
     if any((repo / marker).is_file() for marker in PROJECT_MARKERS):
         return ProjectFolder()
-    found = list(_project_dirs(repo))
-    if len(found) == 1:
-        return ProjectFolder(
-            found[0],
-            f"the project in {found[0]}/, found as the repository's one Python project (its root has none; set "
-            "working_directory to choose another folder)",
-        )
-    return ProjectFolder()
+    return _the_one(list(_project_dirs(repo)), "as the repository's one Python project (its root has none)")
+
+
+def _the_one(candidates: list[str], how: str) -> ProjectFolder:
+    """The one candidate folder, said how it was found; the root when there is none or more than one."""
+    if len(candidates) != 1:
+        return ProjectFolder()
+    folder = candidates[0]
+    return ProjectFolder(folder, f"the project in {folder}/, found {how} (set working_directory to choose another)")
 
 
 def _module_paths(dotted: str) -> Iterator[str]:
