@@ -15,9 +15,8 @@ its venv (pyenv's interpreter, ``pip install`` of the task's arguments); then, i
 timeout, the bug planted, the CI command run in its folder through the product's sandbox (``run_process``)
 with ``--junitxml`` added, and the product's heal from that report: the request ``selfix fix`` builds
 (``fix_request``) at its defaults, the offline engine, the project's venv python as the test command's
-interpreter, the CI's folder as ``working_directory`` where the product has that option (else from the root, as
-a user would). The verdict is classified from the report's stop reason and message (``classify``): healed, not
-healed for a reason about the bug, or failed for selfix's own reason (mapping, folder, plugin, interpreter,
+interpreter, the CI's folder as ``working_directory`` (as the project's selfix workflow would name it). The
+verdict is classified from the report's stop reason and message (``classify``): healed, not healed for a reason about the bug, or failed for selfix's own reason (mapping, folder, plugin, interpreter,
 sandbox, reproduction, time). Records go to ``OUT/field/RUN/results.jsonl`` (a rerun skips the recorded
 projects), ``results.json`` and ``report.md``.
 """
@@ -270,30 +269,23 @@ def junit_failing(path: Path) -> list[str]:
 
 
 # -- the heal and its classification -------------------------------------------------------------------------
-def has_working_directory() -> bool:
-    """The product takes a repository-relative folder for the tests (``HealRequest.working_directory``)."""
-    return "working_directory" in HealRequest.__dataclass_fields__
-
-
 def field_request(
     repo: Path, test_cmd: Sequence[str], junit: Path, out_dir: Path, folder: str, settings: FieldSettings
 ) -> HealRequest:
     """The request ``selfix fix --junit REPORT --test-cmd CMD`` builds, at its defaults but the time limit and
-    isolation; the folder as ``working_directory`` where the product has that option."""
+    isolation; the CI's folder as ``working_directory``, as the project's selfix workflow would name it."""
     options = FixOptions(
         repo=repo,
         junit=(junit,),
         test_cmd=tuple(test_cmd),
+        working_directory=folder,
         engine=EngineChoice(kind="offline"),
         out=out_dir,
         quiet=True,
         time_limit=settings.time_limit,
         isolation=settings.isolation,
     )
-    request = fix_request(options)
-    if folder and has_working_directory():
-        request = dataclasses.replace(request, working_directory=folder)  # type: ignore[call-arg]
-    return request
+    return fix_request(options)
 
 
 # Stop reasons that are about the bug (the engine found no patch) and those that are selfix's own failure.
@@ -533,7 +525,7 @@ def _record(task: FieldTask) -> dict[str, Any]:
         "python": task.python,
         "features": list(task.features),
         "folder": task.folder,
-        "working_directory": bool(task.folder) and has_working_directory(),
+        "working_directory": bool(task.folder),
     }
 
 
