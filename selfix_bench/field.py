@@ -16,8 +16,9 @@ timeout, the bug planted, the CI command run in its folder through the product's
 with ``--junitxml`` added, and the product's heal from that report: the request ``selfix fix`` builds
 (``fix_request``) at its defaults, the offline engine, the project's venv python as the test command's
 interpreter, the CI's folder as ``working_directory`` (as the project's selfix workflow would name it). The
-verdict is classified from the report's stop reason and message (``classify``): healed, not healed for a reason about the bug, or failed for selfix's own reason (mapping, folder, plugin, interpreter,
-sandbox, reproduction, time). Records go to ``OUT/field/RUN/results.jsonl`` (a rerun skips the recorded
+verdict is classified from the report's stop reason and message (``classify``): healed, not healed for a reason
+about the bug, or failed for selfix's own reason (mapping, folder, plugin, interpreter, sandbox, reproduction,
+time). Records go to ``OUT/field/RUN/results.jsonl`` (a rerun skips the recorded
 projects), ``results.json`` and ``report.md``.
 """
 
