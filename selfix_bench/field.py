@@ -325,6 +325,11 @@ def _cause_in(message: str) -> str | None:
     return None
 
 
+def shareable(text: str) -> str:
+    """``text`` with this machine's home folder written ``~``: records are committed (docs/bench-results)."""
+    return text.replace(str(Path.home()) + "/", "~/")
+
+
 def classify(stop_reason: str, message: str, error: str = "", candidates: int = 0) -> tuple[str, str]:
     """(verdict, reason): ``healed``; ``not healed`` with a reason about the bug; ``selfix failed`` with selfix's
     own (mapping, plugin, interpreter, folder, sandbox, reproduction, time, error). ``error``: the heal raised
@@ -391,7 +396,7 @@ def run_project(task: FieldTask, settings: FieldSettings, out_dir: Path) -> dict
         record["seconds"] = round(time.monotonic() - started, 1)
         error = f"{type(exc).__name__}: {exc}"
         verdict, reason = classify("", "", error)
-        record.update(verdict=verdict, reason=reason, stop_reason="", message=error[:1500])
+        record.update(verdict=verdict, reason=reason, stop_reason="", message=shareable(error)[:1500])
         return record
     record["seconds"] = round(time.monotonic() - started, 1)
     report = outcome.report
@@ -409,7 +414,7 @@ def run_project(task: FieldTask, settings: FieldSettings, out_dir: Path) -> dict
         verdict=verdict,
         reason=reason,
         stop_reason=report.stop_reason.value,
-        message=message,
+        message=shareable(message),
         candidates=report.candidates_tried,
         test_runs=report.test_runs,
         patch=unified_diff(dict(outcome.result.originals or {}), dict(outcome.result.files or {}))
@@ -531,7 +536,13 @@ def _record(task: FieldTask) -> dict[str, Any]:
 
 
 def _failed(task: FieldTask, verdict: str, reason: str, message: str) -> dict[str, Any]:
-    return {**_record(task), "verdict": verdict, "reason": reason, "message": message[-1500:], "seconds": 0.0}
+    return {
+        **_record(task),
+        "verdict": verdict,
+        "reason": reason,
+        "message": shareable(message)[-1500:],
+        "seconds": 0.0,
+    }
 
 
 def _summary(record: Mapping[str, Any]) -> str:

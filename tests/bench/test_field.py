@@ -22,6 +22,7 @@ from selfix_bench.field import (
     load_field_tasks,
     markdown_table,
     run_project,
+    shareable,
 )
 from tests.helpers.action import git
 
@@ -183,3 +184,8 @@ def test_the_corpus_task_files_load_and_round_trip(tmp_path: Path) -> None:
             task.ci_argv,
             task.folder,
         )
+
+
+def test_a_record_names_no_home_folder_of_this_machine() -> None:
+    inside = str(Path.home() / ".cache" / "selfix-bench" / "envs" / "x" / "site.py")
+    assert shareable(f'File "{inside}", line 3') == 'File "~/.cache/selfix-bench/envs/x/site.py", line 3'
