@@ -264,3 +264,20 @@ def test_an_isolated_interpreter_still_runs_selfixs_plugins_and_the_hot_worker(t
         with box.patched({"calc.py": FIXED}):
             run = box.run_tests([ADD], stop_first=True, warm=True)
         assert run.results[ADD].status is TestStatus.PASSED and box.hot_runs == 1
+
+
+def test_the_cache_plugins_options_in_addopts_are_accepted_and_undone(tmp_path: Path) -> None:
+    """selfix's ``-p no:cacheprovider`` dropped ``--lf``/``--ff``/``--nf`` and ``--sw`` with the plugins: a project
+    naming one in addopts was refused ("unrecognized arguments", exit 4). They are accepted, do nothing, and are
+    reported."""
+    repo = _calc(tmp_path / "p", "[pytest]\naddopts = --lf --nf --sw\n")
+    with _sandbox(repo) as box:
+        full = box.run_tests(coverage=True)
+        assert box.start_hot_worker(), box.hot_unavailable
+        with box.patched({"calc.py": FIXED}):
+            fixed = box.run_tests([ADD], stop_first=True, warm=True)
+        overrides = box.config_overrides
+    assert set(full.results) == {ADD, "tests/test_calc.py::test_add_zero", "tests/test_calc.py::test_double"}
+    assert full.results[ADD].status is TestStatus.FAILED and fixed.results[ADD].status is TestStatus.PASSED
+    assert "--lf -> ignored (selfix chooses the tests each run runs)" in overrides
+    assert "--sw -> ignored (selfix chooses the tests each run runs)" in overrides

@@ -174,6 +174,42 @@ def _from_rootdir(config, ids):
 RANDOMLY_SEED = 1
 
 
+# The cache plugin's options (and the stepwise plugin's, which pytest blocks with it): selfix runs pytest with
+# ``-p no:cacheprovider`` (no cache written into the scratch copy, no run steered by a former one), which also
+# drops their options, so a project whose addopts names one (``--lf``, ``--ff``, ``--nf``, ``--sw``) would be
+# refused ("unrecognized arguments"). They are declared here instead, do nothing, and are reported.
+_CACHE_OPTIONS = (
+    (("--lf", "--last-failed"), "lf", {"action": "store_true"}),
+    (("--ff", "--failed-first"), "failedfirst", {"action": "store_true"}),
+    (("--nf", "--new-first"), "newfirst", {"action": "store_true"}),
+    (("--cache-show",), "cacheshow", {"action": "append", "nargs": "?"}),
+    (("--cache-clear",), "cacheclear", {"action": "store_true"}),
+    (("--lfnf", "--last-failed-no-failures"), "last_failed_no_failures", {"action": "store"}),
+    (("--sw", "--stepwise"), "stepwise", {"action": "store_true"}),
+    (("--sw-skip", "--stepwise-skip"), "stepwise_skip", {"action": "store_true"}),
+    (("--sw-reset", "--stepwise-reset"), "stepwise_reset", {"action": "store_true"}),
+)
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("selfix")
+    for names, dest, kwargs in _CACHE_OPTIONS:
+        try:
+            group.addoption(*names, dest=dest, default=None, help="(ignored under selfix)", **kwargs)
+        except ValueError:  # the cache plugin is active after all: its own options stand
+            return
+
+
+def _cache_overrides(option):
+    """The cache options the project's configuration gave, undone (selfix chooses which tests run)."""
+    notes = []
+    for names, dest, _ in _CACHE_OPTIONS:
+        if getattr(option, dest, None):
+            notes.append(f"{names[0]} -> ignored (selfix chooses the tests each run runs)")
+            setattr(option, dest, None)
+    return notes
+
+
 def _overrides(config):
     """Change what the project's pytest configuration (``addopts`` in any ini file, ``PYTEST_ADDOPTS``, the test
     command) asks of plugins that would make selfix's runs slow or differ from one another; a note for each.
@@ -182,7 +218,7 @@ def _overrides(config):
     and not blocked with ``-p no:...``), so nothing is assumed about the project's environment, and no flag selfix
     would add on the command line can break the parsing of a run where the plugin is absent."""
     option = config.option
-    notes = []
+    notes = _cache_overrides(option)
     # pytest-xdist: workers would re-import and re-collect the project in fresh processes on every run, and the
     # controller collects nothing, so the hot worker (plugin/selfix_hotswap.py) would never see a test.
     workers = getattr(option, "numprocesses", None)
