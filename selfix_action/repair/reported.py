@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 __all__ = ["ReportedTest", "Resolution", "junit_names", "resolve_reported"]
 
@@ -56,7 +56,6 @@ class Resolution:
 
     nodeids: tuple[str, ...] = ()
     unresolved: tuple[tuple[ReportedTest, str], ...] = ()
-    by_case: dict[ReportedTest, str] = field(default_factory=dict)
 
     def missing(self) -> tuple[str, ...]:
         """The unresolved cases as lines: the case, then why."""
@@ -82,10 +81,14 @@ def _path_suffix(longer: str, shorter: str) -> bool:
     return longer == shorter or longer.endswith("/" + shorter)
 
 
-def _score(case: ReportedTest, nodeid: str, classname: str) -> int:
-    """How well a collected test (``nodeid``, mangled to ``classname``) fits ``case``: 0 not at all; an exact
-    classname beats a dotted suffix either way, and a matching xunit1 file adds to either."""
-    name = junit_names(nodeid)[1]
+# A collected test as the index holds it: its node id, and the classname and name junitxml would write for it.
+_Collected = tuple[str, str, str]
+
+
+def _score(case: ReportedTest, collected: _Collected) -> int:
+    """How well a collected test fits ``case``: 0 not at all; an exact classname beats a dotted suffix either way,
+    and a matching xunit1 file adds to either."""
+    nodeid, classname, name = collected
     if not case.classname and not classname:
         # A module that failed to collect: the name is the dotted module, seen from either rootdir.
         mine, theirs = name, case.name
@@ -117,19 +120,18 @@ def _module_suffix_names(name: str) -> Iterable[str]:
 
 def resolve_reported(cases: Sequence[ReportedTest], collected: Iterable[str]) -> Resolution:
     """Resolve each case to the collected test it names (see the module's docstring)."""
-    by_name: dict[str, list[tuple[str, str]]] = {}
+    by_name: dict[str, list[_Collected]] = {}
     for nodeid in collected:
         classname, name = junit_names(nodeid)
-        by_name.setdefault(name, []).append((nodeid, classname))
+        by_name.setdefault(name, []).append((nodeid, classname, name))
         if not classname:  # collection errors: index the module's dotted suffixes as well
             for suffix in list(_module_suffix_names(name))[1:]:
-                by_name.setdefault(suffix, []).append((nodeid, classname))
+                by_name.setdefault(suffix, []).append((nodeid, classname, name))
     nodeids: dict[str, None] = {}
-    by_case: dict[ReportedTest, str] = {}
     unresolved: list[tuple[ReportedTest, str]] = []
     for case in dict.fromkeys(cases):
         found: str | None = case.guess  # a node id that is here as it stands
-        if found is None or all(found != n for n, _ in by_name.get(case.name, ())):
+        if found is None or all(found != hit[0] for hit in by_name.get(case.name, ())):
             found, why = _best(case, by_name)
         parent = _subtest_parent(case)
         if found is None and parent is not None:
@@ -139,9 +141,8 @@ def resolve_reported(cases: Sequence[ReportedTest], collected: Iterable[str]) ->
         if found is None:
             unresolved.append((case, why))
             continue
-        by_case[case] = found
         nodeids[found] = None
-    return Resolution(tuple(nodeids), tuple(unresolved), by_case)
+    return Resolution(tuple(nodeids), tuple(unresolved))
 
 
 _SUBTEST = re.compile(r"^(?P<name>[^\s\[\]()]+) [\[(].*[\])]$")
@@ -155,18 +156,18 @@ def _subtest_parent(case: ReportedTest) -> ReportedTest | None:
     return ReportedTest(case.classname, matched["name"], case.file, None)
 
 
-def _best(case: ReportedTest, by_name: dict[str, list[tuple[str, str]]]) -> tuple[str | None, str]:
+def _best(case: ReportedTest, by_name: dict[str, list[_Collected]]) -> tuple[str | None, str]:
     named = by_name.get(case.name, [])
     if not case.classname:
         named = [
             *named,
             *(hit for suffix in list(_module_suffix_names(case.name))[1:] for hit in by_name.get(suffix, [])),
         ]
-    scored = sorted(((_score(case, n, c), n) for n, c in dict.fromkeys(named)), reverse=True)
+    scored = sorted(((_score(case, hit), hit[0]) for hit in dict.fromkeys(named)), reverse=True)
     scored = [(s, n) for s, n in scored if s > 0]
     if not scored:
         if named:
-            others = ", ".join(sorted({n for n, _ in named})[:3])
+            others = ", ".join(sorted({hit[0] for hit in named})[:3])
             return (
                 None,
                 f"no test collected here has that name in {case.classname or 'that module'}; same name: {others}",
