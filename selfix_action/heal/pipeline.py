@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -43,7 +42,7 @@ from selfix_action.repair.protocols import Engine
 from selfix_action.repair.report import STOP_EXPLANATIONS, HealReport, StopReason
 from selfix_action.repair.reported import ReportedTest
 from selfix_action.sandbox.isolation import Isolation, detect_isolation
-from selfix_action.sandbox.pytest_sandbox import PytestSandbox
+from selfix_action.sandbox.pytest_sandbox import PytestSandbox, is_python
 from selfix_action.sandbox.setup import SetupResult, project_env_source, run_setup_command
 
 Trace = Callable[..., None]
@@ -293,7 +292,7 @@ def heal(
                 memory = open_memory(memory_path, warned)
             context = HealContext(project, engine, isolation, trace, memory, failing, passing)
             result = in_repository(healer(context), folder.path)
-            if folder.note:
+            if folder.path:
                 result = dataclasses.replace(
                     result,
                     report=result.report.model_copy(
@@ -342,9 +341,6 @@ def _without_llm(result: HealResult, problem: str) -> HealResult:
     return dataclasses.replace(result, report=report)
 
 
-_PYTHON_NAME = re.compile(r"python[0-9.]*")
-
-
 def _setup(
     request: HealRequest, repo: Path, show: Callable[[str], None] | None, isolation: Isolation
 ) -> tuple[HealRequest, SetupResult]:
@@ -353,7 +349,7 @@ def _setup(
     for the test runs: a Python test command (the default, selfix's interpreter, or any ``python…``) runs
     with the environment's interpreter, made from that same interpreter."""
     program = Path(request.test_cmd[0])
-    python_cmd = bool(_PYTHON_NAME.fullmatch(program.name))
+    python_cmd = is_python(program)
     source = request.env_source if request.env_source is not None else os.environ
     try:
         setup = run_setup_command(

@@ -802,6 +802,11 @@ _FLAGS_WITH_ARGUMENT = ("-W", "-X")
 _PYTHON_NAME = re.compile(r"python[0-9.]*(\.exe)?")
 
 
+def is_python(program: str | Path) -> bool:
+    """Whether ``program`` names a Python interpreter (``python``, ``python3.12``, a venv's ``bin/python``)."""
+    return bool(_PYTHON_NAME.fullmatch(Path(program).name))
+
+
 def pytest_command(argv: Sequence[str]) -> tuple[str, list[str], list[str], tuple[str, ...]] | None:
     """``<python> [flags] -m pytest ARGS`` as (python, flags, ARGS, notes), or None for another command.
 
@@ -809,7 +814,7 @@ def pytest_command(argv: Sequence[str]) -> tuple[str, list[str], list[str], tupl
     the interpreter ignore ``PYTHONPATH``, through which selfix's plugins and the scratch copy come first on
     ``sys.path``: ``-I`` becomes ``-s`` (its part that stays meaningful: no user site-packages) and ``-E`` goes;
     the environment is selfix's allowlist either way. ``notes`` say what was changed."""
-    if len(argv) < 3 or not _PYTHON_NAME.fullmatch(Path(argv[0]).name):
+    if len(argv) < 3 or not is_python(argv[0]):
         return None
     flags: list[str] = []
     changed: list[str] = []
