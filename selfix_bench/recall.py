@@ -59,6 +59,7 @@ from selfix_action.providers.base import ModelRequest, ModelResponse, PreflightR
 from selfix_action.repair.paths import is_source_path
 from selfix_action.repair.protocols import EngineStopped, Sandbox
 from selfix_action.repair.report import Confidence, StopReason, Usage
+from selfix_action.repair.review import Review, ReviewRequest
 from selfix_action.repair.values import (
     CandidatePatch,
     Evidence,
@@ -299,6 +300,12 @@ class EvidenceCapture:
         self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, feedback: str = ""
     ) -> QATest | None:
         return None
+
+    def review(self, request: ReviewRequest) -> Review | None:
+        return None  # it only captures the evidence
+
+    def second_patch(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> CandidatePatch | None:
+        return None  # it only captures the evidence
 
     def accepts(self, patch: CandidatePatch, confidence: Confidence | None) -> bool:
         return False

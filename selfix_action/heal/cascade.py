@@ -1,7 +1,8 @@
 """``--engine auto``: the cheap path first. The offline engine tries its repair templates within a small budget;
 only if none heals at high confidence does the LLM engine run, shown what the offline engine tried (the evidence
 is the same object, and the candidates that failed, with how they failed, go into its context as negative
-examples). When the offline engine heals at high confidence, no model is called; a patch below high is kept,
+examples). When the offline engine heals at high confidence, only the reviewer's one call is made (``review``
+delegates to the LLM engine); a patch below high is kept,
 shown to the LLM engine as a candidate to confirm or beat, and the loop keeps the better of the two
 (``accepts``).
 
@@ -25,6 +26,7 @@ from selfix_action.llm.engine import LLMEngine
 from selfix_action.repair.patches import unified_diff
 from selfix_action.repair.protocols import Engine, Sandbox
 from selfix_action.repair.report import Confidence, OfflineUsage, Usage
+from selfix_action.repair.review import Review, ReviewRequest
 from selfix_action.repair.values import CandidatePatch, Evidence, Hypothesis, PlanChange, QATest, Verification
 from selfix_action.untrusted import block
 
@@ -142,6 +144,14 @@ class CascadeEngine:
             return self._offline_candidates(hypothesis, evidence, sandbox, history)
         self._phase = "llm"
         return self.llm.candidates(hypothesis, evidence, sandbox, history)
+
+    def review(self, request: ReviewRequest) -> Review | None:
+        """The LLM engine reviews whichever engine's patch won, the offline one's too: its one call then is the
+        only model call of a heal the offline engine ended."""
+        return self.llm.review(request)
+
+    def second_patch(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> CandidatePatch | None:
+        return self.llm.second_patch(hypothesis, evidence, sandbox)
 
     # -- the offline phase -------------------------------------------------------------------------------
     def _offline_spent(self) -> bool:

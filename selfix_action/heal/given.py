@@ -24,6 +24,7 @@ from selfix_action.repair.patches import DiffError, apply_unified_diff, hunks
 from selfix_action.repair.paths import protected_reason
 from selfix_action.repair.protocols import Sandbox
 from selfix_action.repair.report import Confidence, Usage
+from selfix_action.repair.review import Review, ReviewRequest
 from selfix_action.repair.values import (
     CandidatePatch,
     Evidence,
@@ -127,6 +128,12 @@ class GivenPatch:
         self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, feedback: str = ""
     ) -> QATest | None:
         return None if feedback else self.qa  # a broken QA test is not asked for twice: the F2P tests serve
+
+    def review(self, request: ReviewRequest) -> Review | None:
+        return None  # the given patch is verified, not reviewed
+
+    def second_patch(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> CandidatePatch | None:
+        return None  # one patch, the given one
 
     def accepts(self, patch: CandidatePatch, confidence: Confidence | None) -> bool:
         return True

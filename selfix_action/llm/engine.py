@@ -37,6 +37,8 @@ from selfix_action.llm.prompts import (
     qa_environment,
     qa_request,
     render_slices,
+    review_context,
+    review_request,
     source_slices,
 )
 from selfix_action.llm.schemas import (
@@ -44,6 +46,7 @@ from selfix_action.llm.schemas import (
     MAX_ASKS_PER_ANSWER,
     PATCHER_TOOL,
     QA_TOOL,
+    REVIEW_TOOL,
     AskAnswer,
     DetectiveAnswer,
     HypothesisAnswer,
@@ -51,6 +54,7 @@ from selfix_action.llm.schemas import (
     PatcherAnswer,
     ProjectBounds,
     QAAnswer,
+    ReviewAnswer,
     tool_specs,
     validation_message,
 )
@@ -65,6 +69,7 @@ from selfix_action.providers.base import (
 from selfix_action.repair.patches import changed_line_count, program_key
 from selfix_action.repair.protocols import EngineStopped, Sandbox
 from selfix_action.repair.report import Confidence, PreflightUsage, StopReason, Usage
+from selfix_action.repair.review import Review, ReviewRequest
 from selfix_action.repair.values import (
     CandidatePatch,
     Evidence,
@@ -80,13 +85,14 @@ A = TypeVar("A", bound=BaseModel)
 L = TypeVar("L", HypothesisAnswer, LocationAnswer)
 R = TypeVar("R")
 
-DEFAULT_OUTPUT_TOKENS = {"detective": 2500, "qa": 1500, "patcher": 2000}
+DEFAULT_OUTPUT_TOKENS = {"detective": 2500, "qa": 1500, "patcher": 2000, "patcher2": 2000, "reviewer": 800}
 SIMILAR = 0.6  # difflib ratio above which two hypotheses at one location are the same idea
 MAX_HYPOTHESIS_LINES = 60
 MAX_ASK_ROUNDS = 3  # rounds of asks one role call may make before it must answer
 ASKING_ROLES: dict[str, type[DetectiveAnswer] | type[PatcherAnswer]] = {
     "detective": DetectiveAnswer,
     "patcher": PatcherAnswer,
+    "patcher2": PatcherAnswer,
 }
 
 
@@ -164,6 +170,7 @@ class LLMEngine:
         self._yielded_programs: set[str] = set()  # repair.patches.program_key of every candidate handed out
         self._context_evidence: Evidence | None = None
         self._context = ""
+        self._base_context = ""  # the context without what was tried before this engine (``_prior_attempts``)
         self._tried: dict[str, str] = {}  # program_key of a patch -> how it fared, across hypotheses
         self._last_problem = ""
         # An answer that named some failing tests as the environment's also carried what it proposes for the
@@ -380,6 +387,68 @@ class LLMEngine:
                 self._tried[program] = outcome
                 attempts.append(f"{_summarize(answer)} -> {outcome}")
 
+    def second_patch(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> CandidatePatch | None:
+        """An independent second solution: one fresh Patcher call (usage role "patcher2") with the same
+        hypothesis and the same code, and nothing of this heal's patches: no earlier attempt, no verdict, no
+        first patch, and the context without what was tried before this engine was called (--engine auto's
+        offline candidates and the offline patch). No temperature or seed is sent by any call of this engine, so
+        the provider samples at its default (1.0 on Anthropic and OpenAI): a fresh call is a fresh sample, not a
+        replay of the first. None: no usable answer after the corrective re-ask."""
+        self._context_of(evidence, sandbox)  # the shared context's pieces: the sandbox to read, the tools' bounds
+        editable = set(sandbox.source_files())
+        code = render_slices(locations_slice(hypothesis.locations(), sandbox.read_file), sandbox.read_file)
+        request = patcher_request(hypothesis, code, (), asks_left=self._asks_left())
+
+        def validate(response: ModelResponse) -> tuple[PatcherAnswer, dict[str, str]]:
+            answer = _parse(response, PatcherAnswer)
+            if not answer.edits:
+                raise EnvironmentDiagnosis("patcher2", answer.environment_problem, answer.environment_tests)
+            edits = [Edit(e.file, e.search, e.replace) for e in answer.edits]
+            try:
+                return answer, apply_edits(edits, sandbox.read_file, editable, self.protected_paths)
+            except EditError as exc:
+                raise InvalidAnswer(str(exc)) from exc
+
+        result = self._ask("patcher2", PATCHER_TOOL, request, evidence, sandbox, validate, context=self._base_context)
+        if result is None:
+            return None
+        answer, files = result
+        return CandidatePatch(
+            id=f"{hypothesis.id}-S2",
+            hypothesis_id=hypothesis.id,
+            description=answer.explanation[:200],
+            template="llm-second",
+            files=files,
+        )
+
+    def review(self, request: ReviewRequest) -> Review | None:
+        """Reviewer: one call (a corrective re-ask if its answer cannot be used) in a context of its own, built
+        from ``request`` alone: the failing tests, the edited code, the hypothesis, the patch, the behaviour
+        table. Raises ``EngineStopped`` when the budget or the model cannot answer, or no answer was usable."""
+        context = review_context(request)
+        messages = [Message("user", review_request(request))]
+        problem = ""
+        for attempt in (1, 2):
+            response = self._call("reviewer", REVIEW_TOOL, context, messages)
+            try:
+                answer = _parse(response, ReviewAnswer)
+                return Review(verdict=answer.verdict, reason=answer.reason, missed=answer.missed)
+            except InvalidAnswer as bad:
+                problem = str(bad)
+                self.budget.invalid_answers += 1
+                self.trace(
+                    "model_invalid",
+                    f"reviewer: unusable answer ({'re-asking' if attempt == 1 else 'giving up'}): {bad}",
+                    role="reviewer",
+                    attempt=attempt,
+                    problem=problem,
+                )
+                messages += [
+                    Message("assistant", response.text.strip() or "(no answer)"),
+                    Message("user", corrective_request(problem)),
+                ]
+        raise EngineStopped(StopReason.MODEL_ERROR, f"the reviewer gave no usable answer: {problem}")
+
     def _sample_count(self) -> int:
         """Patcher samples for this first attempt: ``samples`` when the call budget leaves room for them and for
         the feedback retries, else one."""
@@ -438,25 +507,29 @@ class LLMEngine:
         evidence: Evidence,
         sandbox: Sandbox,
         validate: Callable[[ModelResponse], R],
+        *,
+        context: str | None = None,
     ) -> R | None:
-        """The validated answer, or None once a corrective re-ask also failed (a failed attempt).
+        """The validated answer, or None once a corrective re-ask also failed (a failed attempt). ``context``: a
+        context of the role's own instead of the shared one.
 
         An answer that only asks for more context (the Detective's and the Patcher's ``asks``) is answered from
         the sandbox's copy and the same role is called again: not an invalid answer, up to ``MAX_ASK_ROUNDS``
         rounds per call and ``max_asks`` asks per heal; an ask past those is an invalid answer."""
-        context = self._context_of(evidence, sandbox)
+        shared = self._context_of(evidence, sandbox)
+        prefix = shared if context is None else context
         messages = [Message("user", request)]
         problem: InvalidAnswer | None = None
         rounds = 0
         for attempt in (1, 2):
-            response = self._call(role, tool, context, messages)
+            response = self._call(role, tool, prefix, messages)
             while (asks := self._asks_in(role, response)) and not self._ask_refusal(rounds):
                 rounds += 1
                 messages += [
                     Message("assistant", response.text.strip()),
                     Message("user", self._answer_asks(role, asks, evidence, sandbox, rounds)),
                 ]
-                response = self._call(role, tool, context, messages)
+                response = self._call(role, tool, prefix, messages)
             try:
                 if response.parse_error:
                     raise InvalidAnswer(response.parse_error)
@@ -679,7 +752,7 @@ class LLMEngine:
                 self._yielded_programs.clear()
             similar = self.similar_fixes(evidence) if self.similar_fixes else ""
             slices = source_slices(evidence, sandbox.read_file)
-            self._context = build_context(evidence, sandbox.read_file, similar, slices)
+            self._context = self._base_context = build_context(evidence, sandbox.read_file, similar, slices)
             if self._tools is None:
                 editable = set(sandbox.source_files())
                 self._tools = self._tools_for(sandbox, [path for path in slices if path in editable])

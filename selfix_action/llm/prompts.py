@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from selfix_action.repair.localize import FunctionSpan, enclosing_function, function_spans
 from selfix_action.repair.paths import is_test_path
+from selfix_action.repair.review import ReviewRequest
 from selfix_action.repair.values import Evidence, Hypothesis, Location, Verification
 from selfix_action.untrusted import NOTICE as UNTRUSTED_NOTICE
 from selfix_action.untrusted import block, inline
@@ -643,3 +644,49 @@ def ask_offer(asks_left: int) -> str:
         "case-sensitive). The answers come back, then you give your answer. A source file not shown can be named "
         "or edited once an ask has shown it."
     )
+
+
+# -- the reviewer -----------------------------------------------------------------------------------------
+def review_context(request: ReviewRequest) -> str:
+    """What the Reviewer reads before its question: the failing tests as the evidence has them and the code the
+    patch edits, whole, as the patch leaves it. Its own context, not the other roles' shared one."""
+    out = ["## The failing tests the patch was made for"]
+    for failure in request.failures[:MAX_FAILURES]:
+        out.append(f"- {inline(failure.nodeid)}: {failure.status.value} {inline(failure.exc_type, 100)}".rstrip())
+        output = _clip(failure.message).splitlines()
+        if failure.frames:
+            output.append("traceback (project frames, outermost first):")
+            output += [f"  {f.file}:{f.line} in {f.function}: {f.code.strip()}" for f in failure.frames[-6:]]
+        if output:
+            out.append(block("test output", "\n".join(output)))
+    if len(request.failures) > MAX_FAILURES:
+        out.append(f"- ... and {len(request.failures) - MAX_FAILURES} more failing test(s)")
+    out.append("\n## The edited code, as the patch leaves it")
+    for code in request.code:
+        lines = code.source.splitlines()
+        where = f"{code.symbol} (lines {code.start}-{code.start + len(lines) - 1})" if code.symbol else "module level"
+        numbered = "\n".join(f"{code.start + n:>5} | {line}" for n, line in enumerate(lines))
+        out.append(f"### {inline(code.file)}: {inline(where)}\n" + block(f"file {code.file}", numbered, code=True))
+    return "\n".join(out)
+
+
+def review_request(request: ReviewRequest) -> str:
+    """The Reviewer's question: the hypothesis, the patch, what changed beyond the tests (when measured)."""
+    behaviour = ""
+    if request.behaviour.strip():
+        behaviour = "\n\nInputs whose outcome the patch changed, old -> new:\n" + block(
+            "behaviour table", request.behaviour, limit=3000
+        )
+    return f"""\
+Role: Reviewer.
+This patch passed the failing tests and the whole test suite. It was made for this hypothesis:
+{describe_hypothesis(request.hypothesis)}
+
+The patch:
+{block("patch diff", request.diff, code=True, limit=6000)}{behaviour}
+
+Passing the tests is not being right. Judge whether the patch fixes the root cause completely: complete (every
+input of the kind the failure shows now behaves correctly), partial (the reported case is fixed but a sibling case
+of the same bug, another type, value or path, still fails) or wrong (it does not fix the root cause, or it breaks
+correct behaviour). For partial or wrong, name a concrete input or case the patched code still gets wrong. Judge
+from the code shown; do not propose a new patch."""

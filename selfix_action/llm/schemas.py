@@ -1,4 +1,4 @@
-"""Pydantic schemas of the three roles' structured answers, and the tools that carry them.
+"""Pydantic schemas of the four roles' structured answers, and the tools that carry them.
 
 The JSON Schemas sent to the providers are generated from these models with ``$ref``s inlined, since not
 every OpenAI-compatible server resolves them.
@@ -154,9 +154,32 @@ class PatcherAnswer(_Answer):
         return self
 
 
+class ReviewAnswer(_Answer):
+    verdict: Literal["complete", "partial", "wrong"] = Field(
+        description=(
+            "complete: the patch fixes the root cause for every input of the kind the failure shows; partial: it "
+            "fixes the reported case but a sibling case of the same bug still fails; wrong: it does not fix the "
+            "root cause (it only makes the tests pass, or breaks correct behaviour)."
+        )
+    )
+    reason: str = Field(min_length=1, description="Why, in one to three sentences, pointing at the code.")
+    missed: str = Field(
+        default="",
+        description="partial or wrong: a concrete input or case the patched code still gets wrong, and what it does "
+        "then; empty for complete.",
+    )
+
+    @model_validator(mode="after")
+    def _case_named(self) -> ReviewAnswer:
+        if self.verdict != "complete" and not self.missed.strip():
+            raise ValueError(f"missed: a {self.verdict} verdict names the input or case the patch gets wrong")
+        return self
+
+
 DETECTIVE_TOOL = "report_hypotheses"
 QA_TOOL = "write_reproduction_test"
 PATCHER_TOOL = "propose_edits"
+REVIEW_TOOL = "review_patch"
 
 
 def inline_schema(model: type[BaseModel]) -> dict[str, Any]:
@@ -208,6 +231,8 @@ STRING_CAPS = {
     "name": 200,
     "pattern": 300,
     "why": 200,
+    "reason": 600,
+    "missed": 400,
 }
 
 
@@ -256,7 +281,7 @@ def constrained_schema(model: type[BaseModel], bounds: ProjectBounds | None) -> 
 
 
 def tool_specs(bounds: ProjectBounds | None = None) -> tuple[ToolSpec, ...]:
-    """All three tools, always in the same order, so the cached prompt prefix is identical for every role."""
+    """All four tools, always in the same order, so the cached prompt prefix is identical for every role."""
     return (
         ToolSpec(
             DETECTIVE_TOOL,
@@ -268,6 +293,11 @@ def tool_specs(bounds: ProjectBounds | None = None) -> tuple[ToolSpec, ...]:
             PATCHER_TOOL,
             "Propose search/replace edits that fix the bug.",
             constrained_schema(PatcherAnswer, bounds),
+        ),
+        ToolSpec(
+            REVIEW_TOOL,
+            "Judge whether a verified patch is the complete fix.",
+            constrained_schema(ReviewAnswer, bounds),
         ),
     )
 

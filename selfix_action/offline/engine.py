@@ -19,6 +19,7 @@ from selfix_action.offline.ordering import (
 from selfix_action.offline.templates import Hints, SourceEdit, candidate_edits, pair_edits
 from selfix_action.repair.protocols import Sandbox
 from selfix_action.repair.report import Confidence, Usage
+from selfix_action.repair.review import Review, ReviewRequest
 from selfix_action.repair.values import CandidatePatch, Evidence, Hypothesis, PlanChange, QATest, Verification
 
 MAX_LINES_PER_HYPOTHESIS = 12
@@ -79,6 +80,12 @@ class OfflineEngine:
                 )
             )
         return hypotheses
+
+    def review(self, request: ReviewRequest) -> Review | None:
+        return None  # no reviewer: the templates have no judgement of their own to offer
+
+    def second_patch(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> CandidatePatch | None:
+        return None  # the templates' next candidate is not independent of the first
 
     def accepts(self, patch: CandidatePatch, confidence: Confidence | None) -> bool:
         return True  # alone, its best patch is the answer

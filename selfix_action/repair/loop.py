@@ -1,5 +1,5 @@
 """The healing loop: reproduce → localize → hypothesize → expose → patch → verify → backtrack → choose → minimize →
-confirm → judge.
+confirm → judge → review.
 
 Read ``HealingLoop.run`` top to bottom: every way the loop can stop is a ``StopReason`` returned there, either
 named in it or carried by a ``Stop`` value a step returned (steps never raise to stop the loop; the one
@@ -23,7 +23,8 @@ of it and what comes later ends the heal.
 Passing is not being right, so: candidates that cannot make sense are refused before any test (``sanity``); once
 one passes, a few more are verified and the most plausible passing one is chosen (``plausibility``: overfitting
 patterns, then the change in what passing tests execute); and the report's ``confidence`` judges the winner with
-named reasons (``plausibility.assess_confidence``). None of this is a stop: a low-confidence patch is still
+named reasons (``plausibility.assess_confidence``); a healed winner is shown once to the engine's reviewer, whose
+verdict is one more of those reasons (``Engine.review``). None of this is a stop: a low-confidence patch is still
 ``HEALED`` when the whole suite passed on it, and says so.
 """
 
@@ -57,6 +58,7 @@ from selfix_action.repair.report import (
     StopReason,
 )
 from selfix_action.repair.reported import ReportedTest
+from selfix_action.repair.review import Review, review_request
 from selfix_action.repair.services import unreachable_services
 from selfix_action.repair.values import (
     CandidatePatch,
@@ -129,6 +131,9 @@ class _Winner:
     cut_short: str = ""  # why the window closed early ("time limit", ...); "" if it did not
     behaviour: BehaviourChange | None = None  # what it changed of the passing tests' paths
     confidence: Confidence | None = None  # the confidence rule's verdict (HealingLoop._confidence)
+    hypothesis: Hypothesis | None = None  # the hypothesis it answers, as the Patcher saw it
+    agreement: str = ""  # why the hypothesis, its QA test and the verification agree on it (_agreement)
+    review: Review | None = None  # the reviewer's verdict, asked once the heal's winner is confirmed
 
 
 _LEVELS = {"low": 0, "medium": 1, "high": 2}
@@ -392,7 +397,12 @@ class HealingLoop:
                     stop = settled  # HEALED or VERIFIED_UNCONFIRMED
             if winner is not None:
                 agreement = _agreement(hypothesis, exposure, self.verifier.originals(winner.files), winner.files)
-                winner = dataclasses.replace(winner, confidence=self._confidence(winner, evidence, agreement))
+                winner = dataclasses.replace(
+                    winner,
+                    confidence=self._confidence(winner, evidence, agreement),
+                    hypothesis=hypothesis,
+                    agreement=agreement,
+                )
             records.append(self._record(hypothesis, exposure, tried, history, winner))
             if (
                 winner is not None
@@ -433,6 +443,9 @@ class HealingLoop:
                     StopReason.HEALED, stop.detail if stop.reason is not StopReason.HYPOTHESES_EXHAUSTED else ""
                 )
             winner = chosen
+        if winner is not None and stop.reason is StopReason.HEALED and winner.after is not None:
+            # 9. Review: one look at the confirmed patch by a role that did not write it.
+            winner = self._reviewed(winner, evidence)
         return self._finish(stop, repro, evidence, records, winner)
 
     def _without_environment_tests(self, evidence: Evidence, stopped: EngineStopped) -> Evidence | None:
@@ -613,7 +626,47 @@ class HealingLoop:
         originals = self.verifier.originals(files)
         return behaviour_change(baseline.coverage, after.coverage, originals, files, evidence.p2p_tests)
 
-    def _confidence(self, winner: _Winner, evidence: Evidence | None, agreement: str = "") -> Confidence:
+    def _reviewed(self, winner: _Winner, evidence: Evidence) -> _Winner:
+        """The winner with the engine's review (one call) and its confidence judged again with the verdict as one
+        more reason. No review (the engine has none, or it could not answer: noted) leaves it as it was: a
+        review never fails a heal."""
+        if winner.hypothesis is None:
+            return winner
+        if self.budget.time_left() <= 0:
+            self.notes.append("no review: the time limit was reached before the reviewer was asked")
+            return winner
+        originals = self.verifier.originals(winner.files)
+        request = review_request(
+            failures=evidence.failures,
+            hypothesis=winner.hypothesis,
+            diff=unified_diff(originals, winner.files),
+            originals=originals,
+            files=winner.files,
+        )
+        try:
+            with self.budget.timed("review"):
+                review = self.engine.review(request)
+        except EngineStopped as stopped:
+            self.notes.append(f"no review: {stopped.detail}")
+            self.trace("review", f"no review: {stopped.detail}", candidate=winner.candidate.id, verdict=None)
+            return winner
+        if review is None:
+            return winner
+        confidence = self._confidence(winner, evidence, winner.agreement, review)
+        self.trace(
+            "review",
+            f"{winner.candidate.id}: {review.verdict}: {review.reason}",
+            candidate=winner.candidate.id,
+            verdict=review.verdict,
+            reason=review.reason,
+            missed=review.missed,
+            confidence=confidence.level,
+        )
+        return dataclasses.replace(winner, review=review, confidence=confidence)
+
+    def _confidence(
+        self, winner: _Winner, evidence: Evidence | None, agreement: str = "", review: Review | None = None
+    ) -> Confidence:
         """The confidence rule (plausibility.assess_confidence) over what the heal saw of the winner."""
         files = winner.files
         originals = self.verifier.originals(files)
@@ -655,6 +708,7 @@ class HealingLoop:
             agreement=agreement,
             environment_tests=len(self._environment_tests),
             f2p_tests=len(evidence.f2p_tests) if evidence else 0,
+            review=review,
         )
 
     # -- bookkeeping ---------------------------------------------------------------------------------
@@ -786,6 +840,7 @@ class HealingLoop:
             hypotheses=tuple(records),
             patch=patch,
             confidence=confidence,
+            review=winner.review if winner is not None else None,
             verification=winner.verification if winner is not None else "",
             tests_before=repro.tests_before,
             tests_after=tests_after,

@@ -37,6 +37,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from selfix_action.repair.report import CONFIDENCE_ORDER, Confidence, ConfidenceLevel, ConfidenceReason
+from selfix_action.repair.review import Review, ReviewVerdict
 
 PATTERN_FACTORS: dict[str, float] = {
     "guard_deleted": 0.25,
@@ -446,6 +447,16 @@ class Alternatives:
 MIN_CONSTRAINING_TESTS = 3
 
 
+# The highest confidence each reviewer verdict allows: provisional weights, to be fitted on the calibration set
+# (issue 33); the one place a fit changes. A verdict is one reason among the others, never the only one for high.
+REVIEW_LEVELS: dict[ReviewVerdict, ConfidenceLevel] = {"complete": "high", "partial": "medium", "wrong": "medium"}
+REVIEW_TEXTS: dict[ReviewVerdict, str] = {
+    "complete": "the reviewer judged the fix complete",
+    "partial": "the reviewer judged the fix partial",
+    "wrong": "the reviewer judged the fix wrong",
+}
+
+
 def assess_confidence(
     *,
     confirmed: bool,
@@ -458,6 +469,7 @@ def assess_confidence(
     agreement: str = "",
     environment_tests: int = 0,
     f2p_tests: int = 0,
+    review: Review | None = None,
 ) -> Confidence:
     """The confidence rule. Every signal is a reason with the highest level it allows; the patch gets the lowest.
 
@@ -469,6 +481,9 @@ def assess_confidence(
     passed too (the tests do not pin the fix down); alternatives were wanted but none could be checked; the edit
     is not in the function localization ranked first.
     ``high``: none of these. Static sanity needs no reason of its own here: a candidate it refuses is never run.
+
+    ``review``: the reviewer's verdict, one reason at the level ``REVIEW_LEVELS`` gives it: ``complete`` lifts
+    nothing, ``partial`` and ``wrong`` cap the patch at medium.
 
     ``agreement`` (the LLM engines): the hypothesis named the place the patch edits, its own reproduction test
     failed there on the unpatched code and passes on the patch. Then two doubts are weak and cap nothing: the
@@ -609,6 +624,13 @@ def assess_confidence(
             )
         else:
             reason("not_localized", "medium", f"edits {edited} ({where}), not `{top}`, the function ranked first")
+    if review is not None:
+        missed = f" (misses: {review.missed})" if review.missed else ""
+        reason(
+            f"review_{review.verdict}",
+            REVIEW_LEVELS[review.verdict],
+            REVIEW_TEXTS[review.verdict] + f": {review.reason}{missed}",
+        )
     level = min((r.level for r in reasons), key=lambda lv: CONFIDENCE_ORDER[lv])
     ordered = sorted(reasons, key=lambda r: CONFIDENCE_ORDER[r.level])
     return Confidence(

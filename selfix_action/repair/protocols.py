@@ -7,6 +7,7 @@ from contextlib import AbstractContextManager
 from typing import Protocol
 
 from selfix_action.repair.report import Confidence, StopReason, Usage
+from selfix_action.repair.review import Review, ReviewRequest
 from selfix_action.repair.values import (
     CandidateCheck,
     CandidatePatch,
@@ -71,7 +72,7 @@ class EngineStopped(Exception):
 
 
 class Engine(Protocol):
-    """Detective, QA and Patcher roles. The offline engine and the LLM engines implement this.
+    """Detective, QA, Patcher and Reviewer roles. The offline engine and the LLM engines implement this.
 
     The loop walks the hypotheses ``hypotheses`` returned, in its own list: an engine changes what is ahead only
     through the value ``revise`` returns (``--engine auto`` hands over to its LLM engine that way)."""
@@ -119,4 +120,16 @@ class Engine(Protocol):
         """Once the loop walked ``hypothesis``'s candidates (every verdict in, ``accepts`` asked if one healed)
         and walks on: what changes in ``ahead``, the hypotheses it would walk next. Not asked for a hypothesis
         that was not exposed (its candidates were never asked for), nor when the walk ends."""
+        ...
+
+    def review(self, request: ReviewRequest) -> Review | None:
+        """Reviewer: a verdict on a confirmed patch (complete, partial or wrong, with the reason), asked once per
+        heal. None: the engine has no reviewer (the offline engine). Raises ``EngineStopped`` when it cannot
+        answer (its budget, the model, no usable answer): the heal stands, without a review."""
+        ...
+
+    def second_patch(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> CandidatePatch | None:
+        """An independent second solution for ``hypothesis``: a Patcher answer that never saw the first patch nor
+        any failed attempt (its own context, its own sample). None: the engine cannot make one (the offline
+        engine). Raises ``EngineStopped`` like the other roles when it cannot answer."""
         ...

@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from selfix_action.errors import ExitCode
+from selfix_action.repair.review import Review
 from selfix_action.repair.values import (
     Hypothesis,
     SuspiciousFunction,
@@ -259,6 +260,9 @@ class HealReport(Frozen):
     patch: PatchRecord | None = None
     # How far the patch can be trusted (None without a patch): level "high"/"medium"/"low" and the reasons.
     confidence: Confidence | None = None
+    # The reviewer's verdict on the confirmed patch (repair.review), one of the confidence's reasons too; None when
+    # the engine has no reviewer or it gave no verdict (the notes say why).
+    review: Review | None = None
     # What the patch was checked on, and what not and why: "confirmed on the whole suite", or "F2P and guarding
     # P2P only; not confirmed on the whole suite: time limit"; "" without a patch.
     verification: str = ""
@@ -447,6 +451,8 @@ def render_markdown(report: HealReport) -> str:
             out += ["", f"Checked: {report.verification}."]
         if report.confidence is not None:
             out += ["", *render_confidence(report.confidence)]
+        if report.review is not None:
+            out += ["", *render_review(report.review)]
 
     if report.usage.calls:
         out += ["", "## Model usage", ""]
@@ -501,6 +507,14 @@ def render_confidence(confidence: Confidence) -> list[str]:
     marks = {"low": "lowers it to low", "medium": "caps it at medium", "high": "supports high"}
     for reason in confidence.reasons:
         lines.append(f"- {reason.text} ({marks[reason.level]})")
+    return lines
+
+
+def render_review(review: Review) -> list[str]:
+    """The reviewer's verdict, its reason and the case it says the patch misses (report.md, PR bodies)."""
+    lines = [f"- Reviewer's verdict: **{review.verdict}**: {review.reason}"]
+    if review.missed:
+        lines.append(f"- A case it says the patch misses: {review.missed}")
     return lines
 
 

@@ -6,6 +6,7 @@ from collections.abc import Iterator, Sequence
 
 from selfix_action.repair.protocols import Sandbox
 from selfix_action.repair.report import Confidence, Usage
+from selfix_action.repair.review import Review, ReviewRequest
 from selfix_action.repair.values import CandidatePatch, Evidence, Hypothesis, PlanChange, QATest, Verification
 
 
@@ -20,8 +21,11 @@ class ScriptedEngine:
         hypotheses: list[Hypothesis],
         qa: dict[str, QATest | None],
         candidates: dict[str, list[dict[str, str]]],
+        review: Review | None = None,
     ) -> None:
         self._hypotheses = hypotheses
+        self._review = review  # the reviewer's verdict it plays back (None: no reviewer)
+        self.review_requests: list[ReviewRequest] = []
         self._qa = qa
         self._candidates = candidates
         self.feedback: list[Verification] = []
@@ -35,6 +39,13 @@ class ScriptedEngine:
 
     def hypotheses(self, evidence: Evidence, sandbox: Sandbox, limit: int) -> list[Hypothesis]:
         return self._hypotheses[:limit]
+
+    def review(self, request: ReviewRequest) -> Review | None:
+        self.review_requests.append(request)
+        return self._review
+
+    def second_patch(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> CandidatePatch | None:
+        return None  # a script has no second solution
 
     def accepts(self, patch: CandidatePatch, confidence: Confidence | None) -> bool:
         return True  # a scripted engine takes any patch

@@ -175,7 +175,7 @@ def test_prompts_name_no_answer_form_and_each_mode_says_its_own() -> None:
 
 
 def test_schemas_list_the_files_shown_with_their_own_line_bounds() -> None:
-    (detective, _, _) = tool_specs(ProjectBounds({"a.py": 40, "pkg/b.py": 300}))
+    detective = tool_specs(ProjectBounds({"a.py": 40, "pkg/b.py": 300}))[0]
     item = detective.schema["properties"]["hypotheses"]["items"]
     assert item["properties"]["file"]["enum"] == ["a.py", "pkg/b.py"]
     assert "a.py: 1-40" in item["properties"]["line_start"]["description"]

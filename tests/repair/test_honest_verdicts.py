@@ -10,6 +10,7 @@ import pytest
 from selfix_action.repair.loop import HealingLoop, LoopConfig
 from selfix_action.repair.protocols import Sandbox
 from selfix_action.repair.report import Confidence, HealReport, StopReason, Usage, render_markdown
+from selfix_action.repair.review import Review, ReviewRequest
 from selfix_action.repair.values import (
     CandidatePatch,
     Evidence,
@@ -42,6 +43,12 @@ class Playback:
 
     def hypotheses(self, evidence: Evidence, sandbox: Sandbox, limit: int) -> list[Hypothesis]:
         return [Hypothesis(id="H1", rank=1, title="t", confidence=1.0, file=self.file, symbol=self.symbol, lines=(2,))]
+
+    def review(self, request: ReviewRequest) -> Review | None:
+        return None  # a playback has no reviewer
+
+    def second_patch(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> CandidatePatch | None:
+        return None  # a playback has no second solution
 
     def accepts(self, patch: CandidatePatch, confidence: Confidence | None) -> bool:
         return True  # a scripted engine takes any patch
