@@ -19,6 +19,8 @@ an event ``{"t": seconds since start, "step": ..., "message": ..., <step fields>
 ``model_call``  one LLM request: role, prompt, response, tokens, cost (:class:`ModelCallEvent`)
 ``ask``         one round of the Detective's or the Patcher's asks for more context: role, the asks, the size of
                 the answers, asks left (the answers themselves are in the next ``model_call``'s prompt)
+``review``      the reviewer's verdict on the healed patch (verdict, reason, missed, the confidence after it),
+                or why there is none
 ``outcome``     the final outcome as ``selfix fix`` saw it: healed?, the patch and its confidence, tokens and
                 cost (:class:`OutcomeEvent`)
 ==============  ======================================================================================
@@ -146,6 +148,11 @@ class OutcomeEvent(TraceEvent):
     confidence: str = ""
     confidence_reasons: list[ConfidenceNote] = Field(default_factory=list)
     verification: str = ""  # what the patch was checked on ("confirmed on the whole suite", ...)
+    # The reviewer's verdict on the patch (complete, partial, wrong), its reason and the case it says the patch
+    # misses; "" without a review.
+    review_verdict: str = ""
+    review_reason: str = ""
+    review_missed: str = ""
     patch_candidate: str = ""  # the patch's candidate id, e.g. H1-C4
     patch_template: str = ""
     patch_hypothesis: str = ""

@@ -73,6 +73,17 @@ def _confidence_card(outcome: OutcomeEvent | None) -> str:
     )
 
 
+def _review_card(outcome: OutcomeEvent | None) -> str:
+    """The reviewer's verdict on the patch, its reason and the case it says the patch misses ("" without one)."""
+    if outcome is None or not outcome.review_verdict:
+        return ""
+    missed = f"<br>A case it says the patch misses: {_e(outcome.review_missed)}" if outcome.review_missed else ""
+    return (
+        f'<div id="review" class="card">Reviewer\'s verdict: <strong>{_e(outcome.review_verdict)}</strong>: '
+        f"{_e(outcome.review_reason)}{missed}</div>"
+    )
+
+
 def _patch_block(outcome: OutcomeEvent | None) -> str:
     if outcome is None or not outcome.patch_diff:
         return '<p id="patch" class="card">No patch passed verification, so none is proposed.</p>'
@@ -98,6 +109,7 @@ def render_html(trace: Trace) -> str:
         + f"{explanation}</div>"
     )
     parts.append(_confidence_card(outcome))
+    parts.append(_review_card(outcome))
     parts.append(_patch_block(outcome))
     parts.append(
         f'<div id="cost" class="card">Model calls: {run.calls} · tokens: {run.tokens} · cost: '

@@ -14,7 +14,14 @@ from collections.abc import Sequence
 from unidiff import PatchSet
 
 from selfix_action.publish.values import ReviewSuggestion
-from selfix_action.repair.report import HealReport, candidate_counts, headline_facts, render_confidence, time_split
+from selfix_action.repair.report import (
+    HealReport,
+    candidate_counts,
+    headline_facts,
+    render_confidence,
+    render_review,
+    time_split,
+)
 
 MARKER_PREFIX = "<!-- selfix:"
 SUMMARY_LIMIT = 1024 * 1024 - 16 * 1024  # GitHub rejects step summaries over 1 MiB; keep a margin
@@ -122,6 +129,8 @@ def pr_body(report: HealReport, *, run_url: str, fp: str) -> str:
         lines += [*(clean(line, 600) for line in render_confidence(report.confidence)), ""]
     else:
         lines += ["Patch confidence: **not assessed** (this report carries no plausibility assessment).", ""]
+    if report.review is not None:
+        lines += [*(clean(line, 600) for line in render_review(report.review)), ""]
     if root is not None:
         lines += [f"**Root cause:** {clean(root.hypothesis.title, 500)}", ""]
         if root.hypothesis.reasoning:

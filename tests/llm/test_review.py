@@ -1,0 +1,286 @@
+"""The Reviewer and the independent second Patcher call (issue 33, items 3 and 4).
+
+The Reviewer's request is checked on a scripted model (what it reads, the answer's schema, the corrective re-ask,
+a spent budget); its verdict's weight on real heals of the CALC project in the real sandbox, the model a
+scripted local server reached by the real SDK client. The second Patcher call is driven after a first Patcher
+whose attempts failed and after an offline hand-over, and its request must hold no trace of either.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from selfix_action.llm.budget import Budget
+from selfix_action.llm.engine import LLMEngine
+from selfix_action.llm.schemas import REVIEW_TOOL, ReviewAnswer, tool_specs
+from selfix_action.providers.base import ModelRequest, ModelResponse, TokenUsage
+from selfix_action.repair.patches import unified_diff
+from selfix_action.repair.protocols import EngineStopped
+from selfix_action.repair.report import StopReason, render_markdown
+from selfix_action.repair.review import Review, review_request
+from selfix_action.repair.values import (
+    CandidatePatch,
+    Evidence,
+    Frame,
+    Hypothesis,
+    SuspiciousFunction,
+    SuspiciousLine,
+    TestResult,
+    TestStatus,
+    Verification,
+    VerifyStage,
+)
+from tests.helpers.calc_answers import anthropic_script, assert_healed, run
+from tests.helpers.fake_providers import FakeProvider, anthropic_tool_use
+from tests.helpers.llm_sandbox import CachedSandbox, TraceLog
+
+
+class ScriptedModel:
+    """A ``ChatModel`` answering each tool from its own queue; records every request."""
+
+    provider = "scripted"
+    model = "scripted"
+    structured = "tools"
+
+    def __init__(self, answers: dict[str, list[dict[str, Any]]]) -> None:
+        self.answers = answers
+        self.requests: list[ModelRequest] = []
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        self.requests.append(request)
+        answer = self.answers[request.tool].pop(0)
+        return ModelResponse(json.dumps(answer), request.tool, answer, TokenUsage(300, 40), "scripted")
+
+    def prompts(self, tool: str) -> list[tuple[str, str]]:
+        """(context, messages) of each request for ``tool``."""
+        return [(r.context, "\n".join(m.content for m in r.messages)) for r in self.requests if r.tool == tool]
+
+
+ORIGINAL = "def add(a, b):\n    return a - b\n\n\ndef double(x):\n    return x * 2\n"
+PATCHED = ORIGINAL.replace("a - b", "a + b")
+HYPOTHESIS = Hypothesis(
+    id="H1",
+    rank=1,
+    title="add subtracts instead of adding",
+    confidence=0.9,
+    file="calc.py",
+    symbol="add",
+    lines=(1, 2),
+    reasoning="test_add fails with 2 - 3 == -1",
+    proposed_fix="return the sum",
+)
+FAILURE = TestResult(
+    nodeid="tests/test_calc.py::test_add",
+    status=TestStatus.FAILED,
+    exc_type="AssertionError",
+    message="assert -1 == 5\n +  where -1 = add(2, 3)",
+    frames=(Frame(file="calc.py", line=2, function="add", code="return a - b"),),
+)
+PARTIAL = {"verdict": "partial", "reason": "only ints are summed", "missed": "add('a', 'b') still fails"}
+
+
+def engine_over(model: ScriptedModel, **budget: Any) -> LLMEngine:
+    return LLMEngine(model, Budget(model="scripted", **budget))
+
+
+def a_review_request(behaviour: str = "") -> Any:
+    return review_request(
+        failures=(FAILURE,),
+        hypothesis=HYPOTHESIS,
+        diff=unified_diff({"calc.py": ORIGINAL}, {"calc.py": PATCHED}),
+        originals={"calc.py": ORIGINAL},
+        files={"calc.py": PATCHED},
+        behaviour=behaviour,
+    )
+
+
+def test_the_reviewer_reads_the_failure_the_hypothesis_the_patch_the_edited_code_and_the_behaviour() -> None:
+    model = ScriptedModel({REVIEW_TOOL: [PARTIAL]})
+    engine = engine_over(model)
+    review = engine.review(a_review_request(behaviour="add(1, 2): -1 -> 3"))
+    assert review == Review(verdict="partial", reason="only ints are summed", missed="add('a', 'b') still fails")
+    ((context, question),) = model.prompts(REVIEW_TOOL)
+    # The failure as the evidence has it: the test, its message, its project frame.
+    assert "tests/test_calc.py::test_add" in context and "assert -1 == 5" in context
+    assert "calc.py:2 in add: return a - b" in context
+    # The edited function whole, as the patch leaves it, numbered; not the function it did not edit.
+    assert "calc.py: add (lines 1-2)" in context and "    2 |     return a + b" in context
+    assert "def double" not in context
+    assert "add subtracts instead of adding" in question and "return the sum" in question
+    assert "+    return a + b" in question and "-    return a - b" in question
+    assert "add(1, 2): -1 -> 3" in question and "Role: Reviewer." in question
+    usage = engine.usage().by_role["reviewer"]
+    assert usage.calls == 1 and usage.input_tokens == 300 and usage.output_tokens == 40
+
+
+def test_without_a_behaviour_table_the_reviewer_is_not_told_of_one() -> None:
+    model = ScriptedModel({REVIEW_TOOL: [{"verdict": "complete", "reason": "sums both operands"}]})
+    review = engine_over(model).review(a_review_request())
+    assert review is not None and review.verdict == "complete" and review.missed == ""
+    ((_, question),) = model.prompts(REVIEW_TOOL)
+    assert "Inputs whose outcome" not in question and "behaviour table" not in question
+
+
+def test_the_review_schema_holds_three_verdicts_capped_strings_and_a_missed_case_for_doubt() -> None:
+    tools = tool_specs()
+    assert [t.name for t in tools][-1] == REVIEW_TOOL  # after the others: their cached prefix order is kept
+    schema = tools[-1].schema
+    assert schema["properties"]["verdict"]["enum"] == ["complete", "partial", "wrong"]
+    assert schema["properties"]["reason"]["maxLength"] == 600
+    assert schema["properties"]["missed"]["maxLength"] == 400
+    assert set(schema["required"]) == {"verdict", "reason"}
+    with pytest.raises(ValidationError, match="names the input or case"):
+        ReviewAnswer.model_validate({"verdict": "wrong", "reason": "it forces the result"})
+    assert ReviewAnswer.model_validate({"verdict": "complete", "reason": "ok"}).missed == ""
+
+
+def test_an_unusable_review_is_asked_again_once_then_the_engine_says_it_cannot_review() -> None:
+    model = ScriptedModel(
+        {REVIEW_TOOL: [{"verdict": "partial", "reason": "narrow"}, {"verdict": "maybe", "reason": "unsure"}]}
+    )
+    engine = engine_over(model)
+    with pytest.raises(EngineStopped) as stopped:
+        engine.review(a_review_request())
+    assert (
+        stopped.value.reason is StopReason.MODEL_ERROR and "the reviewer gave no usable answer" in stopped.value.detail
+    )
+    assert len(model.requests) == 2
+    assert "names the input or case the patch gets wrong" in model.requests[1].messages[-1].content
+    assert engine.usage().invalid_answers == 2 and engine.usage().by_role["reviewer"].calls == 2
+
+
+def test_a_spent_budget_makes_no_review_call() -> None:
+    model = ScriptedModel({REVIEW_TOOL: [PARTIAL]})
+    engine = engine_over(model, max_calls=1)
+    engine.budget.record("patcher", TokenUsage(10, 10))
+    with pytest.raises(EngineStopped) as stopped:
+        engine.review(a_review_request())
+    assert stopped.value.reason is StopReason.BUDGET_EXHAUSTED and "before the reviewer call" in stopped.value.detail
+    assert model.requests == []
+
+
+# -- the second solution ---------------------------------------------------------------------------------
+DETECTIVE = {
+    "hypotheses": [
+        {
+            "title": "add subtracts instead of adding",
+            "confidence": 0.9,
+            "file": "calc.py",
+            "symbol": "add",
+            "line_start": 1,
+            "line_end": 2,
+            "reasoning": "test_add fails with 2 - 3 == -1",
+            "proposed_fix": "return the sum of the operands",
+        }
+    ]
+}
+FIRST_WRONG = {
+    "explanation": "FIRST-ATTEMPT multiply",
+    "edits": [{"file": "calc.py", "search": "a - b", "replace": "a * b"}],
+}
+FIRST_FIX = {"explanation": "FIRST-PATCH swap", "edits": [{"file": "calc.py", "search": "a - b", "replace": "b + a"}]}
+SECOND = {"explanation": "sum the operands", "edits": [{"file": "calc.py", "search": "a - b", "replace": "a + b"}]}
+PRIOR = (
+    "## Already tried by selfix's offline repair templates\n- calc.py: PRIOR-MARKER `a // b` -> failed at fail_to_pass"
+)
+
+
+def calc_evidence() -> Evidence:
+    return Evidence(
+        f2p_tests=("tests/test_calc.py::test_add",),
+        p2p_tests=("tests/test_calc.py::test_double",),
+        failures=(FAILURE,),
+        suspicious_lines=(SuspiciousLine(file="calc.py", line=2, score=1.0, function="add"),),
+        suspicious_functions=(SuspiciousFunction(file="calc.py", name="add", start=1, end=2, score=1.0),),
+        coverage_used=True,
+    )
+
+
+def test_the_second_patch_sees_the_hypothesis_and_the_code_but_no_first_patch_nor_any_attempt(
+    calc: CachedSandbox,
+) -> None:
+    model = ScriptedModel({"report_hypotheses": [DETECTIVE], "propose_edits": [FIRST_WRONG, FIRST_FIX, SECOND]})
+    engine = engine_over(model)
+    evidence = calc_evidence()
+    (hypothesis,) = engine.hypotheses(evidence, calc, 1, prior_attempts=PRIOR)
+    # The first Patcher: a failed attempt fed back, then a patch that passes.
+    history: list[Verification] = []
+    candidates: Iterator[CandidatePatch] = engine.candidates(hypothesis, evidence, calc, history)
+    first = next(candidates)
+    history.append(
+        Verification(candidate_id=first.id, ok=False, stage=VerifyStage.F2P, detail="FIRST-VERDICT assert 6 == 5")
+    )
+    passing = next(candidates)
+    assert "b + a" in passing.files["calc.py"]
+    second = engine.second_patch(hypothesis, evidence, calc)
+    assert second is not None and "return a + b" in second.files["calc.py"] and second.template == "llm-second"
+    assert second.hypothesis_id == hypothesis.id and second.id != passing.id
+
+    *first_calls, second_call = model.requests
+    assert second_call.tool == "propose_edits"
+    # What the first Patcher's retry saw (so the markers below would show if they leaked).
+    retry = first_calls[-1]
+    retry_text = retry.context + "\n".join(m.content for m in retry.messages)
+    assert "PRIOR-MARKER" in retry_text and "a * b" in retry_text and "FIRST-VERDICT" in retry_text
+    text = second_call.context + "\n".join(m.content for m in second_call.messages)
+    for trace_of_the_first in ("PRIOR-MARKER", "FIRST-ATTEMPT", "FIRST-VERDICT", "FIRST-PATCH", "a * b", "b + a"):
+        assert trace_of_the_first not in text, trace_of_the_first
+    assert "Earlier attempts" not in text and len(second_call.messages) == 1
+    # The same hypothesis and the same code as the first Patcher had.
+    assert "add subtracts instead of adding" in text and "    2 |     return a - b" in text
+    usage = engine.usage().by_role
+    assert usage["patcher2"].calls == 1 and usage["patcher"].calls == 2
+
+
+# -- the verdict's weight on real heals --------------------------------------------------------------------
+def review_reply(verdict: dict[str, Any]) -> dict[str, Any]:
+    return anthropic_script(review_patch=[anthropic_tool_use("review_patch", verdict)])
+
+
+def test_a_partial_verdict_caps_a_healed_patch_at_medium_and_says_why(calc: CachedSandbox, trace_log: TraceLog) -> None:
+    report = run("anthropic", FakeProvider(by_tool=review_reply(PARTIAL)), calc, trace_log)
+    assert_healed(report)
+    assert report.review == Review(verdict="partial", reason="only ints are summed", missed="add('a', 'b') still fails")
+    assert report.confidence is not None and report.confidence.level == "medium"
+    (capping,) = [r for r in report.confidence.reasons if r.level != "high"]
+    assert capping.code == "review_partial"
+    assert "only ints are summed" in capping.text and "add('a', 'b') still fails" in capping.text
+    markdown = render_markdown(report)
+    assert "Reviewer's verdict: **partial**: only ints are summed" in markdown
+    (event,) = trace_log.steps("review")
+    assert event["verdict"] == "partial" and event["confidence"] == "medium"
+    assert report.usage.by_role["reviewer"].calls == 1
+
+
+def test_a_complete_verdict_supports_high_and_lifts_nothing(calc: CachedSandbox, trace_log: TraceLog) -> None:
+    complete = {"verdict": "complete", "reason": "it sums both operands"}
+    healed = run("anthropic", FakeProvider(by_tool=review_reply(complete)), calc, trace_log)
+    assert healed.confidence is not None and healed.confidence.level == "high"
+    assert any(r.code == "review_complete" and r.level == "high" for r in healed.confidence.reasons)
+    # A patch with no reproduction test of its own (both QA answers unusable) is medium without a review: the
+    # complete verdict leaves it there.
+    broken_qa = anthropic_tool_use(
+        "write_reproduction_test", {"test_source": "x = 1  # no test", "expected_failure": "-"}
+    )
+    script = review_reply(complete)
+    script["write_reproduction_test"] = [broken_qa, broken_qa]
+    report = run("anthropic", FakeProvider(by_tool=script), calc, trace_log)
+    assert_healed(report)
+    assert report.review is not None and report.review.verdict == "complete"
+    assert report.confidence is not None and report.confidence.level == "medium"
+    assert any(r.code == "review_complete" for r in report.confidence.reasons)
+
+
+def test_no_review_when_the_budget_is_spent_is_a_note_not_a_failed_heal(
+    calc: CachedSandbox, trace_log: TraceLog
+) -> None:
+    report = run("anthropic", FakeProvider(by_tool=review_reply(PARTIAL)), calc, trace_log, max_calls=3)
+    assert_healed(report)
+    assert report.review is None and "reviewer" not in report.usage.by_role
+    assert any(n.startswith("no review: LLM call budget of 3 call(s) spent") for n in report.notes), report.notes
+    assert report.confidence is not None and not any(r.code.startswith("review_") for r in report.confidence.reasons)
