@@ -30,6 +30,7 @@ QA = {
     "expected_failure": "AssertionError",
 }
 FIX = {"explanation": "add the operands", "edits": [{"file": "calc.py", "search": "a - b", "replace": "a + b"}]}
+REVIEW = {"verdict": "complete", "reason": "add returns the sum of its operands for every input"}
 
 
 def anthropic_script(**overrides: list[Reply]) -> dict[str, list[Reply]]:
@@ -37,6 +38,7 @@ def anthropic_script(**overrides: list[Reply]) -> dict[str, list[Reply]]:
         "report_hypotheses": [anthropic_tool_use("report_hypotheses", DETECTIVE)],
         "write_reproduction_test": [anthropic_tool_use("write_reproduction_test", QA)],
         "propose_edits": [anthropic_tool_use("propose_edits", FIX)],
+        "review_patch": [anthropic_tool_use("review_patch", REVIEW)],
     }
     script.update(overrides)
     return script
@@ -47,6 +49,7 @@ def openai_script(**overrides: list[Reply]) -> dict[str, list[Reply]]:
         "report_hypotheses": [openai_tool_call("report_hypotheses", DETECTIVE)],
         "write_reproduction_test": [openai_tool_call("write_reproduction_test", QA)],
         "propose_edits": [openai_tool_call("propose_edits", FIX)],
+        "review_patch": [openai_tool_call("review_patch", REVIEW)],
     }
     script.update(overrides)
     return script

@@ -42,11 +42,11 @@ def test_rate_limit_retry_after_is_honoured_but_capped(calc: CachedSandbox, trac
     report = run("anthropic", provider, calc, trace_log)
     # Not 120 s: the wait was capped at max_retry_wait (the trace says what was waited, not a wall clock).
     assert_healed(report)
-    assert report.usage.retries == 1 and report.usage.calls == 3
+    assert report.usage.retries == 1 and report.usage.calls == 4  # the three roles and the reviewer
     (retry,) = trace_log.steps("model_retry")
     assert retry["status"] == 429 and retry["requested_wait"] == 120 and retry["waited"] == 0.05
     assert "capped" in retry["message"]
-    assert len(provider.requests) == 4  # the SDK did not retry on its own
+    assert len(provider.requests) == 5  # the SDK did not retry on its own
 
 
 @pytest.mark.slow
