@@ -1,7 +1,7 @@
 """``--engine auto``: the offline engine first, the LLM engine only when it did not heal, shown what it tried.
 
 Real pytest runs in the real sandbox; the model is a scripted Anthropic server on 127.0.0.1 reached by the real
-SDK client. The nine examples heal with no model call at all (only the preflight's ``GET /v1/models``).
+SDK client. The nine examples heal with no model call but the reviewer's (and the preflight's ``GET /v1/models``).
 """
 
 from __future__ import annotations
@@ -113,8 +113,8 @@ def test_the_offline_candidates_that_failed_are_the_negative_examples(
         prompt = provider.calls("report_hypotheses")[0].prompt_text()
         assert "Already tried by selfix's offline repair templates (1 candidate edit(s)" in prompt
         assert "- calc.py" in prompt and "failed at fail_to_pass (tests/test_calc.py::test_area)" in prompt
-    else:  # the one offline candidate was the fix: no model call at all
-        assert provider.requests == []
+    else:  # the one offline candidate was the fix: no model call but the reviewer's
+        assert {r.tool for r in provider.requests} <= {"review_patch"}
 
 
 @pytest.mark.slow
@@ -122,8 +122,9 @@ def test_the_offline_candidates_that_failed_are_the_negative_examples(
 def test_auto_heals_and_calls_the_model_only_below_high_confidence(
     name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """An offline patch at high confidence ends the heal with no model call; below high the model is asked to
-    confirm or beat it, and when the model fails (every completion here gets a 500) the offline patch stays."""
+    """An offline patch at high confidence ends the heal with no model call but the reviewer's; below high the
+    model is asked to confirm or beat it, and when the model fails (every completion here gets a 500) the offline
+    patch stays, unreviewed, the heal standing."""
     repo = tmp_path / name
     shutil.copytree(EXAMPLES / name, repo, ignore=shutil.ignore_patterns("__pycache__", ".selfix"))
     provider = FakeProvider()  # any completion asked for gets a 500
@@ -135,8 +136,9 @@ def test_auto_heals_and_calls_the_model_only_below_high_confidence(
     steps = [event["step"] for event in trace_of(repo)]
     if report["confidence"]["level"] == "high":
         assert report["usage"]["calls"] == 0 and report["usage"]["offline"]["handed_over"] is False
-        assert provider.requests == [] and len(provider.gets) == 1  # the preflight only
-        assert "incumbent" not in steps
+        assert {r.tool for r in provider.requests} == {"review_patch"} and len(provider.gets) == 1
+        assert "incumbent" not in steps and report["review"] is None
+        assert any(note.startswith("no review: ") for note in report["notes"])
     else:
         assert report["usage"]["offline"]["handed_over"] is True and provider.requests
         assert "incumbent" in steps and "model_error" in steps

@@ -99,9 +99,12 @@ def test_seed_walkthrough_anthropic(project_sandbox: Callable[..., CachedSandbox
     assert [c["role"] for c in calls] == ["detective", "qa", "qa", "patcher", "patcher"]
     assert all(c["prompt"][0]["role"] == "system" and c["response"] for c in calls)
     assert "is_adult" in calls[0]["prompt"][1]["content"]  # the context: slices of the suspects
-    # The stable prefix is byte-identical across roles, and marked for caching.
-    systems = [r.body["system"] for r in provider.requests]
+    # The stable prefix is byte-identical across the roles that share the context, and marked for caching (the
+    # reviewer, unscripted here, reads a context of its own: the same system prompt, then its patch's evidence).
+    systems = [r.body["system"] for r in provider.requests if r.tool != "review_patch"]
     assert all(s == systems[0] for s in systems)
+    (review_system, *_) = [r.body["system"] for r in provider.requests if r.tool == "review_patch"]
+    assert review_system[0] == systems[0][0] and review_system[1] != systems[0][1]
     assert systems[0][-1]["cache_control"] == {"type": "ephemeral"}
     assert "healed" in render_markdown(report)
 
