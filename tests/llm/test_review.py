@@ -15,10 +15,14 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from selfix_action.learn.hooks import outcome_fields, trace_header
+from selfix_action.learn.trace_schema import parse_lines
+from selfix_action.learn.viewer import render_html
 from selfix_action.llm.budget import Budget
 from selfix_action.llm.engine import LLMEngine
 from selfix_action.llm.schemas import REVIEW_TOOL, ReviewAnswer, tool_specs
 from selfix_action.providers.base import ModelRequest, ModelResponse, TokenUsage
+from selfix_action.publish.render import pr_body
 from selfix_action.repair.patches import unified_diff
 from selfix_action.repair.protocols import EngineStopped
 from selfix_action.repair.report import StopReason, render_markdown
@@ -255,6 +259,15 @@ def test_a_partial_verdict_caps_a_healed_patch_at_medium_and_says_why(calc: Cach
     (event,) = trace_log.steps("review")
     assert event["verdict"] == "partial" and event["confidence"] == "medium"
     assert report.usage.by_role["reviewer"].calls == 1
+    # The PR body and view.html say it too.
+    body = pr_body(report, run_url="https://ci.example/run/1", fp="abc")
+    assert "Reviewer's verdict: **partial**: only ints are summed" in body and "add('a', 'b') still fails" in body
+    outcome = {"t": 1.0, "step": "outcome", "message": "healed", **outcome_fields(report)}
+    lines = [json.dumps(trace_header(".", "anthropic")), json.dumps(outcome)]
+    html = render_html(parse_lines(lines))
+    card = html[html.index('id="review"') : html.index("</div>", html.index('id="review"'))]
+    assert "<strong>partial</strong>" in card and "only ints are summed" in card and "add(&#x27;a&#x27;" in card
+    assert json.loads(report.model_dump_json())["review"]["verdict"] == "partial"  # report.json
 
 
 def test_a_complete_verdict_supports_high_and_lifts_nothing(calc: CachedSandbox, trace_log: TraceLog) -> None:
