@@ -54,7 +54,7 @@ from selfix_action.errors import InputError
 from selfix_action.llm.asks import RepositoryView
 from selfix_action.llm.budget import Budget
 from selfix_action.llm.engine import LLMEngine
-from selfix_action.llm.schemas import DETECTIVE_TOOL, PATCHER_TOOL, QA_TOOL
+from selfix_action.llm.schemas import DETECTIVE_TOOL, PATCHER_TOOL, QA_TOOL, REVIEW_TOOL
 from selfix_action.providers.base import ModelRequest, ModelResponse, PreflightResult, TokenUsage
 from selfix_action.repair.paths import is_source_path
 from selfix_action.repair.protocols import EngineStopped, Sandbox
@@ -457,6 +457,7 @@ def scripted_answers(
             "explanation": "the developers' fix",
             "edits": edits or [{"file": "?", "search": "?", "replace": ""}],
         },
+        REVIEW_TOOL: {"verdict": "complete", "reason": "recall benchmark placeholder"},
     }
 
 
