@@ -247,8 +247,16 @@ def review_reply(verdict: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_a_partial_verdict_caps_a_healed_patch_at_medium_and_says_why(calc: CachedSandbox, trace_log: TraceLog) -> None:
-    report = run("anthropic", FakeProvider(by_tool=review_reply(PARTIAL)), calc, trace_log)
+    provider = FakeProvider(by_tool=review_reply(PARTIAL))
+    report = run("anthropic", provider, calc, trace_log)
     assert_healed(report)
+    # What the loop gave the reviewer: the failing test, the edited function whole as the sandbox's patched copy
+    # reads (not its unedited neighbour), the hypothesis and the diff.
+    (asked,) = provider.calls("review_patch")
+    seen = asked.prompt_text()
+    assert "tests/test_calc.py::test_add" in seen and "calc.py: add (lines 1-2)" in seen
+    assert "    2 |     return a + b" in seen and "|     return x * 2" not in seen
+    assert "add subtracts instead of adding" in seen and "+    return a + b" in seen
     assert report.review == Review(verdict="partial", reason="only ints are summed", missed="add('a', 'b') still fails")
     assert report.confidence is not None and report.confidence.level == "medium"
     (capping,) = [r for r in report.confidence.reasons if r.level != "high"]

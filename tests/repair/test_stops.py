@@ -18,6 +18,7 @@ import pytest
 from selfix_action.repair.loop import HealingLoop, LoopConfig
 from selfix_action.repair.protocols import Sandbox
 from selfix_action.repair.report import StopReason, render_markdown
+from selfix_action.repair.review import Review
 from selfix_action.repair.values import CandidateCheck, Evidence, Hypothesis, QATest, TestRun
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
@@ -247,10 +248,14 @@ def test_a_candidate_verified_as_time_runs_out_is_kept_unconfirmed(make_sandbox:
     past the deadline. Why a fake clock: see the module docstring."""
     clock = FakeClock()
     sandbox = ClockedSandbox(make_sandbox(CALC), clock, {4: LIMIT})
-    engine = ScriptedEngine([hyp("H1", 1)], {}, {"H1": [{"calc.py": NOISY}]})
+    doubt = Review(verdict="partial", reason="r", missed="m")
+    engine = ScriptedEngine([hyp("H1", 1)], {}, {"H1": [{"calc.py": NOISY}]}, review=doubt)
     result = HealingLoop(sandbox, engine, LoopConfig(time_limit_seconds=LIMIT), clock=clock).run()
     report = result.report
     assert report.stop_reason is StopReason.VERIFIED_UNCONFIRMED
+    # Only a confirmed patch is reviewed: no review asked for, none missed for lack of time.
+    assert engine.review_requests == [] and report.review is None
+    assert not any(note.startswith("no review") for note in report.notes)
     assert report.exit_code == 1
     assert len(sandbox.calls) == 4 == report.test_runs  # baseline, re-run, F2P check, guarding P2P check
     assert _whole_suite_runs(sandbox) == 1  # the baseline only: no confirmation ran
