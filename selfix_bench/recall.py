@@ -291,6 +291,9 @@ class EvidenceCapture:
     def revise(self, hypothesis: Hypothesis, ahead: Sequence[Hypothesis]) -> PlanChange:
         return PlanChange()
 
+    def second_patch(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> CandidatePatch | None:
+        return None
+
     def hypotheses(self, evidence: Evidence, sandbox: Sandbox, limit: int) -> list[Hypothesis]:
         self.evidence = evidence
         raise EngineStopped(StopReason.BUDGET_EXHAUSTED, "recall benchmark: evidence captured, no model asked")

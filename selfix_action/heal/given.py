@@ -149,6 +149,9 @@ class GivenPatch:
     def revise(self, hypothesis: Hypothesis, ahead: Sequence[Hypothesis]) -> PlanChange:
         return PlanChange()
 
+    def second_patch(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> CandidatePatch | None:
+        return None  # the user's own patch: nothing to compare it with
+
 
 def qa_test(source: str | None) -> QATest | None:
     """The caller's reproduction test, run from the sandbox's scratch test folder (``repair.paths.QA_TEST_DIR``)."""

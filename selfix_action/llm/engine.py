@@ -192,6 +192,9 @@ class LLMEngine:
     def revise(self, hypothesis: Hypothesis, ahead: Sequence[Hypothesis]) -> PlanChange:
         return PlanChange()  # the Detective answers once; the Patcher's feedback goes through ``history``
 
+    def second_patch(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> CandidatePatch | None:
+        return None  # the independent second Patcher call comes with the reviewer role
+
     def hypotheses(
         self, evidence: Evidence, sandbox: Sandbox, limit: int, *, prior_attempts: str | None = None
     ) -> list[Hypothesis]:

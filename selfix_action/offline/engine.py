@@ -52,6 +52,9 @@ class OfflineEngine:
     def revise(self, hypothesis: Hypothesis, ahead: Sequence[Hypothesis]) -> PlanChange:
         return PlanChange()  # its hypotheses are fixed up front
 
+    def second_patch(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> CandidatePatch | None:
+        return None  # its second solution is another candidate that passed in the loop's window
+
     def hypotheses(self, evidence: Evidence, sandbox: Sandbox, limit: int) -> list[Hypothesis]:
         groups: dict[tuple[str, str], list[tuple[int, float]]] = defaultdict(list)
         for item in evidence.suspicious_lines:

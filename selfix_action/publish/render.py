@@ -14,7 +14,14 @@ from collections.abc import Sequence
 from unidiff import PatchSet
 
 from selfix_action.publish.values import ReviewSuggestion
-from selfix_action.repair.report import HealReport, candidate_counts, headline_facts, render_confidence, time_split
+from selfix_action.repair.report import (
+    HealReport,
+    behaviour_lines,
+    candidate_counts,
+    headline_facts,
+    render_confidence,
+    time_split,
+)
 
 MARKER_PREFIX = "<!-- selfix:"
 SUMMARY_LIMIT = 1024 * 1024 - 16 * 1024  # GitHub rejects step summaries over 1 MiB; keep a margin
@@ -136,6 +143,8 @@ def pr_body(report: HealReport, *, run_url: str, fp: str) -> str:
         "### Tests",
         "",
         *_tests_section(report),
+        "",
+        *(clean(line, 2000) for line in behaviour_lines(report)),
     ]
     lines += [
         "",

@@ -36,7 +36,14 @@ import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from selfix_action.repair.report import CONFIDENCE_ORDER, Confidence, ConfidenceLevel, ConfidenceReason
+from selfix_action.repair.report import (
+    CONFIDENCE_ORDER,
+    BehaviourEvidence,
+    Confidence,
+    ConfidenceLevel,
+    ConfidenceReason,
+    InputChange,
+)
 
 PATTERN_FACTORS: dict[str, float] = {
     "guard_deleted": 0.25,
@@ -458,6 +465,7 @@ def assess_confidence(
     agreement: str = "",
     environment_tests: int = 0,
     f2p_tests: int = 0,
+    probe: BehaviourEvidence | None = None,
 ) -> Confidence:
     """The confidence rule. Every signal is a reason with the highest level it allows; the patch gets the lowest.
 
@@ -609,6 +617,8 @@ def assess_confidence(
             )
         else:
             reason("not_localized", "medium", f"edits {edited} ({where}), not `{top}`, the function ranked first")
+    for code, level, text in probe_reasons(probe):
+        reason(code, level, text)
     level = min((r.level for r in reasons), key=lambda lv: CONFIDENCE_ORDER[lv])
     ordered = sorted(reasons, key=lambda r: CONFIDENCE_ORDER[r.level])
     return Confidence(
@@ -618,3 +628,65 @@ def assess_confidence(
         alternatives_checked=alternatives.checked,
         alternatives_passed=len(alternatives.elsewhere) + len(alternatives.same_place),
     )
+
+
+def _shown(change: InputChange) -> str:
+    name = change.function.rsplit(":", 1)[-1]
+    return f"`{name}{change.input}`: {change.before} -> {change.after}"
+
+
+# The levels the behaviour probe's findings allow (repair/differential.py). Provisional: to be fitted on the
+# calibration set of real bugs (bench/calibration), never on the benchmark the figures are reported on.
+PROBE_LEVELS: dict[str, ConfidenceLevel] = {
+    "inputs_outside_changed": "medium",
+    "inputs_probed": "high",
+    "second_solution_differs": "medium",
+    "second_solution_agrees": "high",
+}
+
+
+def probe_reasons(probe: BehaviourEvidence | None) -> list[tuple[str, ConfidenceLevel, str]]:
+    """What the behaviour probe says of the patch: a call a passing test made that now behaves differently (and
+    that no test checks) is evidence against it; so is a second solution that passed the same checks and behaves
+    differently on some input (the tests do not pin the fix down). Nothing when the probe compared nothing."""
+    if probe is None or not probe.compared:
+        return []
+    found: list[tuple[str, ConfidenceLevel, str]] = []
+    outside = probe.outside
+    if outside:
+        found.append(
+            (
+                "inputs_outside_changed",
+                PROBE_LEVELS["inputs_outside_changed"],
+                f"{len(outside)} call(s) that passing tests made behave differently with the patch, and no test "
+                f"checks it (first: {_shown(outside[0])})",
+            )
+        )
+    else:
+        found.append(
+            (
+                "inputs_probed",
+                PROBE_LEVELS["inputs_probed"],
+                f"{probe.compared} input(s) the tests passed the edited functions, and variations of them, replayed "
+                f"unpatched and patched: {len(probe.changed)} changed outcome, none of them a passing test's call",
+            )
+        )
+    if probe.second_source and probe.disagreements:
+        found.append(
+            (
+                "second_solution_differs",
+                PROBE_LEVELS["second_solution_differs"],
+                f"{probe.second_source} passed the same checks and behaves differently on "
+                f"{len(probe.disagreements)} input(s) (first: {_shown(probe.disagreements[0])}): the tests do not pin "
+                "the fix down",
+            )
+        )
+    elif probe.second_source:
+        found.append(
+            (
+                "second_solution_agrees",
+                PROBE_LEVELS["second_solution_agrees"],
+                f"{probe.second_source} passed the same checks and behaves the same on all {probe.compared} input(s)",
+            )
+        )
+    return found

@@ -8,11 +8,13 @@ from typing import Protocol
 
 from selfix_action.repair.report import Confidence, StopReason, Usage
 from selfix_action.repair.values import (
+    CallProbe,
     CandidateCheck,
     CandidatePatch,
     Evidence,
     Hypothesis,
     PlanChange,
+    ProbeTarget,
     QATest,
     TestRun,
     Verification,
@@ -54,6 +56,13 @@ class Sandbox(Protocol):
     def check_candidates(self, checks: Sequence[CandidateCheck]) -> list[TestRun]:
         """One warm run per check, of its tests on its own patched files, stopping at the first failure; up to
         ``parallel_checks`` at once. A check whose tests cannot run at all gets a run without results."""
+        ...
+
+    def probe_calls(
+        self, targets: Sequence[ProbeTarget], tests: Sequence[str], versions: Mapping[str, Mapping[str, str]]
+    ) -> CallProbe:
+        """Record the calls ``tests`` make to ``targets`` on the unpatched code and replay them, with variations,
+        on the unpatched code (twice) and on each version (label: its files); ``CallProbe.note`` says why not."""
         ...
 
 
@@ -113,6 +122,11 @@ class Engine(Protocol):
     ) -> Iterator[CandidatePatch]:
         """Patcher: candidate patches for one hypothesis. ``history`` grows with each failed verification
         of this hypothesis, so an engine can use the pruned failure as feedback for its next try."""
+        ...
+
+    def second_patch(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> CandidatePatch | None:
+        """An independent second solution for ``hypothesis`` once a patch is confirmed: made without seeing that
+        patch or the failed attempts (the loop compares the two on inputs beyond the tests). None: none to offer."""
         ...
 
     def revise(self, hypothesis: Hypothesis, ahead: Sequence[Hypothesis]) -> PlanChange:

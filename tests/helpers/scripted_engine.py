@@ -33,6 +33,9 @@ class ScriptedEngine:
     def revise(self, hypothesis: Hypothesis, ahead: Sequence[Hypothesis]) -> PlanChange:
         return PlanChange()
 
+    def second_patch(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> CandidatePatch | None:
+        return None
+
     def hypotheses(self, evidence: Evidence, sandbox: Sandbox, limit: int) -> list[Hypothesis]:
         return self._hypotheses[:limit]
 
