@@ -202,8 +202,12 @@ def held_back_body(
     assert report.patch is not None
     level = confidence_level(report)
     lines = [f"## selfix: a patch that passes, held back at {level} confidence", ""]
-    lines += [f"**{clean(decision, 300)}.** The patch passes the failing tests and the suite, but nothing was pushed:"]
-    lines += ["take it from below if it is the fix you want.", ""]
+    lines += [
+        f"**Not pushed:** {clean(decision, 300)}. The patch makes the failing tests pass without breaking the "
+        "others selfix ran, but the evidence against it is strong: take it from below if it is the fix you want "
+        "(`pr_confidence` sets the level at which such a patch is opened for review instead).",
+        "",
+    ]
     lines += evidence_against_section(report)
     lines += ["### What failed", "", *_failure_section(report), ""]
     lines += _patch_section(report)
