@@ -161,12 +161,12 @@ def plan_fix(
         mode = Mode.REPORT
     level = render.confidence_level(report)
     treated = treatment(level, settings.pr_confidence)
-    not_pushed = treated is Treatment.DRAFT and mode is Mode.COMMIT
-    if not_pushed:
-        mode = Mode.SUGGEST  # the pull request's author takes the suggestions or not: nothing pushed onto it
     if mode in (Mode.COMMIT, Mode.SUGGEST) and target.pull is None:
         notes.append(f"{mode.value} mode needs a pull request; opening a fix {change} instead")
         mode = Mode.PR
+    not_pushed = treated is Treatment.DRAFT and mode is Mode.COMMIT
+    if not_pushed:
+        mode = Mode.SUGGEST  # the pull request's author takes the suggestions or not: nothing pushed onto it
     draft = mode is Mode.PR and (settings.draft or treated is Treatment.DRAFT)
     decision = _decision(
         level, settings.pr_confidence, treated, mode, draft=draft, not_pushed=not_pushed, change=change
@@ -227,7 +227,7 @@ def _decision(
             {
                 Mode.COMMIT: "pushed onto the branch",
                 Mode.SUGGEST: "review suggestions",
-                Mode.REPORT: "a comment with the patch (report mode)",
+                Mode.REPORT: "a comment with the patch, nothing pushed",
             }[mode],
             bar,
         )

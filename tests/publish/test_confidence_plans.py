@@ -153,6 +153,8 @@ def test_medium_in_report_mode_is_the_comment_led_by_the_evidence() -> None:
 def test_medium_without_a_pull_request_in_commit_mode_is_a_draft_pr() -> None:
     made = plan("medium", "commit")
     assert made.action is Action.OPEN_PR and made.draft
+    assert made.notes == ("commit mode needs a pull request; opening a fix PR instead",)
+    assert made.decision == "medium confidence: draft PR (pr_confidence=high)"
 
 
 # -- low: one escalation carrying the patch, nothing pushed ---------------------------------------------------------
