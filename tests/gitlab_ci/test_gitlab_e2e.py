@@ -46,7 +46,8 @@ def test_a_failed_pipeline_gets_one_verified_mr_and_a_rerun_adds_nothing(
     tmp_path: Path, gitlab_api: FakeGitLab, repos: Repos
 ) -> None:
     """A real heal with the template's defaults: one push of selfix/<fingerprint>, one merge request into the
-    failing branch with the evidence; the same pipeline run again posts nothing and pushes nothing."""
+    failing branch with the evidence; the same pipeline run again posts nothing and pushes nothing. The patch
+    (9 -> 10) is checked by the failing test alone, so it is `medium`: a draft led by that evidence."""
     env = gitlab_env(tmp_path, gitlab_api, repos)
     run = invoke(env)
     assert run.code == 0, run.out
@@ -55,9 +56,12 @@ def test_a_failed_pipeline_gets_one_verified_mr_and_a_rerun_adds_nothing(
     assert git(repos.origin, "show", f"{branch}:calc.py") + "\n" == FIXED_CALC
     [mr] = gitlab_api.open_mrs()
     assert (mr["source_branch"], mr["target_branch"]) == (branch, "feature/avg")
-    assert not mr["draft"] and run.outputs["SELFIX_MR_URL"] == mr["web_url"]
+    assert mr["draft"] and run.outputs["SELFIX_MR_URL"] == mr["web_url"]
+    assert run.outputs["SELFIX_PUBLISH_REASON"] == "medium confidence: draft MR (pr_confidence=high)"
     body = mr["description"]
-    assert "## selfix: verified fix" in body and F2P in body and "Patch confidence:" in body, body
+    assert body.startswith("## selfix: a patch that passes, with medium confidence\n\n**Evidence against"), body
+    assert "- no passing test runs the edited lines" in body.split("Patch confidence:")[0]
+    assert F2P in body and "Patch confidence: **medium**" in body, body
     assert "pipelines/777" in body  # the run link is the pipeline's page
     assert gitlab_api.posts() == ["/api/v4/projects/42/merge_requests"]
     tip = remote_branches(repos)[branch]
