@@ -630,6 +630,12 @@ def assess_confidence(
     )
 
 
+def _kind(outcome: str) -> str:
+    """How a call ended: "returns", or the exception it raised ("raises ValueError")."""
+    result = outcome.split(" | ", 1)[0]
+    return result.split(":", 1)[0] if result.startswith("raises ") else result.split(" ", 1)[0]
+
+
 def _shown(change: InputChange) -> str:
     name = change.function.rsplit(":", 1)[-1]
     return f"`{name}{change.input}`: {change.before} -> {change.after}"
@@ -638,7 +644,11 @@ def _shown(change: InputChange) -> str:
 # The levels the behaviour probe's findings allow (repair/differential.py). Provisional: to be fitted on the
 # calibration set of real bugs (bench/calibration), never on the benchmark the figures are reported on.
 PROBE_LEVELS: dict[str, ConfidenceLevel] = {
-    "inputs_outside_changed": "medium",
+    "inputs_outside_failed": "medium",
+    # A correct fix changes unchecked values of passing tests' calls too when the bug reached them (the examples'
+    # bank_account: a test of the history calls withdraw, whose returned balance the fix corrects): shown, and
+    # left to the calibration to weigh.
+    "inputs_outside_changed": "high",
     "inputs_probed": "high",
     "second_solution_differs": "medium",
     "second_solution_agrees": "high",
@@ -653,16 +663,27 @@ def probe_reasons(probe: BehaviourEvidence | None) -> list[tuple[str, Confidence
         return []
     found: list[tuple[str, ConfidenceLevel, str]] = []
     outside = probe.outside
-    if outside:
+    failed = [c for c in outside if _kind(c.before) != _kind(c.after)]
+    if failed:
+        found.append(
+            (
+                "inputs_outside_failed",
+                PROBE_LEVELS["inputs_outside_failed"],
+                f"{len(failed)} call(s) that passing tests made now end another way with the patch (raise where they "
+                f"returned, or the reverse), and no test checks it (first: {_shown(failed[0])})",
+            )
+        )
+    if len(failed) < len(outside):
+        first = next(c for c in outside if c not in failed)
         found.append(
             (
                 "inputs_outside_changed",
                 PROBE_LEVELS["inputs_outside_changed"],
-                f"{len(outside)} call(s) that passing tests made behave differently with the patch, and no test "
-                f"checks it (first: {_shown(outside[0])})",
+                f"{len(outside) - len(failed)} call(s) that passing tests made return other values with the patch, "
+                f"which those tests do not check (first: {_shown(first)})",
             )
         )
-    else:
+    if not outside:
         found.append(
             (
                 "inputs_probed",

@@ -153,6 +153,8 @@ def describe(value, depth=0):
     which case its class and attributes; sets and dicts in a stable order."""
     if depth > 3:
         return "..."
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return repr(int(value))  # 4.0 == 4: the tests compare values, and so does the probe
     if isinstance(value, (str, bytes, int, float, complex, bool, type(None))):
         return repr(value)
     if isinstance(value, (list, tuple)):
@@ -258,6 +260,8 @@ def _resolve(module_name, qualname, name):
 
 def _call(function, positional, extra, keywords, more, timeout):
     """What calling ``function`` did: its result or exception, and its mutable arguments afterwards."""
+    mutable = [i for i, v in enumerate(positional) if isinstance(v, (list, dict, set))]
+    before = [describe(positional[i]) for i in mutable]
     sink = io.StringIO()
     saved = sys.stdout, sys.stderr
     sys.stdout = sys.stderr = sink
@@ -286,9 +290,9 @@ def _call(function, positional, extra, keywords, more, timeout):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         sys.stdout, sys.stderr = saved
-    mutated = [describe(v) for v in positional if isinstance(v, (list, dict, set))]
-    if mutated:
-        outcome += " | arguments after: " + ", ".join(mutated)
+    after = [describe(positional[i]) for i in mutable]
+    if after != before:  # the call changed an argument it was given: that is part of what it did
+        outcome += " | arguments after: " + ", ".join(after)
     return _clip(outcome)
 
 
