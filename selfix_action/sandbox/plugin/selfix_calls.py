@@ -31,6 +31,83 @@ import types
 
 _PROTOCOL = 4
 _TEXT_LIMIT = 400
+# Objects the pickler takes apart itself; anything else is tried whole first (``_Keeper.persistent_id``).
+_PLAIN = (int, float, complex, str, bytes, bool, type(None), tuple, list, dict, set, frozenset)
+
+
+class Stub:
+    """What replaces an argument (or a part of one) that cannot be copied: a lock, a socket, a test case's bound
+    method given as a callback. Every version of the code gets the same stand-in, so outcomes still compare: it
+    answers any attribute with another stand-in, any call with None, and works as a context manager."""
+
+    def __init__(self, name):
+        self._name = name
+
+    def __getattr__(self, attribute):
+        if attribute.startswith("__"):
+            raise AttributeError(attribute)
+        return Stub(self._name + "." + attribute)
+
+    def __call__(self, *args, **kwargs):
+        return None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def __iter__(self):
+        return iter(())
+
+    def __repr__(self):
+        return "<" + self._name + ">"
+
+
+class _Keeper(pickle.Pickler):
+    """Pickles a call's arguments, putting a ``Stub`` in place of every object that cannot be taken apart (its own
+    ``__reduce_ex__`` refuses: a lock, a socket, a module, a generator); objects around it are kept, so one lock
+    inside a large argument does not lose the call."""
+
+    def __init__(self, handle):
+        super().__init__(handle, protocol=_PROTOCOL)
+        self.stubbed = 0
+
+    def persistent_id(self, obj):
+        if isinstance(obj, _PLAIN) or isinstance(obj, type):
+            return None
+        try:
+            if isinstance(obj, (types.FunctionType, types.BuiltinFunctionType)):
+                pickle.dumps(obj, protocol=_PROTOCOL)  # by its name: a lambda or a local function has none
+            else:
+                obj.__reduce_ex__(_PROTOCOL)
+            return None
+        except Exception:
+            pass
+        self.stubbed += 1
+        kind = type(obj)
+        return "{}.{}".format(getattr(kind, "__module__", "?"), getattr(kind, "__qualname__", kind.__name__))
+
+
+class _Restorer(pickle.Unpickler):
+    def persistent_load(self, pid):
+        return Stub(str(pid))
+
+
+_MAX_PAYLOAD = 2_000_000  # bytes of one call's pickled arguments: past that, the call is not kept
+
+
+def _dumps(value):
+    handle = io.BytesIO()
+    keeper = _Keeper(handle)
+    keeper.dump(value)
+    if handle.tell() > _MAX_PAYLOAD:
+        raise ValueError("arguments too large to keep")
+    return handle.getvalue(), keeper.stubbed
+
+
+def _loads(payload):
+    return _Restorer(io.BytesIO(payload)).load()
 
 
 # -- recording ------------------------------------------------------------------------------------------------
@@ -86,7 +163,7 @@ def _profile(frame, event, arg):
     if _rec["counts"].get(name, 0) >= _rec["max"]:
         return
     try:
-        payload = pickle.dumps(_arguments(frame), protocol=_PROTOCOL)
+        payload, _stubbed = _dumps(_arguments(frame))
     except Exception:  # an argument that cannot be pickled (a socket, a lock, a generator): not replayable
         _rec["counts"][name + " (unpicklable)"] = _rec["counts"].get(name + " (unpicklable)", 0) + 1
         return
@@ -169,6 +246,8 @@ def describe(value, depth=0):
     if isinstance(value, dict):
         items = sorted((describe(k, depth + 1), describe(v, depth + 1)) for k, v in list(value.items())[:40])
         return "{" + ", ".join(f"{k}: {v}" for k, v in items) + "}"
+    if isinstance(value, Stub):
+        return repr(value)
     try:
         custom = type(value).__repr__ is not object.__repr__
     except Exception:
@@ -336,7 +415,7 @@ def replay(spec_path):
             continue
         method = "." in target["qualname"] and function.__code__.co_varnames[:1] in (("self",), ("cls",))
         try:
-            positional, extra, keywords, more = pickle.loads(call["payload"])
+            positional, extra, keywords, more = _loads(call["payload"])
         except BaseException:
             continue
         inputs = [("as recorded", positional, extra, keywords, more)]
@@ -349,7 +428,7 @@ def replay(spec_path):
                 if len(inputs) > limit:
                     break
                 # Each input from a fresh copy of the recorded call: no call shares an object with another.
-                p, e, kw, mo = pickle.loads(call["payload"])
+                p, e, kw, mo = _loads(call["payload"])
                 label, value = _variations(_slot(p, kw, mo, kind, slot))[index]
                 if kind == "arg":
                     p[slot] = value
