@@ -401,6 +401,16 @@ OPTIONS = _options(
     Option("labels", "list", ("selfix",), "Labels for fix PRs (default: selfix)."),
     Option("draft", "bool", False, "Open fix PRs as drafts (default: false)."),
     Option(
+        "pr_confidence",
+        "str",
+        "high",
+        "The lowest patch confidence that opens a ready fix PR (GitLab: merge request): high (default), medium or "
+        "low. One level below it: a draft PR whose body leads with the evidence against the patch (review "
+        "suggestions in suggest or commit mode, never a push onto the branch); below that: one escalation with "
+        "the verified patch attached, nothing pushed.",
+        choices=("high", "medium", "low"),
+    ),
+    Option(
         "ci_on_fix_branch",
         "str",
         "dispatch",

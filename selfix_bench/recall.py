@@ -292,6 +292,9 @@ class EvidenceCapture:
     def revise(self, hypothesis: Hypothesis, ahead: Sequence[Hypothesis]) -> PlanChange:
         return PlanChange()
 
+    def second_patch(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> CandidatePatch | None:
+        return None
+
     def hypotheses(self, evidence: Evidence, sandbox: Sandbox, limit: int) -> list[Hypothesis]:
         self.evidence = evidence
         raise EngineStopped(StopReason.BUDGET_EXHAUSTED, "recall benchmark: evidence captured, no model asked")
@@ -302,9 +305,6 @@ class EvidenceCapture:
         return None
 
     def review(self, request: ReviewRequest) -> Review | None:
-        return None  # it only captures the evidence
-
-    def second_patch(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> CandidatePatch | None:
         return None  # it only captures the evidence
 
     def accepts(self, patch: CandidatePatch, confidence: Confidence | None) -> bool:

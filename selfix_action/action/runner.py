@@ -55,6 +55,8 @@ class ActionOutcome:
     cost_usd: float = 0.0
     tokens: int = 0
     confidence: str = ""  # high, medium or low for a verified patch; "" otherwise
+    publish_action: str = ""  # what the plan did: pr, draft_pr, commit, suggest, report, escalate, nothing
+    publish_reason: str = ""  # and why, e.g. "medium confidence: draft PR (pr_confidence=high)"
     notes: list[str] = field(default_factory=list)
 
     def outputs(self) -> dict[str, str]:
@@ -66,6 +68,8 @@ class ActionOutcome:
             "cost_usd": f"{self.cost_usd:.4f}",
             "tokens": str(self.tokens),
             "confidence": self.confidence,
+            "publish_action": self.publish_action,
+            "publish_reason": self.publish_reason,
         }
 
     @classmethod
@@ -278,7 +282,9 @@ def plan_and_publish(
         published = steps.publisher.publish(plan, target, files)
     outcome.pr_url = published.pr_url
     outcome.notes += published.notes
-    facts = [f"Pull request: {outcome.pr_url}"] if outcome.pr_url else []
+    outcome.publish_action, outcome.publish_reason = plan.kind, plan.decision
+    facts = [f"Published: {plan.decision}"] if plan.decision else []
+    facts += [f"Pull request: {outcome.pr_url}"] if outcome.pr_url else []
     facts += render.isolation_lines(report)
     facts += [fact, f"Failing branch: `{target.branch}`", f"Fingerprint: `{fp}`", *outcome.notes]
     write_summary(settings.summary_path, render.job_summary(outcome.status, report, render_markdown(report), facts))

@@ -36,6 +36,7 @@ DEFAULT_CONFIG_FILE = BY_NAME["config_file"].default
 IsolationMode = Literal["auto", "bwrap", "landlock", "unshare", "none"]
 # CI on a fix branch: pushes made with GITHUB_TOKEN start no workflow, so selfix dispatches the failed one there.
 CiOnFixBranch = Literal["dispatch", "off"]
+ConfidenceBar = Literal["high", "medium", "low"]
 MAX_CONFIG_BYTES = 256 * 1024
 # The memory of past fixes is off unless memory_path names a file: on the benchmark's project split it changed no
 # heal (docs/LEARNING.md, "Does learning help?"). `.selfix/memory.db` is the path the docs' cache workflow uses.
@@ -138,6 +139,7 @@ class OptionSettings(BaseModel):
     protected_paths: tuple[str, ...] = _option("protected_paths")
     labels: tuple[str, ...] = _option("labels")
     draft: bool = _option("draft")
+    pr_confidence: ConfidenceBar = _option("pr_confidence")  # the lowest confidence that opens a ready fix PR
     isolation: IsolationMode = _option("isolation")
     require_isolation: bool = _option("require_isolation")
     allow_ports: Ports = _option("allow_ports")  # the host's loopback ports test runs may connect to

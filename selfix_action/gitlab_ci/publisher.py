@@ -1,10 +1,11 @@
 """The only code of the GitLab front end that pushes or writes to GitLab: carries out a ``PublishPlan``.
 
 A verified fix: the branch ``selfix/<fingerprint>`` pushed (``gitops.push_fix_branch``: never the failing or the
-default branch, never a branch selfix did not create) and one merge request into the failing branch, a draft at
-low confidence; a rerun finds the open one and edits it. Anything else that is said (not healed, report mode, a
-refused push) is one note per failure fingerprint, on the merge request of the pipeline if there is one, else on
-the failing commit, edited by later runs and never posted twice.
+default branch, never a branch selfix did not create) and one merge request into the failing branch, a draft one
+level below ``pr_confidence``; a rerun finds the open one and edits it. Anything else that is said (not healed, a
+patch held back below the draft level, report mode, a refused push) is one note per failure fingerprint, on the
+merge request of the pipeline if there is one, else on the failing commit, edited by later runs and never posted
+twice.
 """
 
 from __future__ import annotations

@@ -38,6 +38,8 @@ class GitLabOutcome:
     report_path: str = ""
     patch_path: str = ""
     confidence: str = ""
+    publish_action: str = ""  # what the plan did: pr (a merge request), draft_pr, report, escalate, nothing
+    publish_reason: str = ""  # and why, e.g. "medium confidence: draft MR (pr_confidence=high)"
     cost_usd: float = 0.0
     tokens: int = 0
     notes: list[str] = field(default_factory=list)
@@ -50,6 +52,8 @@ class GitLabOutcome:
             "SELFIX_REPORT_PATH": self.report_path,
             "SELFIX_PATCH_PATH": self.patch_path,
             "SELFIX_CONFIDENCE": self.confidence,
+            "SELFIX_PUBLISH_ACTION": self.publish_action,
+            "SELFIX_PUBLISH_REASON": self.publish_reason,
             "SELFIX_COST_USD": f"{self.cost_usd:.4f}",
             "SELFIX_TOKENS": str(self.tokens),
         }
@@ -158,6 +162,8 @@ class GitLabRun:
                 tracked_files=self.git.tracked_files(target.sha),
                 can_publish=self.publisher.can_publish,
                 token_name=TOKEN_VARIABLE,
+                change="MR",
+                again=AGAIN,
             )
         elif healed.status == "not_healed":
             plan = plan_escalation(options, report, fp, target, explain=False, again=AGAIN)
@@ -166,6 +172,8 @@ class GitLabRun:
         published = self.publisher.publish(plan, target, healed.result.files)
         outcome.mr_url = published.mr_url
         outcome.notes += published.notes
+        outcome.publish_action, outcome.publish_reason = plan.kind, plan.decision
+        self.line(f"selfix: published: {plan.decision}")
         for note in outcome.notes:
             self.line(f"selfix: {note}")
         self.line(f"selfix: fingerprint {fp}, failing branch {target.branch}")

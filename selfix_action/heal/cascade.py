@@ -93,6 +93,13 @@ class CascadeEngine:
         self._handover = self._handover.model_copy(update={"rank": len(plan) + 1})
         return [*plan, self._handover]
 
+    def second_patch(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> CandidatePatch | None:
+        """The engine of the hypothesis' phase: the offline one offers none (its window's candidates serve), so
+        a patch the cheap path found costs no model call here."""
+        if self._phase == "offline":
+            return self.offline.second_patch(hypothesis, evidence, sandbox)
+        return self.llm.second_patch(hypothesis, evidence, sandbox)
+
     def revise(self, hypothesis: Hypothesis, ahead: Sequence[Hypothesis]) -> PlanChange:
         """After the hand-over: the LLM Detective's hypotheses next. After an offline hypothesis whose share ran
         out, or whose patch was kept below high confidence: the offline hypotheses ahead dropped (the hand-over
@@ -149,9 +156,6 @@ class CascadeEngine:
         """The LLM engine reviews whichever engine's patch won, the offline one's too: its one call then is the
         only model call of a heal the offline engine ended."""
         return self.llm.review(request)
-
-    def second_patch(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> CandidatePatch | None:
-        return self.llm.second_patch(hypothesis, evidence, sandbox)
 
     # -- the offline phase -------------------------------------------------------------------------------
     def _offline_spent(self) -> bool:

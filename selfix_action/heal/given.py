@@ -132,9 +132,6 @@ class GivenPatch:
     def review(self, request: ReviewRequest) -> Review | None:
         return None  # the given patch is verified, not reviewed
 
-    def second_patch(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> CandidatePatch | None:
-        return None  # one patch, the given one
-
     def accepts(self, patch: CandidatePatch, confidence: Confidence | None) -> bool:
         return True
 
@@ -155,6 +152,9 @@ class GivenPatch:
 
     def revise(self, hypothesis: Hypothesis, ahead: Sequence[Hypothesis]) -> PlanChange:
         return PlanChange()
+
+    def second_patch(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> CandidatePatch | None:
+        return None  # the user's own patch: nothing to compare it with
 
 
 def qa_test(source: str | None) -> QATest | None:

@@ -49,6 +49,7 @@ def outcome_fields(report: HealReport) -> dict[str, Any]:
         "seconds": float(report.timings.get("total", 0.0)),
         "fingerprint": signatures[0].fingerprint if signatures else "",
         "signatures": [s.model_dump() for s in signatures],
+        "behaviour": report.behaviour.model_dump(mode="json") if report.behaviour and report.patch else None,
     }
 
 

@@ -42,7 +42,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from selfix_action.repair.fingerprint import FailureSignature
-from selfix_action.repair.report import Usage
+from selfix_action.repair.report import BehaviourEvidence, Usage
 from selfix_action.repair.values import Hypothesis, TestResult
 
 SCHEMA_VERSION = 1
@@ -164,6 +164,7 @@ class OutcomeEvent(TraceEvent):
     seconds: float = 0.0
     fingerprint: str = ""
     signatures: list[FailureSignature] = Field(default_factory=list)
+    behaviour: BehaviourEvidence | None = None  # the behaviour probe's evidence on the patch
 
 
 EVENT_TYPES: dict[str, type[TraceEvent]] = {

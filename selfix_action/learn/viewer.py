@@ -6,6 +6,7 @@ Every text from the trace is HTML-escaped (test output and model answers are unt
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from html import escape
 from typing import Any
 
@@ -20,6 +21,7 @@ from selfix_action.learn.trace_schema import (
     Trace,
     VerifyEvent,
 )
+from selfix_action.repair.report import InputChange
 
 _CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#1b1f24;background:#fafbfc}
@@ -93,6 +95,44 @@ def _patch_block(outcome: OutcomeEvent | None) -> str:
     return f'<h2>{title}{name}</h2>{checked}<pre id="patch">{_e(outcome.patch_diff)}</pre>'
 
 
+def _change_rows(changes: Sequence[InputChange]) -> list[list[str]]:
+    return [
+        [
+            f"<code>{_e(c.function)}</code>",
+            f"<code>{_e(c.input)}</code>",
+            _e(f"{c.source} test" + ("" if c.variation == "as recorded" else f", {c.variation}")),
+            f"<code>{_e(c.before)}</code>",
+            f"<code>{_e(c.after)}</code>",
+        ]
+        for c in changes
+    ]
+
+
+def _behaviour_block(outcome: OutcomeEvent | None) -> str:
+    """The behaviour probe: inputs whose outcome the patch changed, and where a second solution disagrees."""
+    probe = outcome.behaviour if outcome is not None else None
+    if probe is None:
+        return ""
+    if not probe.compared:
+        return f'<h2>Behaviour beyond the tests</h2><p id="behaviour">Not measured: {_e(probe.note)}</p>'
+    parts = [
+        "<h2>Behaviour beyond the tests</h2>",
+        f'<p id="behaviour">{probe.compared} input(s) replayed unpatched and patched: {len(probe.changed)} '
+        f"changed outcome, {len(probe.outside)} of them a passing test's own call.</p>",
+    ]
+    headers = ["function", "input", "from", "unpatched", "patched"]
+    if probe.changed:
+        parts.append(_table(headers, _change_rows(probe.changed), "behaviour-changed"))
+    if probe.second_source:
+        verdict = f"differs on {len(probe.disagreements)} input(s)" if probe.disagreements else "agrees on every input"
+        parts.append(f"<p>Second solution ({_e(probe.second_source)}): {verdict}.</p>")
+        if probe.disagreements:
+            headers = ["function", "input", "from", "this patch", "second solution"]
+            parts.append(_table(headers, _change_rows(probe.disagreements), "behaviour-second"))
+            parts.append(f'<pre id="second-patch">{_e(probe.second_diff)}</pre>')
+    return "".join(parts)
+
+
 def render_html(trace: Trace) -> str:
     run = summarize(trace)
     outcome = next((e for e in trace.events if isinstance(e, OutcomeEvent)), None)
@@ -111,6 +151,7 @@ def render_html(trace: Trace) -> str:
     parts.append(_confidence_card(outcome))
     parts.append(_review_card(outcome))
     parts.append(_patch_block(outcome))
+    parts.append(_behaviour_block(outcome))
     parts.append(
         f'<div id="cost" class="card">Model calls: {run.calls} · tokens: {run.tokens} · cost: '
         f"${run.cost_usd:.4f}" + (f" · {outcome.seconds:.1f}s" if outcome else "") + "</div>"

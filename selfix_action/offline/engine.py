@@ -53,6 +53,9 @@ class OfflineEngine:
     def revise(self, hypothesis: Hypothesis, ahead: Sequence[Hypothesis]) -> PlanChange:
         return PlanChange()  # its hypotheses are fixed up front
 
+    def second_patch(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> CandidatePatch | None:
+        return None  # its second solution is another candidate that passed in the loop's window
+
     def hypotheses(self, evidence: Evidence, sandbox: Sandbox, limit: int) -> list[Hypothesis]:
         groups: dict[tuple[str, str], list[tuple[int, float]]] = defaultdict(list)
         for item in evidence.suspicious_lines:
@@ -83,9 +86,6 @@ class OfflineEngine:
 
     def review(self, request: ReviewRequest) -> Review | None:
         return None  # no reviewer: the templates have no judgement of their own to offer
-
-    def second_patch(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> CandidatePatch | None:
-        return None  # the templates' next candidate is not independent of the first
 
     def accepts(self, patch: CandidatePatch, confidence: Confidence | None) -> bool:
         return True  # alone, its best patch is the answer

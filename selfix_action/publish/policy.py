@@ -3,7 +3,10 @@
 Pure: no git, no API. The publisher (``publisher.py``) carries a plan out; the tests check plans directly.
 The rules: a patch that touches a protected path, or a failing commit on a fork, is only reported; ``commit``
 and ``suggest`` need a pull request (else a fix PR); nothing is pushed to the default branch or, for a fix PR,
-to the failing branch itself; without a token the patch is written and nothing is published.
+to the failing branch itself; without a token the patch is written and nothing is published. The patch's
+confidence against ``pr_confidence`` (``bar.py``) decides how far it goes: at the bar, as the mode says; one level
+below, a draft PR or review suggestions led by the evidence against it; further below, one escalation carrying the
+patch, nothing pushed. Every plan says what it does and why in one line (``decision``).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from enum import StrEnum
 from typing import Protocol, TypedDict
 
 from selfix_action.publish import render
+from selfix_action.publish.bar import LEVELS, Treatment, treatment
 from selfix_action.publish.values import Mode, PathRule, PullInfo, ReviewSuggestion, trusted_labels
 from selfix_action.repair.paths import patch_violations
 from selfix_action.repair.report import HealReport
@@ -33,6 +37,8 @@ class Options(Protocol):
     def labels(self) -> tuple[str, ...]: ...
     @property
     def draft(self) -> bool: ...
+    @property
+    def pr_confidence(self) -> str: ...
     @property
     def run_url(self) -> str: ...
     @property
@@ -76,6 +82,12 @@ class PublishPlan:
     fallback_body: str = ""  # posted when a push or the suggestions are refused
     ci_workflow_id: int | None = None  # dispatch this workflow on the fix branch (GITHUB_TOKEN pushes start none)
     notes: tuple[str, ...] = field(default_factory=tuple)
+    decision: str = ""  # what the plan does and why, one line (the job summary's and the outputs')
+
+    @property
+    def kind(self) -> str:
+        """The ``publish_action`` output: the action, with a draft PR told apart from a ready one."""
+        return "draft_pr" if self.action is Action.OPEN_PR and self.draft else self.action.value
 
 
 class _FixPlanText(TypedDict):
@@ -86,6 +98,7 @@ class _FixPlanText(TypedDict):
     commit_message: str
     fallback_body: str
     notes: tuple[str, ...]
+    decision: str
 
 
 def opted_out(settings: Options, labels: Iterable[str], what: str) -> str:
@@ -124,10 +137,17 @@ def plan_fix(
     tracked_files: Iterable[str],
     can_publish: bool,
     token_name: str = "github_token",
+    change: str = "PR",
+    again: str = "",
 ) -> PublishPlan:
     """The plan for a verified patch. ``tracked_files``: the files of the failing commit (protected-path check,
     made again here on the final diff, right before anything is committed); ``token_name``: what the user sets to
-    publish (the forge's token)."""
+    publish (the forge's token); ``change``: what the forge calls a change request ("PR", "MR"); ``again``: as for
+    ``plan_escalation``.
+
+    The confidence decides against ``pr_confidence`` (``bar.treatment``): at the bar, the mode's action; one level
+    below, a draft or review suggestions, never a push onto the failing branch; further below, the escalation with
+    the patch attached and nothing pushed."""
     assert report.patch is not None
     files = list(report.patch.files)
     notes: list[str] = []
@@ -139,18 +159,25 @@ def plan_fix(
     if target.fork and mode is not Mode.REPORT:
         notes.append("the failing commit is on a fork: report mode, nothing pushed")
         mode = Mode.REPORT
-    low = render.confidence_level(report) == "low"
-    if low and mode is Mode.COMMIT:
-        notes.append("low confidence: offered as review suggestions, not pushed onto the branch")
-        mode = Mode.SUGGEST
+    level = render.confidence_level(report)
+    treated = treatment(level, settings.pr_confidence)
     if mode in (Mode.COMMIT, Mode.SUGGEST) and target.pull is None:
-        notes.append(f"{mode.value} mode needs a pull request; opening a fix PR instead")
+        notes.append(f"{mode.value} mode needs a pull request; opening a fix {change} instead")
         mode = Mode.PR
+    not_pushed = treated is Treatment.DRAFT and mode is Mode.COMMIT
+    if not_pushed:
+        mode = Mode.SUGGEST  # the pull request's author takes the suggestions or not: nothing pushed onto it
+    draft = mode is Mode.PR and (settings.draft or treated is Treatment.DRAFT)
+    decision = _decision(
+        level, settings.pr_confidence, treated, mode, draft=draft, not_pushed=not_pushed, change=change
+    )
     if not can_publish:
         notes.append(f"no {token_name}: patch written, nothing published")
-        return PublishPlan(Action.NOTHING, fp, notes=tuple(notes))
-    if low and mode is Mode.PR:
-        notes.append("low confidence: opened as a draft PR")
+        return PublishPlan(
+            Action.NOTHING, fp, notes=tuple(notes), decision=f"{decision}; not published: no {token_name}"
+        )
+    if treated is Treatment.HELD_BACK:
+        return _held_back(settings, report, fp, target, decision=decision, notes=tuple(notes), again=again)
     title = render.pr_title(report)
     verified_body = render.pr_body(report, run_url=settings.run_url, fp=fp)
     common: _FixPlanText = {
@@ -159,13 +186,14 @@ def plan_fix(
         "commit_message": title + "\n\n" + report.patch.description,
         "fallback_body": verified_body,
         "notes": tuple(notes),
+        "decision": decision,
     }
     if mode is Mode.PR:
         return PublishPlan(
             Action.OPEN_PR,
             body=verified_body,
             labels=tuple(rule_labels(settings, files)),
-            draft=settings.draft or low,
+            draft=draft,
             protected_branches=frozenset(b for b in (target.default_branch, target.branch) if b),
             ci_workflow_id=target.workflow_id if settings.ci_on_fix_branch == "dispatch" else None,
             **common,
@@ -180,6 +208,54 @@ def plan_fix(
     return PublishPlan(Action.REPORT, body=verified_body, **common)
 
 
+def _decision(
+    level: str, pr_confidence: str, treated: Treatment, mode: Mode, *, draft: bool, not_pushed: bool, change: str
+) -> str:
+    """One line: what is done with the patch and the setting that made it so, e.g. "medium confidence: draft PR
+    (pr_confidence=high)". ``not_pushed``: commit mode, turned into suggestions below the bar."""
+    bar = f"pr_confidence={pr_confidence}"
+    what = "confidence not assessed" if level not in LEVELS else f"{level} confidence"
+    if treated is Treatment.HELD_BACK:
+        return f"{what}: one escalation with the patch attached, nothing pushed ({bar})"
+    if mode is Mode.PR:
+        done = f"draft {change}" if draft else f"ready {change}"
+        why = bar if treated is Treatment.DRAFT else "draft=true" if draft else bar
+    elif not_pushed:
+        done, why = "review suggestions, not pushed onto the branch", bar
+    else:
+        done, why = (
+            {
+                Mode.COMMIT: "pushed onto the branch",
+                Mode.SUGGEST: "review suggestions",
+                Mode.REPORT: "a comment with the patch, nothing pushed",
+            }[mode],
+            bar,
+        )
+    if level not in LEVELS:
+        why = "an older report without a confidence: treated as at the bar"
+    return f"{what}: {done} ({why})"
+
+
+def _held_back(
+    settings: Options,
+    report: HealReport,
+    fp: str,
+    target: Target,
+    *,
+    decision: str,
+    notes: tuple[str, ...],
+    again: str,
+) -> PublishPlan:
+    """A verified patch below the draft level: the escalation (one comment on a pull request, else one issue per
+    failure fingerprint, edited by later runs) with the patch attached."""
+    on_pull = target.pull is not None
+    body = render.held_back_body(
+        report, run_url=settings.run_url, fp=fp, decision=decision, on_pull=on_pull, again=again
+    )
+    title = "" if on_pull else render.escalation_title(report, target.branch, held_back=True)
+    return PublishPlan(Action.ESCALATE, fp, title=title, body=body, notes=notes, decision=decision)
+
+
 def plan_escalation(
     settings: Options, report: HealReport, fp: str, target: Target, *, explain: bool, again: str = ""
 ) -> PublishPlan:
@@ -192,11 +268,15 @@ def plan_escalation(
         report, run_url=settings.run_url, fp=fp, explain_only=explain, on_pull=on_pull, again=again
     )
     title = "" if on_pull else render.escalation_title(report, target.branch)
-    return PublishPlan(Action.ESCALATE, fp, title=title, body=body)
+    decision = "diagnosis: one comment" if explain else "not healed: one escalation"
+    return PublishPlan(Action.ESCALATE, fp, title=title, body=body, decision=decision)
 
 
 def plan_nothing(report: HealReport, fp: str) -> PublishPlan:
     """Nothing to heal: only an existing tracking comment (a ``/selfix`` command) is updated to say so."""
     return PublishPlan(
-        Action.NOTHING, fp, body=f"## selfix: nothing to heal\n\n{render.clean(report.explanation, 500)}."
+        Action.NOTHING,
+        fp,
+        body=f"## selfix: nothing to heal\n\n{render.clean(report.explanation, 500)}.",
+        decision="nothing to heal: nothing published",
     )

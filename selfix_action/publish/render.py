@@ -13,9 +13,11 @@ from collections.abc import Sequence
 
 from unidiff import PatchSet
 
+from selfix_action.publish.bar import evidence_against
 from selfix_action.publish.values import ReviewSuggestion
 from selfix_action.repair.report import (
     HealReport,
+    behaviour_lines,
     candidate_counts,
     headline_facts,
     render_confidence,
@@ -68,7 +70,8 @@ def pr_title(report: HealReport) -> str:
     tests = fixed_tests(report)
     names = ", ".join(t.rsplit("::", 1)[-1] for t in tests[:3])
     more = f" (+{len(tests) - 3} more)" if len(tests) > 3 else ""
-    prefix = "selfix (low confidence)" if confidence_level(report) == "low" else "selfix"
+    level = confidence_level(report)
+    prefix = f"selfix ({level} confidence)" if level in ("medium", "low") else "selfix"
     return clean(f"{prefix}: fix {names}{more}", 200).replace("\n", " ")
 
 
@@ -124,7 +127,9 @@ def pr_body(report: HealReport, *, run_url: str, fp: str) -> str:
     assert report.patch is not None
     root = next((r for r in report.hypotheses if r.hypothesis.id == report.patch.hypothesis_id), None)
     level = confidence_level(report)
-    lines = ["## selfix: verified fix" if level != "low" else "## selfix: a patch that passes, with low confidence", ""]
+    doubted = level in ("medium", "low")
+    lines = [f"## selfix: a patch that passes, with {level} confidence" if doubted else "## selfix: verified fix", ""]
+    lines += evidence_against_section(report)  # first: what a reviewer must weigh before the rest
     if report.confidence is not None:
         lines += [*(clean(line, 600) for line in render_confidence(report.confidence)), ""]
     else:
@@ -145,6 +150,8 @@ def pr_body(report: HealReport, *, run_url: str, fp: str) -> str:
         "### Tests",
         "",
         *_tests_section(report),
+        "",
+        *(clean(line, 2000) for line in behaviour_lines(report)),
     ]
     lines += [
         "",
@@ -170,6 +177,66 @@ def pr_body(report: HealReport, *, run_url: str, fp: str) -> str:
         f"Failure fingerprint `{fp}`. Review before merging: selfix verified the tests, not the intent.",
     ]
     return "\n".join(lines)[:COMMENT_LIMIT]
+
+
+def evidence_against_section(report: HealReport) -> list[str]:
+    """The reasons that kept the patch below ``high``, as the lead of any text that offers it ([] at high)."""
+    against = evidence_against(report)
+    if not against:
+        return []
+    marks = {"low": "lowers it to low", "medium": "caps it at medium"}
+    return [
+        "**Evidence against this patch** (read this before the rest):",
+        "",
+        *(f"- {clean(reason.text, 600)} ({marks[reason.level]})" for reason in against),
+        "",
+    ]
+
+
+def _patch_section(report: HealReport) -> list[str]:
+    """The root cause, the patch's description and the diff, collapsed (the escalation that carries a patch)."""
+    assert report.patch is not None
+    root = next((r for r in report.hypotheses if r.hypothesis.id == report.patch.hypothesis_id), None)
+    lines = ["### The patch", ""]
+    if root is not None:
+        lines += [f"**Root cause (hypothesis):** {clean(root.hypothesis.title, 500)}", ""]
+    lines += [f"**Patch:** {clean(report.patch.description, 500)}", "", *_diff_summary(report.patch.diff), ""]
+    lines += ["<details><summary>The verified patch (diff)</summary>", "", _fenced(report.patch.diff, "diff")]
+    return [*lines, "", "</details>", ""]
+
+
+def held_back_body(
+    report: HealReport, *, run_url: str, fp: str, decision: str, on_pull: bool = True, again: str = ""
+) -> str:
+    """The escalation of a verified patch below the bar for a draft (``decision``: what was done and why): the
+    evidence against it first, the failure, then the patch collapsed; nothing was pushed. ``on_pull``, ``again``:
+    as for ``escalation_body``."""
+    assert report.patch is not None
+    level = confidence_level(report)
+    lines = [f"## selfix: a patch that passes, held back at {level} confidence", ""]
+    lines += [
+        f"**Not pushed:** {clean(decision, 300)}. The patch makes the failing tests pass without breaking the "
+        "others selfix ran, but the evidence against it is strong: take it from below if it is the fix you want "
+        "(`pr_confidence` sets the level at which such a patch is opened for review instead).",
+        "",
+    ]
+    lines += evidence_against_section(report)
+    lines += ["### What failed", "", *_failure_section(report), ""]
+    lines += _patch_section(report)
+    lines += ["### What was tried", "", *_hypotheses_section(report), ""]
+    lines.append(_usage_line(report) + (f"; [CI run]({run_url})" if run_url else ""))
+    lines += ["", f"Failure fingerprint `{fp}`. {again or _again(on_pull)}"]
+    return "\n".join(lines)[:COMMENT_LIMIT]
+
+
+def _again(on_pull: bool) -> str:
+    """How to run selfix again where the forge's default applies (``on_pull``: the ``/selfix`` commands)."""
+    if on_pull:
+        return "Comment `/selfix retry` after a change, or `/selfix help`."
+    return (
+        "Push a change to run again. selfix edits this issue when the same failure comes back instead of "
+        "opening another; close it once the failure is fixed."
+    )
 
 
 def _environment_section(report: HealReport) -> list[str]:
@@ -231,16 +298,7 @@ def escalation_body(
         lines.append(f"- Note: {clean(note, 300)}")
     lines.append(_usage_line(report) + (f"; [CI run]({run_url})" if run_url else ""))
     # /selfix commands are read from pull request comments only.
-    if again:
-        pass
-    elif on_pull:
-        again = "Comment `/selfix retry` after a change, or `/selfix help`."
-    else:
-        again = (
-            "Push a change to run again. selfix edits this issue when the same failure comes back instead of "
-            "opening another; close it once the failure is fixed."
-        )
-    lines += ["", f"Failure fingerprint `{fp}`. {again}"]
+    lines += ["", f"Failure fingerprint `{fp}`. {again or _again(on_pull)}"]
     return "\n".join(lines)[:COMMENT_LIMIT]
 
 
@@ -291,13 +349,18 @@ def pr_cap_body(*, open_pulls: Sequence[int], cap: int, patch_body: str) -> str:
     return intro + patch_body[: COMMENT_LIMIT - len(intro)]
 
 
-def escalation_title(report: HealReport, branch: str) -> str:
-    """The title of the one issue of a failure without a pull request."""
+def escalation_title(report: HealReport, branch: str, *, held_back: bool = False) -> str:
+    """The title of the one issue of a failure without a pull request (``held_back``: a verified patch below the
+    bar, carried by the issue)."""
     tests = list(report.f2p_tests)
     names = ", ".join(t.rsplit("::", 1)[-1] for t in tests[:3]) or "the test suite"
     more = f" (+{len(tests) - 3} more)" if len(tests) > 3 else ""
     where = f" on {branch}" if branch else ""
-    return clean(f"selfix could not heal {names}{more}{where}", 200).replace("\n", " ")
+    if held_back:
+        text = f"selfix: a {confidence_level(report)}-confidence patch for {names}{more}{where}, not pushed"
+    else:
+        text = f"selfix could not heal {names}{more}{where}"
+    return clean(text, 200).replace("\n", " ")
 
 
 HELP_TEXT = """## selfix commands

@@ -38,3 +38,6 @@ class LoopConfig(BaseModel):
     # Per-test coverage on the whole-suite confirmation, to measure how the patch changes what the passing tests
     # execute (repair.plausibility.behaviour_change); off, the confidence says it was not measured.
     behaviour_coverage: bool = True
+    # Evidence from outside the failing tests once a patch is confirmed (repair/differential.py): a second
+    # solution, and the edited functions replayed on the inputs the tests passed them and variations of those.
+    behaviour_probe: bool = True

@@ -36,9 +36,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from selfix_action.repair.config import LoopConfig
+from selfix_action.repair.differential import behaviour_evidence, probe_targets, probed_tests
 from selfix_action.repair.evidence import Reproduction, gather_evidence, reproduce
 from selfix_action.repair.localize import enclosing_function, function_spans
-from selfix_action.repair.patches import changed_line_count, hunks, unified_diff
+from selfix_action.repair.patches import changed_line_count, hunks, program_key, unified_diff
 from selfix_action.repair.plausibility import (
     Alternatives,
     BehaviourChange,
@@ -51,11 +52,13 @@ from selfix_action.repair.plausibility import (
 from selfix_action.repair.protocols import Engine, EngineStopped, Sandbox
 from selfix_action.repair.report import (
     STOP_EXPLANATIONS,
+    BehaviourEvidence,
     Confidence,
     HealReport,
     HypothesisRecord,
     PatchRecord,
     StopReason,
+    change_table,
 )
 from selfix_action.repair.reported import ReportedTest
 from selfix_action.repair.review import Review, review_request
@@ -131,6 +134,7 @@ class _Winner:
     cut_short: str = ""  # why the window closed early ("time limit", ...); "" if it did not
     behaviour: BehaviourChange | None = None  # what it changed of the passing tests' paths
     confidence: Confidence | None = None  # the confidence rule's verdict (HealingLoop._confidence)
+    probe: BehaviourEvidence | None = None  # beyond the tests: a second solution and the replayed inputs
     hypothesis: Hypothesis | None = None  # the hypothesis it answers, as the Patcher saw it
     agreement: str = ""  # why the hypothesis, its QA test and the verification agree on it (_agreement)
     review: Review | None = None  # the reviewer's verdict, asked once the heal's winner is confirmed
@@ -194,6 +198,22 @@ def _agreement(hypothesis: Hypothesis, exposure: Exposure, originals: dict[str, 
 def _reproduction(exposure: Exposure) -> str:
     """What a hypothesis' own QA test showed on the unpatched code, in a line or a few."""
     return f"{exposure.how}\n{exposure.output}".strip() if exposure.output else exposure.how
+
+
+MAX_REVIEWED_CHANGES = 20  # rows of the behaviour table the reviewer is shown
+
+
+def _behaviour_table(probe: BehaviourEvidence | None) -> str:
+    """The behaviour probe's inputs whose outcome the patch changed, as the reviewer reads them ("" when the
+    probe replayed nothing)."""
+    if probe is None or not probe.compared:
+        return ""
+    summary = (
+        f"The edited functions ran on {probe.compared} input(s), the {probe.recorded} call(s) the tests made and "
+        f"variations of them; {len(probe.changed)} changed outcome with the patch"
+    )
+    table = change_table(probe.changed, old="unpatched", new="patched", limit=MAX_REVIEWED_CHANGES)
+    return "\n".join([summary + (":" if table else "."), *table])
 
 
 def _paths_changed(winner: _Winner) -> int:
@@ -395,6 +415,11 @@ class HealingLoop:
                 winner, settled = self._settle(passing, window, qa, evidence, history, cut_short=cut_short)
                 if winner is not None:
                     stop = settled  # HEALED or VERIFIED_UNCONFIRMED
+            if winner is not None and stop.reason is StopReason.HEALED and self.config.behaviour_probe:
+                # 7. Beyond the tests: a second solution, and both run on the inputs the tests passed the edited
+                # functions and on variations of them (evidence for the confidence, not a stop).
+                with budget.timed("scrutinize"):
+                    winner = self._scrutinize(winner, hypothesis, qa, evidence)
             if winner is not None:
                 agreement = _agreement(hypothesis, exposure, self.verifier.originals(winner.files), winner.files)
                 winner = dataclasses.replace(
@@ -411,7 +436,7 @@ class HealingLoop:
                     winner.candidate.model_copy(update={"files": winner.files}), winner.confidence
                 )
             ):
-                # 7. Not good enough to end the heal (the cheap engine's patch below high): it is kept, and the
+                # 8. Not good enough to end the heal (the cheap engine's patch below high): it is kept, and the
                 # walk goes on; the better of the two ends it (_better).
                 self.trace(
                     "incumbent",
@@ -429,7 +454,7 @@ class HealingLoop:
                 break
             if stop.reason is not StopReason.HYPOTHESES_EXHAUSTED:
                 break
-            # 8. On to the next hypothesis: the engine may add some to walk next, or drop some ahead (revise).
+            # 9. On to the next hypothesis: the engine may add some to walk next, or drop some ahead (revise).
             ahead = self.engine.revise(hypothesis, tuple(ahead)).applied(ahead)
         if incumbent is not None:
             chosen = _better(incumbent, winner)
@@ -612,6 +637,79 @@ class HealingLoop:
         others = tuple(p.candidate for p in ranked if p.candidate.id not in rejected | {chosen_id})
         return dataclasses.replace(best, others=others), Stop(StopReason.HEALED)
 
+    def _second_solution(
+        self, winner: _Winner, hypothesis: Hypothesis, qa: QATest | None, evidence: Evidence
+    ) -> tuple[dict[str, str] | None, str, str]:
+        """A second patch that passed verification too, where it came from, and why there is none: the engine's
+        independent second solution (the LLM engines: a Patcher call that never saw the first patch), else
+        another candidate that passed in the window (the offline engine's)."""
+        try:
+            second = self.engine.second_patch(hypothesis, evidence, self.sandbox)
+        except EngineStopped as stopped:
+            second = None
+            why = f"no second solution: {stopped.detail or stopped.reason.value}"
+        else:
+            why = "" if second is not None else "the engine proposed no second solution"
+        if second is None:
+            if winner.others:
+                return dict(winner.others[0].files), "another candidate that passed verification", ""
+            return None, "", why
+        if self.budget.allows(self.verifier.candidate_runs) is not None:
+            return None, "", "no second solution: the budget has no room to verify one"
+        seen = {program_key(winner.files)}
+        for item in self.verifier.verified([second], qa, evidence, seen, independent=False):
+            if isinstance(item, Stop):
+                return None, "", f"no second solution: {item.why}"
+            candidate, verdict = item
+            self._trace_verdict(candidate, verdict)
+            if verdict.ok:
+                return dict(candidate.files), "an independent second Patcher answer", ""
+            return None, "", f"the independent second solution failed verification ({verdict.stage.value})"
+        return None, "", "the independent second solution is the same program as the patch"
+
+    def _scrutinize(self, winner: _Winner, hypothesis: Hypothesis, qa: QATest | None, evidence: Evidence) -> _Winner:
+        """The behaviour probe (repair/differential.py): record the calls the failing tests and the passing tests
+        that run the edit make to the edited functions, replay them and variations of them on the unpatched
+        code, the patch and a second solution, and keep what changed. Costs test runs, never a stop."""
+        second, source, why = self._second_solution(winner, hypothesis, qa, evidence)
+        patches = [winner.files] + ([second] if second is not None else [])
+        originals: dict[str, str] = {}
+        for files in patches:
+            originals.update(self.verifier.originals(files))
+        targets = probe_targets(originals, patches)
+        baseline = self._baseline.coverage if self._baseline is not None else None
+        tests = probed_tests(evidence.f2p_tests, evidence.p2p_tests, baseline, targets)
+        versions: dict[str, dict[str, str]] = {"patch": winner.files}
+        if second is not None:
+            versions["second"] = second
+        if self.budget.allows(len(versions) + 2) is not None:
+            probe = BehaviourEvidence(note="the budget had no room left for the behaviour probe")
+        else:
+            run = self.sandbox.probe_calls(targets, tests, versions)
+            self.budget.test_runs += len(run.versions) + 1 if run.versions else 1
+            probe = behaviour_evidence(
+                run,
+                set(evidence.f2p_tests),
+                second="second" if second is not None else "",
+                second_source=source,
+                second_diff=unified_diff(originals, second) if second is not None else "",
+            )
+        if why:
+            probe = probe.model_copy(update={"note": "; ".join(filter(None, (probe.note, why)))})
+        self.trace(
+            "behaviour",
+            f"{probe.compared} input(s) replayed: {len(probe.changed)} changed outcome with the patch "
+            f"({len(probe.outside)} outside the failing tests' calls), {len(probe.disagreements)} differ from the "
+            f"second solution{' (' + probe.note + ')' if probe.note else ''}",
+            compared=probe.compared,
+            changed=len(probe.changed),
+            outside=len(probe.outside),
+            disagreements=len(probe.disagreements),
+            second=probe.second_source,
+            note=probe.note,
+        )
+        return dataclasses.replace(winner, probe=probe)
+
     def _behaviour(self, files: dict[str, str], after: TestRun | None, evidence: Evidence) -> BehaviourChange:
         """How the patch changed what the passing tests execute, from the baseline's and the confirmation's
         per-test coverage; not measured (and why) when either has none."""
@@ -642,6 +740,7 @@ class HealingLoop:
             diff=unified_diff(originals, winner.files),
             originals=originals,
             files=winner.files,
+            behaviour=_behaviour_table(winner.probe),
         )
         try:
             with self.budget.timed("review"):
@@ -708,6 +807,7 @@ class HealingLoop:
             agreement=agreement,
             environment_tests=len(self._environment_tests),
             f2p_tests=len(evidence.f2p_tests) if evidence else 0,
+            probe=winner.probe,
             review=review,
         )
 
@@ -840,6 +940,7 @@ class HealingLoop:
             hypotheses=tuple(records),
             patch=patch,
             confidence=confidence,
+            behaviour=winner.probe if winner is not None else None,
             review=winner.review if winner is not None else None,
             verification=winner.verification if winner is not None else "",
             tests_before=repro.tests_before,

@@ -36,7 +36,14 @@ import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from selfix_action.repair.report import CONFIDENCE_ORDER, Confidence, ConfidenceLevel, ConfidenceReason
+from selfix_action.repair.report import (
+    CONFIDENCE_ORDER,
+    BehaviourEvidence,
+    Confidence,
+    ConfidenceLevel,
+    ConfidenceReason,
+    InputChange,
+)
 from selfix_action.repair.review import Review, ReviewVerdict
 
 PATTERN_FACTORS: dict[str, float] = {
@@ -469,6 +476,7 @@ def assess_confidence(
     agreement: str = "",
     environment_tests: int = 0,
     f2p_tests: int = 0,
+    probe: BehaviourEvidence | None = None,
     review: Review | None = None,
 ) -> Confidence:
     """The confidence rule. Every signal is a reason with the highest level it allows; the patch gets the lowest.
@@ -624,6 +632,8 @@ def assess_confidence(
             )
         else:
             reason("not_localized", "medium", f"edits {edited} ({where}), not `{top}`, the function ranked first")
+    for code, level, text in probe_reasons(probe):
+        reason(code, level, text)
     if review is not None:
         missed = f" (misses: {review.missed})" if review.missed else ""
         reason(
@@ -640,3 +650,86 @@ def assess_confidence(
         alternatives_checked=alternatives.checked,
         alternatives_passed=len(alternatives.elsewhere) + len(alternatives.same_place),
     )
+
+
+def _kind(outcome: str) -> str:
+    """How a call ended: "returns", or the exception it raised ("raises ValueError")."""
+    result = outcome.split(" | ", 1)[0]
+    return result.split(":", 1)[0] if result.startswith("raises ") else result.split(" ", 1)[0]
+
+
+def _shown(change: InputChange) -> str:
+    name = change.function.rsplit(":", 1)[-1]
+    return f"`{name}{change.input}`: {change.before} -> {change.after}"
+
+
+# The levels the behaviour probe's findings allow (repair/differential.py). Provisional: to be fitted on the
+# calibration set of real bugs (bench/calibration), never on the benchmark the figures are reported on.
+PROBE_LEVELS: dict[str, ConfidenceLevel] = {
+    "inputs_outside_failed": "medium",
+    # A correct fix changes unchecked values of passing tests' calls too when the bug reached them (the examples'
+    # bank_account: a test of the history calls withdraw, whose returned balance the fix corrects): shown, and
+    # left to the calibration to weigh.
+    "inputs_outside_changed": "high",
+    "inputs_probed": "high",
+    "second_solution_differs": "medium",
+    "second_solution_agrees": "high",
+}
+
+
+def probe_reasons(probe: BehaviourEvidence | None) -> list[tuple[str, ConfidenceLevel, str]]:
+    """What the behaviour probe says of the patch: a call a passing test made that now behaves differently (and
+    that no test checks) is evidence against it; so is a second solution that passed the same checks and behaves
+    differently on some input (the tests do not pin the fix down). Nothing when the probe compared nothing."""
+    if probe is None or not probe.compared:
+        return []
+    found: list[tuple[str, ConfidenceLevel, str]] = []
+    outside = probe.outside
+    failed = [c for c in outside if _kind(c.before) != _kind(c.after)]
+    if failed:
+        found.append(
+            (
+                "inputs_outside_failed",
+                PROBE_LEVELS["inputs_outside_failed"],
+                f"{len(failed)} call(s) that passing tests made now end another way with the patch (raise where they "
+                f"returned, or the reverse), and no test checks it (first: {_shown(failed[0])})",
+            )
+        )
+    if len(failed) < len(outside):
+        first = next(c for c in outside if c not in failed)
+        found.append(
+            (
+                "inputs_outside_changed",
+                PROBE_LEVELS["inputs_outside_changed"],
+                f"{len(outside) - len(failed)} call(s) that passing tests made return other values with the patch, "
+                f"which those tests do not check (first: {_shown(first)})",
+            )
+        )
+    if not outside:
+        found.append(
+            (
+                "inputs_probed",
+                PROBE_LEVELS["inputs_probed"],
+                f"{probe.compared} input(s) the tests passed the edited functions, and variations of them, replayed "
+                f"unpatched and patched: {len(probe.changed)} changed outcome, none of them a passing test's call",
+            )
+        )
+    if probe.second_source and probe.disagreements:
+        found.append(
+            (
+                "second_solution_differs",
+                PROBE_LEVELS["second_solution_differs"],
+                f"{probe.second_source} passed the same checks and behaves differently on "
+                f"{len(probe.disagreements)} input(s) (first: {_shown(probe.disagreements[0])}): the tests do not pin "
+                "the fix down",
+            )
+        )
+    elif probe.second_source:
+        found.append(
+            (
+                "second_solution_agrees",
+                PROBE_LEVELS["second_solution_agrees"],
+                f"{probe.second_source} passed the same checks and behaves the same on all {probe.compared} input(s)",
+            )
+        )
+    return found

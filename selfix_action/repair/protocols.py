@@ -9,11 +9,13 @@ from typing import Protocol
 from selfix_action.repair.report import Confidence, StopReason, Usage
 from selfix_action.repair.review import Review, ReviewRequest
 from selfix_action.repair.values import (
+    CallProbe,
     CandidateCheck,
     CandidatePatch,
     Evidence,
     Hypothesis,
     PlanChange,
+    ProbeTarget,
     QATest,
     TestRun,
     Verification,
@@ -55,6 +57,13 @@ class Sandbox(Protocol):
     def check_candidates(self, checks: Sequence[CandidateCheck]) -> list[TestRun]:
         """One warm run per check, of its tests on its own patched files, stopping at the first failure; up to
         ``parallel_checks`` at once. A check whose tests cannot run at all gets a run without results."""
+        ...
+
+    def probe_calls(
+        self, targets: Sequence[ProbeTarget], tests: Sequence[str], versions: Mapping[str, Mapping[str, str]]
+    ) -> CallProbe:
+        """Record the calls ``tests`` make to ``targets`` on the unpatched code and replay them, with variations,
+        on the unpatched code (twice) and on each version (label: its files); ``CallProbe.note`` says why not."""
         ...
 
 
@@ -129,7 +138,8 @@ class Engine(Protocol):
         ...
 
     def second_patch(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> CandidatePatch | None:
-        """An independent second solution for ``hypothesis``: a Patcher answer that never saw the first patch nor
-        any failed attempt (its own context, its own sample). None: the engine cannot make one (the offline
-        engine). Raises ``EngineStopped`` like the other roles when it cannot answer."""
+        """An independent second solution for ``hypothesis`` once a patch is confirmed: a Patcher answer that never
+        saw that patch nor any failed attempt (its own context, its own sample; the loop compares the two on inputs
+        beyond the tests). None: none to offer (the offline engine). Raises ``EngineStopped`` like the other roles
+        when it cannot answer."""
         ...

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -236,6 +237,42 @@ class Confidence(Frozen):
     alternatives_passed: int = 0  # of those (and any before the winner), the ones that passed too
 
 
+class InputChange(Frozen):
+    """One input on which two versions of an edited function behave differently (the behaviour probe)."""
+
+    function: str  # path:qualname
+    input: str  # the arguments, as text
+    variation: str  # "as recorded", or how it was varied from a recorded call ("argument 1 as a tuple")
+    test: str  # the test whose call it is, or was varied from
+    source: str  # "failing" or "passing": which kind of test made the recorded call
+    before: str  # the outcome on the first version (the unpatched code; the patch, against a second patch)
+    after: str  # the outcome on the second version
+
+    @property
+    def outside(self) -> bool:
+        """A call a passing test made, exactly as it made it, now behaves differently: a change outside what the
+        failing tests exercise, and nothing checked it."""
+        return self.source == "passing" and self.variation == "as recorded"
+
+
+class BehaviourEvidence(Frozen):
+    """What the edited functions did on the inputs the tests passed them and on variations of those, unpatched
+    and patched; and, when a second solution passed verification too, where the two patches differ."""
+
+    recorded: int = 0  # distinct calls recorded from the tests
+    compared: int = 0  # inputs replayed on both versions
+    unstable: int = 0  # inputs whose outcome differed between two runs of the unpatched code (left out)
+    changed: tuple[InputChange, ...] = ()  # unpatched -> patch: the inputs whose outcome changed
+    second_source: str = ""  # where the second solution came from ("" none was verified)
+    second_diff: str = ""
+    disagreements: tuple[InputChange, ...] = ()  # the patch -> the second solution
+    note: str = ""  # why the probe (or part of it) could not run
+
+    @property
+    def outside(self) -> tuple[InputChange, ...]:
+        return tuple(c for c in self.changed if c.outside)
+
+
 class HealReport(Frozen):
     version: int = REPORT_VERSION
     repo: str
@@ -260,6 +297,7 @@ class HealReport(Frozen):
     patch: PatchRecord | None = None
     # How far the patch can be trusted (None without a patch): level "high"/"medium"/"low" and the reasons.
     confidence: Confidence | None = None
+    behaviour: BehaviourEvidence | None = None  # the behaviour probe's evidence on the patch (repair/differential)
     # The reviewer's verdict on the confirmed patch (repair.review), one of the confidence's reasons too; None when
     # the engine has no reviewer or it gave no verdict (the notes say why).
     review: Review | None = None
@@ -334,6 +372,55 @@ def first_screen(report: HealReport) -> list[str]:
     return [*out, "", "```diff", patch.diff.rstrip("\n"), "```"]
 
 
+def _cell(text: str) -> str:
+    text = text.replace("|", "\\|").replace("\n", " ").replace("`", "'")
+    return "`" + (text if len(text) <= 120 else text[:117] + "...") + "`"
+
+
+def change_table(changes: Sequence[InputChange], *, old: str, new: str, limit: int = 10) -> list[str]:
+    """A Markdown table of inputs whose outcome changed, old -> new (report.md, the PR body, the reviewer)."""
+    if not changes:
+        return []
+    rows = [f"| function | input | from | {old} | {new} |", "|---|---|---|---|---|"]
+    for change in changes[:limit]:
+        origin = f"{change.source} test" + ("" if change.variation == "as recorded" else f", {change.variation}")
+        name = change.function.rsplit(":", 1)[-1].replace("|", "")
+        rows.append(f"| `{name}` | {_cell(change.input)} | {origin} | {_cell(change.before)} | {_cell(change.after)} |")
+    if len(changes) > limit:
+        rows.append(f"| ({len(changes) - limit} more in report.json) | | | | |")
+    return rows
+
+
+def behaviour_lines(report: HealReport, *, limit: int = 10) -> list[str]:
+    """The behaviour probe's evidence on the patch: the inputs whose outcome changed, and where a second solution
+    disagrees; [] when the probe did not run."""
+    probe = report.behaviour
+    if probe is None:
+        return []
+    out = ["### Behaviour beyond the tests", ""]
+    if not probe.compared:
+        return [*out, f"Not measured: {probe.note or 'nothing was replayed'}.", ""]
+    out.append(
+        f"The edited functions ran on {probe.compared} input(s): the {probe.recorded} call(s) the tests made and "
+        f"variations of them, unpatched and patched"
+        + (f" ({probe.unstable} left out: their outcome varies from run to run)" if probe.unstable else "")
+        + f". {len(probe.changed)} changed outcome; {len(probe.outside)} of them a passing test's own call."
+    )
+    out += ["", *change_table(probe.changed, old="unpatched", new="patched", limit=limit)]
+    if probe.second_source:
+        out += ["", f"Second solution ({probe.second_source}): "]
+        if probe.disagreements:
+            out[-1] += f"behaves differently on {len(probe.disagreements)} input(s)."
+            out += ["", *change_table(probe.disagreements, old="this patch", new="second solution", limit=limit)]
+            out += ["", "<details><summary>The second solution</summary>", "", "```diff"]
+            out += [probe.second_diff.rstrip("\n"), "```", "", "</details>"]
+        else:
+            out[-1] += f"behaves the same on all {probe.compared} input(s)."
+    if probe.note:
+        out += ["", f"Note: {probe.note}."]
+    return [*out, ""]
+
+
 def render_markdown(report: HealReport) -> str:
     """report.md: first the outcome, the confidence and the patch (``first_screen``); then the details: what
     failed, what was tried in order and why each was dropped, the patch's record, tests, timings."""
@@ -370,6 +457,8 @@ def render_markdown(report: HealReport) -> str:
     for note in report.notes:
         out.append(f"- Note: {note}")
 
+    if behaviour := behaviour_lines(report):
+        out += ["", *(line.replace("### ", "## ", 1) for line in behaviour)]
     out += ["", "## What failed", ""]
     if report.failures:
         for failure in report.failures:

@@ -201,3 +201,46 @@ class Verification(Frozen):
     detail: str = ""
     test_runs: int = 0
     duration: float = 0.0
+
+
+class ProbeTarget(Frozen):
+    """A function whose calls the behaviour probe records and replays (``Sandbox.probe_calls``)."""
+
+    path: str  # repo-relative
+    qualname: str  # ``Class.method`` or ``function``, as localization names it
+    first: int  # its lines in the unpatched file (the decorators' too)
+    last: int
+
+    @property
+    def id(self) -> str:
+        return f"{self.path}:{self.qualname}"
+
+    @property
+    def name(self) -> str:
+        return self.qualname.rsplit(".", 1)[-1]
+
+
+class ProbeLine(Frozen):
+    """One input replayed on one version of the code, and what the call did there."""
+
+    target: str  # ProbeTarget.id
+    call: int  # which recorded call (1, 2, ...) of the target
+    variation: str  # "as recorded", or what was changed: "argument 2 as a tuple"
+    text: str  # the input, as text
+    test: str  # the test whose run made the recorded call
+    outcome: str  # "returns ...", "raises TypeError: ...", "runs past 2s", possibly "| arguments after: ..."
+
+    @property
+    def key(self) -> tuple[str, int, str]:
+        return (self.target, self.call, self.variation)
+
+
+class CallProbe(Frozen):
+    """The recorded calls of some functions replayed, with variations, on several versions of the code: the
+    unpatched code twice ("before", "before again": what differs there is the code's own variation) and each
+    patch under its label. Empty ``versions`` and a ``note`` when nothing could be recorded or replayed."""
+
+    versions: dict[str, tuple[ProbeLine, ...]] = Field(default_factory=dict)
+    recorded: int = 0  # distinct calls recorded
+    unpicklable: int = 0  # calls whose arguments could not be kept
+    note: str = ""

@@ -30,7 +30,16 @@ from pydantic import ValidationError
 
 from selfix_action.errors import InputError, SandboxError
 from selfix_action.repair.paths import IGNORED_DIR_NAMES, QA_TEST_DIR, is_ignored_path, is_source_path
-from selfix_action.repair.values import CandidateCheck, Frame, TestResult, TestRun, TestStatus
+from selfix_action.repair.values import (
+    CallProbe,
+    CandidateCheck,
+    Frame,
+    ProbeLine,
+    ProbeTarget,
+    TestResult,
+    TestRun,
+    TestStatus,
+)
 from selfix_action.sandbox.forkserver import ForkServer, ForkServerUnavailable, worker_result
 from selfix_action.sandbox.hotswap import UNKNOWN_TEST, UNSWAPPABLE, HotServer, skeleton
 from selfix_action.sandbox.isolation import Isolation, former_home
@@ -42,6 +51,12 @@ PLUGIN_DIR = Path(__file__).parent / "plugin"
 # (tests/sandbox/test_project_pythons.py heals an example on each one the machine has).
 OLDEST_PROJECT_PYTHON = (3, 7)
 _MAX_HANG_RETRIES = 3
+# The behaviour probe's bounds: recorded calls per function, inputs per recorded call, seconds per call.
+PROBE_MAX_CALLS = 8
+PROBE_MAX_VARIATIONS = 12
+PROBE_CALL_SECONDS = 2.0
+_PROBE_TEXT = 600  # characters of an input or outcome kept from a replay's line
+_PROBE_LINES = 5000
 _MIN_RUN_SECONDS = 0.5  # less left before the heal's deadline: no run is started
 # pytest's exit codes that mean the run could not report on the tests it was given (0: all passed, 1: some failed).
 _PYTEST_TROUBLE = {
@@ -296,6 +311,104 @@ class PytestSandbox:
             finally:
                 self._call_wall = None
                 self._deadline = None
+
+    # -- the behaviour probe ---------------------------------------------------------------------------
+    def probe_calls(
+        self,
+        targets: Sequence[ProbeTarget],
+        tests: Sequence[str],
+        versions: Mapping[str, Mapping[str, str]],
+        *,
+        max_calls: int = PROBE_MAX_CALLS,
+        max_variations: int = PROBE_MAX_VARIATIONS,
+        call_seconds: float = PROBE_CALL_SECONDS,
+    ) -> CallProbe:
+        """Record the calls ``tests`` make to ``targets`` on the unpatched code, then replay them and their
+        variations on the unpatched code twice ("before", "before again") and on each of ``versions`` (label:
+        the patch's files). Every run is the project's interpreter in this sandbox (``plugin/selfix_calls.py``);
+        what comes back is text only. A probe that cannot record or replay says why in ``note``."""
+        if not targets or not tests:
+            return CallProbe(note="no function to probe" if not targets else "no test calls the edited code")
+        spec_file = self._tmp / f"calls-spec-{self.runs}.json"
+        recording = self._tmp / f"calls-{self.runs}.pickle"
+        spec = {
+            "targets": [_probe_target(self.root, t) for t in targets],
+            "max_calls": max_calls,
+            "out": str(recording),
+        }
+        spec_file.write_text(json.dumps(spec), encoding="utf-8")
+        results_file = self._tmp / f"results-{self.runs}.jsonl"
+        select = self._selection(tests)
+        self.runs += 1
+        env = {**self._env(results_file, False, select), "SELFIX_CALLS_SPEC": str(spec_file)}
+        try:
+            proc = run_process(
+                [*self.test_cmd, *self._pytest_args([], False), "-p", "selfix_calls"],
+                cwd=self.root,
+                env=env,
+                limits=self.limits,
+                isolation=self.isolation,
+                writable=(self._tmp,),
+                hidden=self._hidden,
+            )
+            self._records(proc, results_file)
+        except SandboxError as exc:
+            return CallProbe(note=f"the tests could not run to record calls: {exc}")
+        finally:
+            if select is not None:
+                select.unlink(missing_ok=True)
+        summary = _json_object(Path(str(recording) + ".json"))
+        python = str(summary.get("python", ""))
+        calls = summary.get("calls")
+        if not isinstance(calls, int) or not recording.is_file():
+            return CallProbe(note="no call was recorded (the run ended before its end)")
+        unpicklable = summary.get("unpicklable") if isinstance(summary.get("unpicklable"), int) else 0
+        if calls == 0:
+            why = f"; {unpicklable} had arguments that cannot be copied" if unpicklable else ""
+            return CallProbe(
+                note=f"the tests made no call of the edited functions that can be replayed{why}",
+                unpicklable=int(unpicklable or 0),
+            )
+        if not (Path(python).is_absolute() and Path(python).is_file() and is_python(python)):
+            return CallProbe(note=f"the tests' interpreter is unknown ({python[:80]!r})", recorded=calls)
+        test_folders = sorted({str((self.root / t.split("::", 1)[0]).parent) for t in tests})
+        replay_spec = {
+            "targets": spec["targets"],
+            "recording": str(recording),
+            "paths": [p for p in test_folders if Path(p).is_dir()],
+            "timeout": call_seconds,
+            "max_variations": max_variations,
+        }
+        found: dict[str, tuple[ProbeLine, ...]] = {}
+        runs = [("before", {}), ("before again", {}), *versions.items()]
+        for label, files in runs:
+            out = self._tmp / f"replay-{self.runs}-{len(found)}.jsonl"
+            replay_spec["out"] = str(out)
+            spec_file.write_text(json.dumps(replay_spec), encoding="utf-8")
+            with self.patched(files):
+                proc = run_process(
+                    [python, str(PLUGIN_DIR / "selfix_calls.py"), "replay", str(spec_file)],
+                    cwd=self.root,
+                    env={**self._env(results_file, False), "PYTHONHASHSEED": "0"},
+                    limits=self.limits,
+                    isolation=self.isolation,
+                    writable=(self._tmp,),
+                    hidden=self._hidden,
+                )
+            self.test_seconds += proc.duration
+            lines = _probe_lines(out)
+            out.unlink(missing_ok=True)
+            if not lines:
+                why = "cut by its time limit" if proc.cut else f"exit {proc.returncode}: {_tail(proc, 6)}"
+                return CallProbe(
+                    versions=found,
+                    recorded=calls,
+                    unpicklable=int(unpicklable or 0),
+                    note=f"the replay on {label} gave nothing ({why})",
+                )
+            found[label] = lines
+        recording.unlink(missing_ok=True)
+        return CallProbe(versions=found, recorded=calls, unpicklable=int(unpicklable or 0))
 
     def _wall(self, wall: float) -> float:
         """``wall``, or less when this call's deadline comes first."""
@@ -872,3 +985,45 @@ def _cut_message(proc: ProcessResult, wall: float, cpu_seconds: int | None) -> s
 
 def _tail(proc: ProcessResult, lines: int) -> str:
     return "\n".join((proc.stdout + "\n" + proc.stderr).strip().splitlines()[-lines:])
+
+
+def _probe_target(root: Path, target: ProbeTarget) -> dict[str, object]:
+    return {
+        "id": target.id,
+        "file": str(root / target.path),
+        "name": target.name,
+        "qualname": target.qualname,
+        "first": target.first,
+        "last": target.last,
+    }
+
+
+def _json_object(path: Path) -> dict[str, Any]:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8", errors="replace")[:100_000])
+    except (OSError, ValueError, RecursionError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _probe_lines(path: Path) -> tuple[ProbeLine, ...]:
+    """A replay's lines, checked: the project's process wrote them, so only well-formed bounded strings count."""
+    if not path.is_file():
+        return ()
+    lines: list[ProbeLine] = []
+    for raw in path.read_text(encoding="utf-8", errors="replace").splitlines()[:_PROBE_LINES]:
+        try:
+            record = json.loads(raw)
+            lines.append(
+                ProbeLine(
+                    target=str(record["target"])[:_PROBE_TEXT],
+                    call=int(record["call"]),
+                    variation=str(record["variation"])[:200],
+                    text=str(record["text"])[:_PROBE_TEXT],
+                    test=str(record["test"])[:_PROBE_TEXT],
+                    outcome=str(record["outcome"])[:_PROBE_TEXT],
+                )
+            )
+        except (ValueError, KeyError, TypeError, RecursionError, ValidationError):
+            continue
+    return tuple(lines)

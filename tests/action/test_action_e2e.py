@@ -286,6 +286,9 @@ def test_real_heal_end_to_end(tmp_path: Path, fake: FakeGitHub) -> None:
     assert Path(run.outputs["patch_path"]).read_text().count("+    return 10") == 1
     pr = fake.calls_of("POST", r"/pulls$")[0].body
     assert pr["head"].startswith("selfix/")
+    # Only the failing test checks the edited line: `medium`, so a draft whose body leads with that evidence.
+    assert pr["draft"] is True and run.outputs["publish_action"] == "draft_pr"
+    assert pr["body"].startswith("## selfix: a patch that passes, with medium confidence\n\n**Evidence against")
     # The body says what held and what was verified: the root cause, the tests, the cost and the run.
     assert "**Root cause:** the bug is in `limit`" in pr["body"]
     assert "### Hypotheses" in pr["body"] and "### Tests" in pr["body"] and "cost: $0.0000" in pr["body"]

@@ -127,6 +127,8 @@ def test_outputs_use_random_heredoc_delimiters(tmp_path: Path, fake: FakeGitHub,
         "cost_usd",
         "tokens",
         "confidence",
+        "publish_action",
+        "publish_reason",
     ]
     assert len({d for _, d in heads}) == len(heads)  # a fresh delimiter per value
     for key, delimiter in heads:
@@ -227,41 +229,119 @@ def test_job_summary_warns_loudly_without_isolation(tmp_path: Path, fake: FakeGi
     assert "- Note: WARNING: NO ISOLATION" in run.summary  # the report's notes are in the summary too
 
 
-# -- confidence --------------------------------------------------------------------------------------------------
+# -- confidence: what selfix does follows it (publish/bar.py, pr_confidence) ------------------------------------------
 LOW = Confidence(
     level="low",
-    reasons=(ConfidenceReason(code="pattern:guard_deleted", level="low", text="the patch deletes a guard"),),
+    reasons=(
+        ConfidenceReason(code="localized", level="high", text="in the top function"),
+        ConfidenceReason(code="pattern:guard_deleted", level="low", text="the patch deletes a guard"),
+    ),
+)
+MEDIUM = Confidence(
+    level="medium",
+    reasons=(
+        ConfidenceReason(code="localized", level="high", text="in the top function"),
+        ConfidenceReason(code="unconfirmed", level="medium", text="no reproduction test confirmed the hypothesis"),
+    ),
 )
 HIGH = Confidence(level="high", reasons=(ConfidenceReason(code="localized", level="high", text="in the top function"),))
 
 
-def test_a_low_confidence_patch_is_only_a_draft_pr(tmp_path: Path, fake: FakeGitHub, repos: Repos) -> None:
-    run = invoke(workflow_env(tmp_path, fake, repos), with_report(True, confidence=LOW))
-    assert (run.outputs["status"], run.outputs["confidence"]) == ("healed", "low"), run.out
+def test_a_medium_confidence_patch_is_a_draft_pr_led_by_the_evidence_against(
+    tmp_path: Path, fake: FakeGitHub, repos: Repos
+) -> None:
+    """Through PyGithub against the fake server: the PR is a draft and its body starts with the evidence."""
+    run = invoke(workflow_env(tmp_path, fake, repos), with_report(True, confidence=MEDIUM))
+    assert (run.outputs["status"], run.outputs["confidence"]) == ("healed", "medium"), run.out
     pr = fake.calls_of("POST", r"/pulls$")[0].body
-    assert pr["draft"] is True and pr["title"].startswith("selfix (low confidence): fix ")
-    assert "Patch confidence: **low**" in pr["body"] and "the patch deletes a guard (lowers it to low)" in pr["body"]
-    assert "low confidence: opened as a draft PR" in run.summary
+    assert pr["draft"] is True and pr["title"].startswith("selfix (medium confidence): fix ")
+    body = pr["body"].splitlines()
+    assert body[0] == "## selfix: a patch that passes, with medium confidence"
+    assert body[2:5] == [
+        "**Evidence against this patch** (read this before the rest):",
+        "",
+        "- no reproduction test confirmed the hypothesis (caps it at medium)",
+    ]
+    assert git(repos.origin, "rev-parse", "refs/heads/feature/avg") == repos.feature_sha  # the failing branch
+    assert (run.outputs["publish_action"], run.outputs["publish_reason"]) == (
+        "draft_pr",
+        "medium confidence: draft PR (pr_confidence=high)",
+    )
+    assert "- Published: medium confidence: draft PR (pr_confidence=high)" in run.summary
 
 
-def test_a_low_confidence_patch_is_never_pushed_onto_the_pr_branch(
+def test_a_low_confidence_patch_is_one_escalation_with_the_patch_and_nothing_pushed(
+    tmp_path: Path, fake: FakeGitHub, repos: Repos
+) -> None:
+    env = workflow_env(tmp_path, fake, repos)
+    heads = git(repos.origin, "for-each-ref", "--format=%(refname) %(objectname)")
+    run = invoke(env, with_report(True, confidence=LOW))
+    assert (run.outputs["status"], run.outputs["confidence"]) == ("healed", "low"), run.out
+    assert not fake.calls_of("POST", r"/pulls$") and not fake.state.reviews
+    assert git(repos.origin, "for-each-ref", "--format=%(refname) %(objectname)") == heads  # nothing pushed
+    (issue,) = fake.state.issues.values()  # a push without a pull request: the failure's one issue
+    assert issue["title"] == "selfix: a low-confidence patch for test_limit on feature/avg, not pushed"
+    body = issue["body"]
+    assert "## selfix: a patch that passes, held back at low confidence" in body
+    assert body.index("the patch deletes a guard (lowers it to low)") < body.index("<details>")
+    assert "<details><summary>The verified patch (diff)</summary>" in body and "+    return 10" in body
+    assert run.outputs["publish_action"] == "escalate" and run.outputs["pr_url"] == ""
+    reason = "low confidence: one escalation with the patch attached, nothing pushed (pr_confidence=high)"
+    assert run.outputs["publish_reason"] == reason and f"- Published: {reason}" in run.summary
+    # the same failure again: the issue is edited, never a second one, and still nothing is pushed
+    again = invoke(env, with_report(True, confidence=LOW))
+    assert len(fake.state.issues) == 1 and "updated the escalation issue" in again.summary
+    assert git(repos.origin, "for-each-ref", "--format=%(refname) %(objectname)") == heads
+
+
+def test_a_low_confidence_patch_on_a_pull_request_is_its_one_comment(
     tmp_path: Path, fake: FakeGitHub, repos: Repos
 ) -> None:
     number = fake.add_pull(head_ref="feature/avg", head_sha=repos.feature_sha, base_ref="main")
     data = workflow_run_payload(repos.feature_sha, "feature/avg", pulls=(number,))
     env = action_env(tmp_path, fake, repos, "workflow_run", data, mode="commit")
-    run = invoke(env, with_report(True, confidence=LOW))
+    for _ in range(2):
+        run = invoke(env, with_report(True, confidence=LOW))
+        assert run.outputs["publish_action"] == "escalate", run.out
+    assert git(repos.origin, "rev-parse", "refs/heads/feature/avg") == repos.feature_sha  # nothing pushed
+    assert not fake.state.reviews and not fake.calls_of("POST", r"/pulls$")
+    (comment,) = fake.state.issue_comments.values()  # posted once, edited by the rerun
+    assert "held back at low confidence" in comment["body"] and "+    return 10" in comment["body"]
+
+
+def test_a_medium_confidence_patch_is_never_pushed_onto_the_pr_branch(
+    tmp_path: Path, fake: FakeGitHub, repos: Repos
+) -> None:
+    number = fake.add_pull(head_ref="feature/avg", head_sha=repos.feature_sha, base_ref="main")
+    data = workflow_run_payload(repos.feature_sha, "feature/avg", pulls=(number,))
+    env = action_env(tmp_path, fake, repos, "workflow_run", data, mode="commit")
+    run = invoke(env, with_report(True, confidence=MEDIUM))
     assert run.outputs["status"] == "healed", run.out
     assert git(repos.origin, "rev-parse", "refs/heads/feature/avg") == repos.feature_sha  # nothing pushed
     assert len(fake.state.reviews) == 1 and not fake.calls_of("POST", r"/pulls$")
-    assert "low confidence: offered as review suggestions" in run.summary
+    assert "review suggestions, not pushed onto the branch (pr_confidence=high)" in run.summary
+
+
+def test_pr_confidence_low_opens_a_low_confidence_patch_as_a_ready_pr(
+    tmp_path: Path, fake: FakeGitHub, repos: Repos
+) -> None:
+    run = invoke(workflow_env(tmp_path, fake, repos, pr_confidence="low"), with_report(True, confidence=LOW))
+    pr = fake.calls_of("POST", r"/pulls$")[0].body
+    assert pr["draft"] is False and pr["title"].startswith("selfix (low confidence): fix "), run.out
+    assert "the patch deletes a guard (lowers it to low)" in pr["body"].split("Patch confidence:")[0]
+    assert run.outputs["publish_reason"] == "low confidence: ready PR (pr_confidence=low)"
 
 
 def test_a_high_confidence_patch_is_a_ready_pr(tmp_path: Path, fake: FakeGitHub, repos: Repos) -> None:
     run = invoke(workflow_env(tmp_path, fake, repos), with_report(True, confidence=HIGH))
     pr = fake.calls_of("POST", r"/pulls$")[0].body
     assert pr["draft"] is False and pr["title"].startswith("selfix: fix ") and run.outputs["confidence"] == "high"
+    assert pr["body"].startswith("## selfix: verified fix") and "Evidence against" not in pr["body"]
     assert "**Patch confidence:** high." in run.summary
+    assert (run.outputs["publish_action"], run.outputs["publish_reason"]) == (
+        "pr",
+        "high confidence: ready PR (pr_confidence=high)",
+    )
 
 
 def test_the_escalation_comment_and_job_summary_say_what_to_try_next_in_the_actions_inputs(

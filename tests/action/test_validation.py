@@ -90,6 +90,7 @@ def test_every_declared_input_is_read_and_vice_versa(tmp_path: Path) -> None:
         "protected_paths": "src/secret/**",
         "labels": "a,b",
         "draft": "true",
+        "pr_confidence": "medium",
         "isolation": "bwrap",
         "require_isolation": "true",
         "memory_path": "cache/memory.db",

@@ -4,6 +4,7 @@ branch really pushed, exactly one merge request or one note, and reruns that add
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,12 @@ from tests.helpers.fake_gitlab import FakeGitLab
 from tests.helpers.gitlab_ci import CI_JOB_TOKEN, GITLAB_TOKEN, UNHEALABLE_JUNIT, gitlab_env, invoke
 
 LOW = Confidence(level="low", reasons=(ConfidenceReason(code="pattern:guard_deleted", level="low", text="a guard"),))
+MEDIUM = Confidence(
+    level="medium",
+    reasons=(
+        ConfidenceReason(code="unconfirmed", level="medium", text="no reproduction test confirmed the hypothesis"),
+    ),
+)
 
 
 def _fix_branch(repos: Repos) -> str:
@@ -39,7 +46,8 @@ def test_a_failed_pipeline_gets_one_verified_mr_and_a_rerun_adds_nothing(
     tmp_path: Path, gitlab_api: FakeGitLab, repos: Repos
 ) -> None:
     """A real heal with the template's defaults: one push of selfix/<fingerprint>, one merge request into the
-    failing branch with the evidence; the same pipeline run again posts nothing and pushes nothing."""
+    failing branch with the evidence; the same pipeline run again posts nothing and pushes nothing. The patch
+    (9 -> 10) is checked by the failing test alone, so it is `medium`: a draft led by that evidence."""
     env = gitlab_env(tmp_path, gitlab_api, repos)
     run = invoke(env)
     assert run.code == 0, run.out
@@ -48,9 +56,12 @@ def test_a_failed_pipeline_gets_one_verified_mr_and_a_rerun_adds_nothing(
     assert git(repos.origin, "show", f"{branch}:calc.py") + "\n" == FIXED_CALC
     [mr] = gitlab_api.open_mrs()
     assert (mr["source_branch"], mr["target_branch"]) == (branch, "feature/avg")
-    assert not mr["draft"] and run.outputs["SELFIX_MR_URL"] == mr["web_url"]
+    assert mr["draft"] and run.outputs["SELFIX_MR_URL"] == mr["web_url"]
+    assert run.outputs["SELFIX_PUBLISH_REASON"] == "medium confidence: draft MR (pr_confidence=high)"
     body = mr["description"]
-    assert "## selfix: verified fix" in body and F2P in body and "Patch confidence:" in body, body
+    assert body.startswith("## selfix: a patch that passes, with medium confidence\n\n**Evidence against"), body
+    assert "- no passing test runs the edited lines" in body.split("Patch confidence:")[0]
+    assert F2P in body and "Patch confidence: **medium**" in body, body
     assert "pipelines/777" in body  # the run link is the pipeline's page
     assert gitlab_api.posts() == ["/api/v4/projects/42/merge_requests"]
     tip = remote_branches(repos)[branch]
@@ -137,17 +148,62 @@ def test_a_fix_for_a_merge_request_is_its_own_mr_and_the_mr_hears_of_it(
     assert remote_branches(repos)["feature/avg"] == repos.feature_sha  # never the failing branch
 
 
-def test_low_confidence_opens_a_draft(tmp_path: Path, gitlab_api: FakeGitLab, repos: Repos) -> None:
+def _at(confidence: Confidence) -> Callable[[HealContext], HealResult]:
+    """The synthetic heal, its verified patch at ``confidence``."""
     base = synthetic(True)
 
-    def low(context: HealContext) -> HealResult:
+    def heal(context: HealContext) -> HealResult:
         result = base(context)
-        return HealResult(result.report.model_copy(update={"confidence": LOW}), result.files, result.originals)
+        return HealResult(result.report.model_copy(update={"confidence": confidence}), result.files, result.originals)
 
-    run = invoke(gitlab_env(tmp_path, gitlab_api, repos), healer=low)
-    assert run.outputs["SELFIX_CONFIDENCE"] == "low", run.out
+    return heal
+
+
+def test_medium_confidence_opens_a_draft_mr_led_by_the_evidence_against(
+    tmp_path: Path, gitlab_api: FakeGitLab, repos: Repos
+) -> None:
+    """Through python-gitlab against the fake server: a draft merge request whose description starts with the
+    evidence against the patch."""
+    run = invoke(gitlab_env(tmp_path, gitlab_api, repos), healer=_at(MEDIUM))
+    assert run.outputs["SELFIX_CONFIDENCE"] == "medium", run.out
     [mr] = gitlab_api.open_mrs()
-    assert mr["draft"] and mr["title"].startswith("Draft: selfix (low confidence)")
+    assert mr["draft"] and mr["title"].startswith("Draft: selfix (medium confidence)")
+    assert mr["description"].splitlines()[:5] == [
+        "## selfix: a patch that passes, with medium confidence",
+        "",
+        "**Evidence against this patch** (read this before the rest):",
+        "",
+        "- no reproduction test confirmed the hypothesis (caps it at medium)",
+    ]
+    assert run.outputs["SELFIX_PUBLISH_ACTION"] == "draft_pr"
+    assert run.outputs["SELFIX_PUBLISH_REASON"] == "medium confidence: draft MR (pr_confidence=high)"
+    assert "selfix: published: medium confidence: draft MR (pr_confidence=high)" in run.out
+
+
+def test_low_confidence_is_one_note_with_the_patch_and_nothing_pushed(
+    tmp_path: Path, gitlab_api: FakeGitLab, repos: Repos
+) -> None:
+    heads = remote_branches(repos)
+    for _ in range(2):
+        run = invoke(gitlab_env(tmp_path, gitlab_api, repos), healer=_at(LOW))
+        assert run.outputs["SELFIX_STATUS"] == "healed" and run.outputs["SELFIX_CONFIDENCE"] == "low", run.out
+        assert run.outputs["SELFIX_PUBLISH_ACTION"] == "escalate" and run.outputs["SELFIX_MR_URL"] == ""
+    assert remote_branches(repos) == heads and gitlab_api.open_mrs() == []  # nothing pushed, no merge request
+    [note] = gitlab_api.commit_notes(repos.feature_sha)  # one note per failure, edited by the rerun
+    body = note["body"]
+    assert "<!-- selfix:escalation " in body and "held back at low confidence" in body
+    assert body.index("a guard (lowers it to low)") < body.index("<details><summary>The verified patch (diff)")
+    assert "+    return 10" in body and "/selfix" not in body  # GitLab: no comment commands
+    assert len(gitlab_api.posts()) == 1 and len(gitlab_api.calls_of("PUT", "/notes/")) == 1
+
+
+def test_pr_confidence_medium_opens_a_low_patch_as_a_draft(
+    tmp_path: Path, gitlab_api: FakeGitLab, repos: Repos
+) -> None:
+    run = invoke(gitlab_env(tmp_path, gitlab_api, repos, SELFIX_PR_CONFIDENCE="medium"), healer=_at(LOW))
+    [mr] = gitlab_api.open_mrs()
+    assert mr["draft"] and mr["title"].startswith("Draft: selfix (low confidence)"), run.out
+    assert run.outputs["SELFIX_PUBLISH_REASON"] == "low confidence: draft MR (pr_confidence=medium)"
 
 
 def test_the_front_end_heals_through_heal(tmp_path: Path, gitlab_api: FakeGitLab, repos: Repos) -> None:

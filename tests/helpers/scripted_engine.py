@@ -37,15 +37,15 @@ class ScriptedEngine:
     def revise(self, hypothesis: Hypothesis, ahead: Sequence[Hypothesis]) -> PlanChange:
         return PlanChange()
 
+    def second_patch(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> CandidatePatch | None:
+        return None
+
     def hypotheses(self, evidence: Evidence, sandbox: Sandbox, limit: int) -> list[Hypothesis]:
         return self._hypotheses[:limit]
 
     def review(self, request: ReviewRequest) -> Review | None:
         self.review_requests.append(request)
         return self._review
-
-    def second_patch(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> CandidatePatch | None:
-        return None  # a script has no second solution
 
     def accepts(self, patch: CandidatePatch, confidence: Confidence | None) -> bool:
         return True  # a scripted engine takes any patch

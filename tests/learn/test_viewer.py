@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from html import escape
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -164,3 +165,14 @@ def test_renders_in_headless_chromium(tmp_path: Path) -> None:
     for key in KEY_IDS:
         assert f'id="{key}"' in dom, key
     assert dom.count('class="step-verify') == 2 and "healed" in dom
+
+
+@pytest.mark.slow
+def test_the_behaviour_probe_follows_the_patch(healed: tuple[HealReport, str]) -> None:
+    report, html = healed
+    assert report.behaviour is not None and report.behaviour.compared > 0, report.behaviour
+    page = parsed(html)
+    assert page.ids.index("behaviour") > page.ids.index("patch")
+    assert f"{report.behaviour.compared} input(s) replayed unpatched and patched" in html
+    for change in report.behaviour.changed:
+        assert escape(change.after) in html

@@ -41,14 +41,14 @@ class Playback:
     def revise(self, hypothesis: Hypothesis, ahead: Sequence[Hypothesis]) -> PlanChange:
         return PlanChange()
 
+    def second_patch(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> CandidatePatch | None:
+        return None
+
     def hypotheses(self, evidence: Evidence, sandbox: Sandbox, limit: int) -> list[Hypothesis]:
         return [Hypothesis(id="H1", rank=1, title="t", confidence=1.0, file=self.file, symbol=self.symbol, lines=(2,))]
 
     def review(self, request: ReviewRequest) -> Review | None:
         return None  # a playback has no reviewer
-
-    def second_patch(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> CandidatePatch | None:
-        return None  # a playback has no second solution
 
     def accepts(self, patch: CandidatePatch, confidence: Confidence | None) -> bool:
         return True  # a scripted engine takes any patch
@@ -162,7 +162,12 @@ def test_the_most_plausible_passing_candidate_wins_over_the_first(make_sandbox: 
     assert "preferred to 1 other passing candidate" in report.hypotheses[0].outcome
     # Two tests run the edit: never high (thin_tests), and nothing else lowers it.
     assert report.confidence is not None and report.confidence.level == "medium", report.confidence
-    assert [r.code for r in report.confidence.reasons if r.level != "high"] == ["thin_tests"]
+    # The guard deletion, which passed too, behaves otherwise on an input the tests never tried (the probe).
+    assert [r.code for r in report.confidence.reasons if r.level != "high"] == ["thin_tests", "second_solution_differs"]
+    assert report.behaviour is not None and report.behaviour.second_source.startswith("another candidate")
+    assert any("ValueError" in d.before and "ValueError" not in d.after for d in report.behaviour.disagreements), (
+        report.behaviour
+    )
     assert report.confidence.alternatives_passed == 1
 
 

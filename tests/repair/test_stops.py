@@ -19,7 +19,15 @@ from selfix_action.repair.loop import HealingLoop, LoopConfig
 from selfix_action.repair.protocols import Sandbox
 from selfix_action.repair.report import StopReason, render_markdown
 from selfix_action.repair.review import Review
-from selfix_action.repair.values import CandidateCheck, Evidence, Hypothesis, QATest, TestRun
+from selfix_action.repair.values import (
+    CallProbe,
+    CandidateCheck,
+    Evidence,
+    Hypothesis,
+    ProbeTarget,
+    QATest,
+    TestRun,
+)
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
 from tests.helpers.projects import CALC, FIXED, write_project
@@ -72,6 +80,11 @@ class ClockedSandbox:
 
     def patched(self, files: Mapping[str, str]) -> AbstractContextManager[None]:
         return self.real.patched(files)
+
+    def probe_calls(
+        self, targets: Sequence[ProbeTarget], tests: Sequence[str], versions: Mapping[str, Mapping[str, str]]
+    ) -> CallProbe:
+        return self.real.probe_calls(targets, tests, versions)
 
 
 def _whole_suite_runs(sandbox: ClockedSandbox) -> int:

@@ -1,0 +1,148 @@
+"""Behaviour beyond the tests: what the edited functions do, unpatched and patched, on the inputs the tests
+actually passed them and on variations of those (``Sandbox.probe_calls`` records and replays; this module only
+compares its text).
+
+A patch that passes the tests can still be wrong where no test looks: it changes what a call a passing test made
+returns (nothing checks it), or it handles the failing input and not its siblings (a string, not a tuple). The
+probe shows both: the inputs whose outcome changed, old -> new, each marked with where its call came from (a
+failing or a passing test, as recorded or varied), and, given a second patch that passed verification too, the
+inputs on which the two patches disagree. Outcomes that differ between two runs of the unpatched code are the
+code's own variation (time, randomness, ids) and are left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+
+from selfix_action.repair.localize import enclosing_function, function_spans
+from selfix_action.repair.patches import hunks
+from selfix_action.repair.report import BehaviourEvidence, InputChange
+from selfix_action.repair.values import CallProbe, ProbeLine, ProbeTarget
+
+BEFORE = "before"
+BEFORE_AGAIN = "before again"
+# How many of the tests that run the edited lines the probe records calls from (the failing ones first).
+MAX_PROBED_TESTS = 25
+MAX_SHOWN_CHANGES = 40
+
+
+def probe_targets(originals: Mapping[str, str], patches: Sequence[Mapping[str, str]]) -> tuple[ProbeTarget, ...]:
+    """The functions the patches edit, by their place in the unpatched files (module-level edits have none)."""
+    found: dict[str, ProbeTarget] = {}
+    for files in patches:
+        for hunk in hunks(originals, files):
+            original = originals.get(hunk.path, "")
+            spans = function_spans(hunk.path, original)
+            span = enclosing_function(spans, hunk.original_lines[0])
+            if span is None:
+                continue
+            target = ProbeTarget(path=hunk.path, qualname=span.name, first=span.start, last=span.end)
+            found.setdefault(target.id, target)
+    return tuple(found.values())
+
+
+def probed_tests(
+    f2p: Sequence[str],
+    p2p: Sequence[str],
+    coverage: Mapping[str, Mapping[str, Sequence[int]]] | None,
+    targets: Sequence[ProbeTarget],
+) -> tuple[str, ...]:
+    """The failing tests, then the passing tests whose baseline coverage runs a target's lines (all passing tests
+    of the failing tests' files when there is no coverage), at most ``MAX_PROBED_TESTS``."""
+    chosen = list(f2p)
+    if coverage is not None:
+        for test in p2p:
+            files = coverage.get(test, {})
+            if any(t.first <= line <= t.last for t in targets for line in files.get(t.path, ())):
+                chosen.append(test)
+    else:
+        failing_files = {t.split("::", 1)[0] for t in f2p}
+        chosen += [t for t in p2p if t.split("::", 1)[0] in failing_files]
+    return tuple(dict.fromkeys(chosen))[:MAX_PROBED_TESTS]
+
+
+def _behaviour(outcome: str) -> tuple[str, str]:
+    """What an outcome says of behaviour: the value returned, or only the kind of exception raised (its message
+    is wording: two versions that both refuse an input refuse it alike), and the mutable arguments afterwards."""
+    result, _, after = outcome.partition(" | arguments after: ")
+    if result.startswith("raises "):
+        result = result.split(":", 1)[0]
+    return result, after
+
+
+def _by_key(lines: Sequence[ProbeLine]) -> dict[tuple[str, int, str], ProbeLine]:
+    return {line.key: line for line in lines}
+
+
+def compare(
+    probe: CallProbe, old: str, new: str, failing: Collection[str], *, unstable: Collection[tuple[str, int, str]] = ()
+) -> tuple[list[InputChange], int]:
+    """The inputs whose outcome differs between versions ``old`` and ``new`` (leaving out ``unstable`` ones), and
+    how many inputs both versions ran."""
+    first, second = _by_key(probe.versions.get(old, ())), _by_key(probe.versions.get(new, ()))
+    changes: list[InputChange] = []
+    compared = 0
+    for key, line in first.items():
+        other = second.get(key)
+        if other is None or key in unstable:
+            continue
+        compared += 1
+        if _behaviour(other.outcome) != _behaviour(line.outcome):
+            changes.append(
+                InputChange(
+                    function=line.target,
+                    input=line.text,
+                    variation=line.variation,
+                    test=line.test,
+                    source="failing" if line.test in failing else "passing",
+                    before=line.outcome,
+                    after=other.outcome,
+                )
+            )
+    return changes, compared
+
+
+def unstable_inputs(probe: CallProbe) -> set[tuple[str, int, str]]:
+    """Inputs whose outcome differed between two runs of the unpatched code."""
+    once, again = _by_key(probe.versions.get(BEFORE, ())), _by_key(probe.versions.get(BEFORE_AGAIN, ()))
+    return {
+        key for key, line in once.items() if key in again and _behaviour(again[key].outcome) != _behaviour(line.outcome)
+    }
+
+
+def _ordered(changes: Sequence[InputChange]) -> tuple[InputChange, ...]:
+    """Changes outside the failing tests' calls first (the evidence against), then the rest; at most a page."""
+    return tuple(sorted(changes, key=lambda c: (not c.outside, c.source != "passing")))[:MAX_SHOWN_CHANGES]
+
+
+def behaviour_evidence(
+    probe: CallProbe,
+    failing: Collection[str],
+    *,
+    patch: str = "patch",
+    second: str = "",
+    second_source: str = "",
+    second_diff: str = "",
+) -> BehaviourEvidence:
+    """The probe's evidence on ``patch`` (against the unpatched code) and, when ``second`` names a version, on where
+    the second solution and the patch disagree."""
+    if BEFORE not in probe.versions or patch not in probe.versions:
+        return BehaviourEvidence(recorded=probe.recorded, note=probe.note or "the probe did not run")
+    unstable = unstable_inputs(probe)
+    changed, compared = compare(probe, BEFORE, patch, failing, unstable=unstable)
+    disagreements: list[InputChange] = []
+    note = probe.note
+    if second and second in probe.versions:
+        disagreements, _ = compare(probe, patch, second, failing, unstable=unstable)
+    elif second:
+        note = note or "the second solution could not be replayed"
+    return BehaviourEvidence(
+        recorded=probe.recorded,
+        compared=compared,
+        unstable=len(unstable),
+        changed=_ordered(changed),
+        second_source=second_source if second in probe.versions else "",
+        second_diff=second_diff if second in probe.versions else "",
+        disagreements=_ordered(disagreements),
+        note=note,
+    )

@@ -1,0 +1,191 @@
+"""Behaviour beyond the tests (repair/differential.py): the comparison on its own, and heals on small real projects
+where the probe finds what the tests do not: a partial fix a second solution beats on a sibling input, and a patch
+that changes what a passing test's own call returns."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from selfix_action.repair.differential import behaviour_evidence, probe_targets, probed_tests
+from selfix_action.repair.loop import HealingLoop, LoopConfig
+from selfix_action.repair.plausibility import probe_reasons
+from selfix_action.repair.protocols import Sandbox
+from selfix_action.repair.report import StopReason, render_markdown
+from selfix_action.repair.values import CallProbe, CandidatePatch, Evidence, Hypothesis, ProbeLine
+from selfix_action.sandbox.pytest_sandbox import PytestSandbox
+from tests.repair.test_honest_verdicts import Playback, codes
+
+
+def line(variation: str, outcome: str, *, test: str = "t.py::test_a", call: int = 1) -> ProbeLine:
+    return ProbeLine(target="m.py:f", call=call, variation=variation, text="(1)", test=test, outcome=outcome)
+
+
+def test_outcomes_compare_by_value_and_exception_kind_and_unstable_inputs_are_left_out() -> None:
+    probe = CallProbe(
+        versions={
+            "before": (
+                line("as recorded", "raises ValueError: not a port"),
+                line("argument 1 None", "returns 1"),
+                line("as recorded", "returns 2", test="t.py::test_b", call=2),
+                line("argument 1 +1", "returns 0.25", call=3),
+            ),
+            "before again": (
+                line("as recorded", "raises ValueError: not a port"),
+                line("argument 1 None", "returns 1"),
+                line("as recorded", "returns 2", test="t.py::test_b", call=2),
+                line("argument 1 +1", "returns 0.75", call=3),
+            ),
+            "patch": (
+                line("as recorded", "raises ValueError: invalid literal"),  # the same refusal, other words
+                line("argument 1 None", "returns 5"),
+                line("as recorded", "returns 3", test="t.py::test_b", call=2),
+                line("argument 1 +1", "returns 0.5", call=3),
+            ),
+        },
+        recorded=3,
+    )
+    evidence = behaviour_evidence(probe, {"t.py::test_a"})
+    assert evidence.compared == 3 and evidence.unstable == 1
+    assert [(c.variation, c.source) for c in evidence.changed] == [
+        ("as recorded", "passing"),  # a passing test's own call comes first: the evidence against
+        ("argument 1 None", "failing"),
+    ]
+    assert [c.test for c in evidence.outside] == ["t.py::test_b"]
+    # Another value for a passing test's call is shown; a call that now raises where it returned caps the patch.
+    assert [(code, level) for code, level, _ in probe_reasons(evidence)] == [("inputs_outside_changed", "high")]
+    raising = evidence.model_copy(
+        update={"changed": (evidence.changed[0].model_copy(update={"after": "raises KeyError: 'x'"}),)}
+    )
+    assert [(code, level) for code, level, _ in probe_reasons(raising)] == [("inputs_outside_failed", "medium")]
+
+
+def test_no_probe_no_reason() -> None:
+    assert probe_reasons(behaviour_evidence(CallProbe(note="no test calls the edited code"), set())) == []
+
+
+def test_targets_are_the_edited_functions_and_tests_those_running_them() -> None:
+    original = "def f(x):\n    return x\n\n\ndef g(x):\n    return x\n"
+    patched = original.replace("    return x\n\n\ndef g", "    return x + 1\n\n\ndef g")
+    targets = probe_targets({"m.py": original}, [{"m.py": patched}])
+    assert [(t.id, t.first, t.last) for t in targets] == [("m.py:f", 1, 2)]
+    coverage = {"t.py::test_b": {"m.py": [2]}, "t.py::test_c": {"m.py": [6]}}
+    assert probed_tests(["t.py::test_a"], ["t.py::test_b", "t.py::test_c"], coverage, targets) == (
+        "t.py::test_a",
+        "t.py::test_b",
+    )
+
+
+MAILER = {
+    "mailer.py": """
+        def recipients(to, cc=None):
+            rcpts = to[:]
+            if cc:
+                rcpts.extend(cc)
+            return rcpts
+        """,
+    "tests/test_mailer.py": """
+        from mailer import recipients
+
+
+        def test_string_to():
+            assert recipients("a@x") == ["a@x"]
+
+
+        def test_lists():
+            assert recipients(["a@x"], ["b@x"]) == ["a@x", "b@x"]
+
+
+        def test_copy():
+            to = ["a@x"]
+            assert recipients(to) is not to
+        """,
+}
+PARTIAL = "def recipients(to, cc=None):\n    if isinstance(to, str):\n        to = [to]\n    rcpts = to[:]\n"
+PARTIAL += "    if cc:\n        rcpts.extend(cc)\n    return rcpts\n"
+COMPLETE = PARTIAL.replace(
+    "    if isinstance(to, str):\n        to = [to]\n    rcpts = to[:]\n",
+    "    rcpts = [to] if isinstance(to, str) else list(to)\n",
+)
+
+
+class SecondOpinion(Playback):
+    """Plays back one patch, and offers another as its independent second solution."""
+
+    def __init__(self, first: dict[str, str], second: dict[str, str]) -> None:
+        super().__init__("mailer.py", "recipients", [first])
+        self.second = second
+
+    def second_patch(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> CandidatePatch | None:
+        return CandidatePatch(id="S1", hypothesis_id="H1", description="second", template="t", files=self.second)
+
+
+@pytest.mark.slow
+def test_a_second_solution_that_handles_a_sibling_input_caps_a_partial_fix(
+    make_sandbox: Callable[..., PytestSandbox],
+) -> None:
+    sandbox = make_sandbox(MAILER)
+    report = HealingLoop(sandbox, SecondOpinion({"mailer.py": PARTIAL}, {"mailer.py": COMPLETE})).run().report
+    assert report.stop_reason is StopReason.HEALED
+    assert report.patch is not None and "isinstance(to, str)" in report.patch.diff
+    assert report.behaviour is not None and report.behaviour.second_source == "an independent second Patcher answer"
+    tuples = [d for d in report.behaviour.disagreements if "tuple" in d.variation]
+    assert tuples and tuples[0].after.startswith("returns ['a@x'")
+    assert "second_solution_differs" in codes(report)
+    assert report.confidence is not None and report.confidence.level == "medium"
+    markdown = render_markdown(report)
+    assert "## Behaviour beyond the tests" in markdown and "second solution" in markdown
+
+
+@pytest.mark.slow
+def test_two_solutions_that_agree_on_every_input_support_the_patch(make_sandbox: Callable[..., PytestSandbox]) -> None:
+    sandbox = make_sandbox(MAILER)
+    again = COMPLETE.replace("list(to)", "[*to]")
+    report = HealingLoop(sandbox, SecondOpinion({"mailer.py": COMPLETE}, {"mailer.py": again})).run().report
+    assert report.stop_reason is StopReason.HEALED
+    assert report.behaviour is not None and report.behaviour.compared > 5
+    assert report.behaviour.disagreements == ()
+    assert "second_solution_agrees" in codes(report)
+    assert "inputs_probed" in codes(report)
+
+
+LABELS = {
+    "labels.py": """
+        def label(n):
+            return str(n) + " items"
+        """,
+    "tests/test_labels.py": """
+        from labels import label
+
+
+        def test_none():
+            assert label(0) == "no items"
+
+
+        def test_some():
+            assert label(2)
+        """,
+}
+# Passes both tests, and turns label(2) into "no items": the passing test's own call, which it does not check.
+OVERREACH = 'def label(n):\n    if n < 3:\n        return "no items"\n    return str(n) + " items"\n'
+
+
+@pytest.mark.slow
+def test_a_patch_that_changes_a_passing_tests_own_call_says_so(make_sandbox: Callable[..., PytestSandbox]) -> None:
+    sandbox = make_sandbox(LABELS)
+    report = HealingLoop(sandbox, Playback("labels.py", "label", [{"labels.py": OVERREACH}])).run().report
+    assert report.stop_reason is StopReason.HEALED
+    assert report.behaviour is not None
+    outside = report.behaviour.outside
+    assert [(c.input, c.before, c.after) for c in outside] == [("(2)", "returns '2 items'", "returns 'no items'")]
+    reason = next(r for r in report.confidence.reasons if r.code == "inputs_outside_changed")  # type: ignore[union-attr]
+    assert "`label(2)`: returns '2 items' -> returns 'no items'" in reason.text
+
+
+@pytest.mark.slow
+def test_the_probe_can_be_turned_off(make_sandbox: Callable[..., PytestSandbox]) -> None:
+    sandbox = make_sandbox(LABELS)
+    engine = Playback("labels.py", "label", [{"labels.py": OVERREACH}])
+    report = HealingLoop(sandbox, engine, LoopConfig(behaviour_probe=False)).run().report
+    assert report.behaviour is None and "inputs_outside_changed" not in codes(report)

@@ -1,0 +1,148 @@
+"""The behaviour probe's sandbox half (``PytestSandbox.probe_calls``, ``plugin/selfix_calls.py``): real pytest runs
+record the calls the tests make to a function, and real replays run them, with variations, on other versions."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from selfix_action.repair.values import CallProbe, ProbeTarget
+from selfix_action.sandbox.pytest_sandbox import PytestSandbox
+from tests.sandbox.test_project_pythons import project_venv, venv_root  # noqa: F401 - venv_root is a fixture
+
+MAILER = {
+    "mailer/__init__.py": "",
+    "mailer/send.py": """
+        import functools
+        import random
+        import threading
+
+
+        def logged(function):
+            @functools.wraps(function)
+            def wrapper(*args, **kwargs):
+                return function(*args, **kwargs)
+
+            return wrapper
+
+
+        class Mailer:
+            def __init__(self, sender):
+                self.sender = sender
+
+            @logged
+            def recipients(self, to, cc=None):
+                rcpts = to[:]
+                if cc:
+                    rcpts.extend(cc)
+                return rcpts
+
+
+        def stamp(subject):
+            return subject + str(random.random())
+
+
+        def locked(lock, value):
+            with lock:
+                return value * 2
+        """,
+    "tests/test_send.py": """
+        import threading
+
+        from mailer.send import Mailer, locked, stamp
+
+
+        def test_string_to():
+            assert Mailer("me").recipients("a@x") == ["a@x"]
+
+
+        def test_lists():
+            assert Mailer("me").recipients(["a@x"], ["b@x"]) == ["a@x", "b@x"]
+
+
+        def test_stamp():
+            assert stamp("hi").startswith("hi")
+
+
+        def test_locked():
+            assert locked(threading.Lock(), 2) == 4
+        """,
+}
+TESTS = [
+    "tests/test_send.py::test_string_to",
+    "tests/test_send.py::test_lists",
+    "tests/test_send.py::test_stamp",
+    "tests/test_send.py::test_locked",
+]
+RECIPIENTS = ProbeTarget(path="mailer/send.py", qualname="Mailer.recipients", first=19, last=23)
+STAMP = ProbeTarget(path="mailer/send.py", qualname="stamp", first=26, last=27)
+LOCKED = ProbeTarget(path="mailer/send.py", qualname="locked", first=30, last=32)
+BUGGY_LINE = "        rcpts = to[:]"
+PARTIAL = "        if isinstance(to, str):\n            to = [to]\n        rcpts = to[:]"  # a string, not a tuple
+COMPLETE = "        rcpts = [to] if isinstance(to, str) else list(to)"
+
+
+def outcomes(probe: CallProbe, version: str, variation: str, call: int = 1) -> str:
+    return next(
+        line.outcome
+        for line in probe.versions[version]
+        if line.target == RECIPIENTS.id and line.variation == variation and line.call == call
+    )
+
+
+def probe_mailer(sandbox: PytestSandbox) -> CallProbe:
+    source = sandbox.read_file("mailer/send.py")
+    assert BUGGY_LINE in source
+    versions = {
+        "partial": {"mailer/send.py": source.replace(BUGGY_LINE, PARTIAL)},
+        "complete": {"mailer/send.py": source.replace(BUGGY_LINE, COMPLETE)},
+    }
+    return sandbox.probe_calls([RECIPIENTS, STAMP, LOCKED], TESTS, versions)
+
+
+def check_mailer(probe: CallProbe) -> None:
+    assert probe.note == ""
+    assert set(probe.versions) == {"before", "before again", "partial", "complete"}
+    # The method is reached through its decorator and called with its own instance; the string is a test's call.
+    assert outcomes(probe, "before", "as recorded") == "returns 'a@x'"
+    assert outcomes(probe, "partial", "as recorded") == "returns ['a@x']"
+    # A tuple of one address: the partial fix returns it as it came, the complete one a list.
+    assert outcomes(probe, "partial", "argument 1 in a tuple") == "returns ('a@x',)"
+    assert outcomes(probe, "complete", "argument 1 in a tuple") == "returns ['a@x']"
+    # The second test's call, with the list as a tuple: only the complete fix handles it.
+    assert outcomes(probe, "partial", "argument 1 as a tuple", call=2).startswith("raises AttributeError")
+    assert outcomes(probe, "complete", "argument 1 as a tuple", call=2).startswith("returns ['a@x', 'b@x']")
+    # A call whose outcome is random differs between the two runs of the unpatched code.
+    stamps = [line.outcome for v in ("before", "before again") for line in probe.versions[v] if line.target == STAMP.id]
+    assert stamps and len(set(stamps)) > 1
+    # A lock cannot be copied: a stand-in takes its place (the same on every version), and the call is replayed.
+    locked = [line for line in probe.versions["before"] if line.target == LOCKED.id]
+    assert [(line.text, line.outcome) for line in locked[:1]] == [("(<_thread.lock>, 2)", "returns 4")]
+    assert probe.unpicklable == 0
+    assert probe.recorded == 4  # two calls of recipients, one of stamp, one of locked
+
+
+@pytest.mark.slow
+def test_calls_are_recorded_and_replayed_with_variations_on_each_version(
+    make_sandbox: Callable[..., PytestSandbox],
+) -> None:
+    check_mailer(probe_mailer(make_sandbox(MAILER)))
+
+
+@pytest.mark.slow
+def test_the_probe_runs_on_the_oldest_project_python(
+    make_sandbox: Callable[..., PytestSandbox],
+    venv_root: Path,  # noqa: F811 - the fixture imported above
+) -> None:
+    python = project_venv(venv_root, "3.8")
+    sandbox = make_sandbox(MAILER)
+    sandbox.test_cmd = [str(python), "-m", "pytest"]
+    check_mailer(probe_mailer(sandbox))
+
+
+def test_nothing_to_probe_says_why(make_sandbox: Callable[..., PytestSandbox]) -> None:
+    sandbox = make_sandbox(MAILER)
+    assert sandbox.probe_calls([], TESTS, {}).note == "no function to probe"
+    assert sandbox.probe_calls([RECIPIENTS], [], {}).note == "no test calls the edited code"
