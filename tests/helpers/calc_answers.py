@@ -37,7 +37,8 @@ def anthropic_script(**overrides: list[Reply]) -> dict[str, list[Reply]]:
     script = {
         "report_hypotheses": [anthropic_tool_use("report_hypotheses", DETECTIVE)],
         "write_reproduction_test": [anthropic_tool_use("write_reproduction_test", QA)],
-        "propose_edits": [anthropic_tool_use("propose_edits", FIX)],
+        # The Patcher's, then the second solution's (an independent Patcher call once the patch is confirmed).
+        "propose_edits": [anthropic_tool_use("propose_edits", FIX), anthropic_tool_use("propose_edits", FIX)],
         "review_patch": [anthropic_tool_use("review_patch", REVIEW)],
     }
     script.update(overrides)
@@ -48,7 +49,7 @@ def openai_script(**overrides: list[Reply]) -> dict[str, list[Reply]]:
     script = {
         "report_hypotheses": [openai_tool_call("report_hypotheses", DETECTIVE)],
         "write_reproduction_test": [openai_tool_call("write_reproduction_test", QA)],
-        "propose_edits": [openai_tool_call("propose_edits", FIX)],
+        "propose_edits": [openai_tool_call("propose_edits", FIX), openai_tool_call("propose_edits", FIX)],
         "review_patch": [openai_tool_call("review_patch", REVIEW)],
     }
     script.update(overrides)

@@ -42,11 +42,12 @@ def test_rate_limit_retry_after_is_honoured_but_capped(calc: CachedSandbox, trac
     report = run("anthropic", provider, calc, trace_log)
     # Not 120 s: the wait was capped at max_retry_wait (the trace says what was waited, not a wall clock).
     assert_healed(report)
-    assert report.usage.retries == 1 and report.usage.calls == 4  # the three roles and the reviewer
+    # The three roles, the second solution's Patcher call and the reviewer.
+    assert report.usage.retries == 1 and report.usage.calls == 5
     (retry,) = trace_log.steps("model_retry")
     assert retry["status"] == 429 and retry["requested_wait"] == 120 and retry["waited"] == 0.05
     assert "capped" in retry["message"]
-    assert len(provider.requests) == 5  # the SDK did not retry on its own
+    assert len(provider.requests) == 6  # the SDK did not retry on its own
 
 
 @pytest.mark.slow
@@ -60,6 +61,7 @@ def test_overloaded_and_unavailable_are_retried(calc: CachedSandbox, trace_log: 
             propose_edits=[
                 anthropic_error(503, "api_error", "unavailable"),
                 anthropic_tool_use("propose_edits", FIX),
+                anthropic_tool_use("propose_edits", FIX),  # the second solution
             ],
         )
     )
