@@ -69,13 +69,24 @@ class _Keeper(pickle.Pickler):
     ``__reduce_ex__`` refuses: a lock, a socket, a module, a generator); objects around it are kept, so one lock
     inside a large argument does not lose the call."""
 
-    def __init__(self, handle):
+    def __init__(self, handle, strict=False):
         super().__init__(handle, protocol=_PROTOCOL)
         self.stubbed = 0
+        self.strict = strict  # also stand in for the test machinery's objects and anything not pickled by name
 
     def persistent_id(self, obj):
-        if isinstance(obj, _PLAIN) or isinstance(obj, type):
+        if isinstance(obj, _PLAIN):
             return None
+        if self.strict and _machinery(obj):
+            return self._stub(obj)
+        if isinstance(obj, type):
+            if not self.strict:
+                return None
+            try:
+                pickle.dumps(obj, protocol=_PROTOCOL)  # by its name: a class defined in a function has none
+                return None
+            except Exception:
+                return self._stub(obj)
         try:
             if isinstance(obj, (types.FunctionType, types.BuiltinFunctionType)):
                 pickle.dumps(obj, protocol=_PROTOCOL)  # by its name: a lambda or a local function has none
@@ -84,9 +95,24 @@ class _Keeper(pickle.Pickler):
             return None
         except Exception:
             pass
+        return self._stub(obj)
+
+    def _stub(self, obj):
         self.stubbed += 1
-        kind = type(obj)
+        kind = obj if isinstance(obj, type) else type(obj)
         return "{}.{}".format(getattr(kind, "__module__", "?"), getattr(kind, "__qualname__", kind.__name__))
+
+
+# The test run's own machinery: what a test hands the code as a callback or a context drags these in, and the
+# code's behaviour does not depend on their insides.
+_MACHINERY = ("_pytest", "pytest", "pluggy", "unittest", "twisted.trial", "py.", "_io", "logging")
+
+
+def _machinery(obj):
+    if isinstance(obj, types.MethodType):
+        obj = obj.__self__
+    module = getattr(type(obj), "__module__", "") or ""
+    return module.startswith(_MACHINERY) or isinstance(obj, (types.ModuleType, types.FrameType, types.TracebackType))
 
 
 class _Restorer(pickle.Unpickler):
@@ -97,13 +123,43 @@ class _Restorer(pickle.Unpickler):
 _MAX_PAYLOAD = 2_000_000  # bytes of one call's pickled arguments: past that, the call is not kept
 
 
-def _dumps(value):
+def _pickled(value, strict):
     handle = io.BytesIO()
-    keeper = _Keeper(handle)
+    keeper = _Keeper(handle, strict)
     keeper.dump(value)
     if handle.tell() > _MAX_PAYLOAD:
         raise ValueError("arguments too large to keep")
     return handle.getvalue(), keeper.stubbed
+
+
+def _dumps(call):
+    """A call's arguments pickled: with stand-ins for what cannot be taken apart; failing that, also for the test
+    machinery and classes without a name; failing that, with a stand-in for each argument that still fails."""
+    for strict in (False, True):
+        try:
+            return _pickled(call, strict)
+        except Exception:
+            continue
+    positional, extra, keywords, more = call
+    stubbed = 0
+
+    def kept(value):
+        nonlocal stubbed
+        try:
+            _pickled(value, True)
+            return value
+        except Exception:
+            stubbed += 1
+            return Stub(type(value).__name__)
+
+    call = (
+        [kept(v) for v in positional],
+        tuple(kept(v) for v in extra),
+        {k: kept(v) for k, v in keywords.items()},
+        {k: kept(v) for k, v in more.items()},
+    )
+    payload, inner = _pickled(call, True)
+    return payload, stubbed + inner
 
 
 def _loads(payload):
