@@ -14,6 +14,7 @@ import itertools
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
+from selfix_action.llm.imports import import_lines
 from selfix_action.repair.localize import FunctionSpan, enclosing_function, function_spans
 from selfix_action.repair.paths import is_test_path
 from selfix_action.repair.values import Evidence, Hypothesis, Location, Verification
@@ -29,6 +30,7 @@ MAX_FUNCTION_LINES = 60
 WINDOW = 10
 MAX_WINDOWS = 6
 MAX_MODULE_LINES = 30
+MIN_CONSTANT_LINES = 10  # a module's constants still show when its imports fill MAX_MODULE_LINES
 MAX_FRAMES_PER_FAILURE = 3
 MAX_TEST_FUNCTIONS = 3
 MAX_TEST_LINES = 30
@@ -477,16 +479,17 @@ def _function_lines(start: int, end: int, ranked: Sequence[int]) -> set[int]:
 
 
 def _module_outline(tree: ast.Module | None) -> set[int]:
-    """Imports and module-level assignments (not the docstring), up to ``MAX_MODULE_LINES`` lines: imports first,
-    then constants; a statement too long for what is left is skipped, not the rest."""
-    lines: set[int] = set()
+    """The module's imports whole (``import_lines``: multi-line and guarded ones too), then its module-level
+    assignments (not the docstring) in what is left of ``MAX_MODULE_LINES`` lines (``MIN_CONSTANT_LINES`` at least); a constant too long for what is
+    left is skipped, not the rest."""
+    lines = import_lines(tree)
     if tree is None:
         return lines
-    imports = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
+    budget = len(lines) + max(MIN_CONSTANT_LINES, MAX_MODULE_LINES - len(lines))
     constants = [n for n in tree.body if isinstance(n, ast.Assign | ast.AnnAssign | ast.AugAssign)]
-    for node in imports + constants:
+    for node in constants:
         span = set(range(node.lineno, (node.end_lineno or node.lineno) + 1))
-        if len(lines) + len(span) <= MAX_MODULE_LINES:
+        if len(lines | span) <= budget:
             lines |= span
     return lines
 

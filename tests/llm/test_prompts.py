@@ -92,3 +92,43 @@ def test_symbol_slice() -> None:
     constant = symbol_slice("bank.py", "FEE", (5,), read)["bank.py"]
     assert 5 in constant and len(constant) < 12
     assert symbol_slice("missing.py", "x", (1,), read) == {}
+
+
+# -- the imports of every module shown, whole ---------------------------------------------------------------
+COMPAT_IMPORTS = (
+    '"""Requests."""\n\nimport os\nimport sys\nimport json\nimport re\n\n'
+    "from .compat import (\n" + "".join(f"    name_{n},\n" for n in range(30)) + "    basestring,\n)\n\n"
+    "try:\n    import simplejson as fastjson\nexcept ImportError:\n    fastjson = None\n\n"
+    "if sys.version_info >= (3, 8):\n    from typing import Protocol\nelse:\n    Protocol = object\n\n"
+    "LIMIT = 3\n\n\n"
+    "def to_native(x):\n    if isinstance(x, int):\n        return str(x)\n    return x\n"
+)
+
+
+def test_a_shown_module_s_imports_appear_whole_multi_line_and_guarded_ones_too() -> None:
+    files = {"req/utils.py": COMPAT_IMPORTS, "tests/test_utils.py": "from req.utils import to_native\n"}
+    line = COMPAT_IMPORTS.splitlines().index("    if isinstance(x, int):") + 1
+    evidence = Evidence(
+        f2p_tests=("tests/test_utils.py::test_native",),
+        p2p_tests=(),
+        failures=(),
+        suspicious_lines=(SuspiciousLine(file="req/utils.py", line=line, score=1.0, function="to_native"),),
+        suspicious_functions=(),
+        coverage_used=True,
+        localization_note="n",
+    )
+    context = build_context(evidence, files.__getitem__)
+    source = COMPAT_IMPORTS.splitlines()
+    for text in (
+        "from .compat import (",
+        "    name_29,",
+        "    basestring,",
+        ")",
+        "try:",
+        "    import simplejson as fastjson",
+    ):
+        n = source.index(text) + 1
+        assert f"{n:>5} | {text}" in context, text
+    for text in ("except ImportError:", "    fastjson = None", "    from typing import Protocol", "else:"):
+        assert f"{source.index(text) + 1:>5} | {text}" in context, text
+    assert "if sys.version_info >= (3, 8):" in context and "LIMIT = 3" in context
