@@ -480,8 +480,8 @@ def _function_lines(start: int, end: int, ranked: Sequence[int]) -> set[int]:
 
 def _module_outline(tree: ast.Module | None) -> set[int]:
     """The module's imports whole (``import_lines``: multi-line and guarded ones too), then its module-level
-    assignments (not the docstring) in what is left of ``MAX_MODULE_LINES`` lines (``MIN_CONSTANT_LINES`` at least); a constant too long for what is
-    left is skipped, not the rest."""
+    assignments (not the docstring) in what is left of ``MAX_MODULE_LINES`` lines (``MIN_CONSTANT_LINES`` at
+    least); a constant too long for what is left is skipped, not the rest."""
     lines = import_lines(tree)
     if tree is None:
         return lines
