@@ -8,6 +8,10 @@ the project's own string type, imported three lines below, was the complete fix.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable, Sequence
+from pathlib import PurePosixPath
+
+from selfix_action.repair.paths import is_test_path
 
 # Imports are shown whole up to this many lines per module (a statement never cut: one that would pass the bound
 # is left out whole); module constants share the slice's own smaller budget.
@@ -70,3 +74,63 @@ def _headers(node: ast.Try | ast.If) -> set[int]:
 
 def _whole(node: ast.stmt) -> set[int]:
     return set(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+
+
+def test_helper_imports(test_files: Sequence[str], read_file: Callable[[str], str]) -> list[str]:
+    """The import statements of the failing tests' modules that import the project's own test helpers (a module
+    of the test package that is neither a test module nor a conftest.py: ``from tests.utils import run``),
+    written absolute as a module saved elsewhere must write them, each once."""
+    found: list[str] = []
+    for path in test_files:
+        try:
+            tree = ast.parse(read_file(path))
+        except (OSError, UnicodeDecodeError, ValueError, SyntaxError):
+            continue
+        package = PurePosixPath(path).parent.parts
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                wanted = [f"import {_alias(alias)}" for alias in node.names if _kind(alias.name, read_file) == "helper"]
+            elif isinstance(node, ast.ImportFrom):
+                wanted = _helper_names(node, package, read_file)
+            else:
+                continue
+            found += [statement for statement in wanted if statement not in found]
+    return found
+
+
+def _helper_names(node: ast.ImportFrom, package: tuple[str, ...], read_file: Callable[[str], str]) -> list[str]:
+    """``from X import a, b`` as absolute statements of the names that are helpers: a helper module ``X.a``, or
+    a name of ``X`` when ``X`` itself is a helper module."""
+    if node.level and node.level - 1 > len(package):
+        return []
+    base = list(package[: len(package) - node.level + 1]) if node.level else []
+    module = ".".join([*base, *(node.module.split(".") if node.module else [])])
+    if not module:
+        return []
+    of_module = _kind(module, read_file)
+    helpers = []
+    for alias in node.names:
+        kind = _kind(f"{module}.{alias.name}", read_file)
+        if kind == "helper" or (kind == "" and of_module == "helper"):
+            helpers.append(_alias(alias))
+    return [f"from {module} import {', '.join(helpers)}"] if helpers else []
+
+
+def _alias(alias: ast.alias) -> str:
+    return f"{alias.name} as {alias.asname}" if alias.asname else alias.name
+
+
+def _kind(module: str, read_file: Callable[[str], str]) -> str:
+    """ "helper" for a module of the test package that is neither a test module nor a conftest.py, "test" for one
+    of those, "" for a module that is not a file of the test package (the project's, a library's, a name)."""
+    stem = module.replace(".", "/")
+    for path in (f"{stem}.py", f"{stem}/__init__.py"):
+        if not is_test_path(path):
+            continue
+        try:
+            read_file(path)
+        except (OSError, UnicodeDecodeError, ValueError):
+            continue
+        name = PurePosixPath(path).name
+        return "test" if name == "conftest.py" or name.startswith("test_") or name.endswith("_test.py") else "helper"
+    return ""

@@ -6,6 +6,7 @@ structured mode in use; schemas bounded by what was shown."""
 from __future__ import annotations
 
 import json
+import platform
 from collections.abc import Callable
 from typing import Any
 
@@ -375,3 +376,43 @@ def test_a_source_file_an_ask_showed_joins_the_file_enum(project_sandbox: Callab
     first, second = model.requests
     assert enum(first) == ["finder.py"] and enum(second) == ["finder.py", "helpers.py"]
     assert numbered(2, "    return x") in second.messages[-1].content
+
+
+def test_the_context_states_the_python_the_project_s_tests_run_on(
+    project_sandbox: Callable[..., CachedSandbox],
+) -> None:
+    sandbox = project_sandbox(files={"m.py": "def f():\n    return 1\n", "tests/test_m.py": TEST_M})
+    run = sandbox.inner.run_tests(coverage=True)  # the real collector in the project's pytest, uncached
+    assert run.python_version == platform.python_version()  # the sandbox runs the project on this interpreter
+    context = build_context(evidence(python_version=run.python_version), files_reader({}))
+    assert f"The project's tests run on Python {platform.python_version()}" in context
+
+
+TEST_M = "from m import f\n\n\ndef test_f():\n    assert f() == 2\n"
+
+
+def test_the_qa_request_says_which_test_helpers_it_may_import_and_how_its_functions_are_judged(
+    project_sandbox: Callable[..., CachedSandbox],
+) -> None:
+    sandbox = project_sandbox(
+        files={
+            "m.py": "def f():\n    return 1\n",
+            "tests/__init__.py": "",
+            "tests/utils.py": "def expect(x):\n    return x\n",
+            "tests/sub/__init__.py": "",
+            "tests/sub/helpers.py": "ONE = 1\n",
+            "tests/sub/test_m.py": "from m import f\nfrom tests.utils import expect\nfrom .helpers import ONE\n"
+            "from . import test_other\n\n\ndef test_f():\n    assert f() == expect(2) + ONE\n",
+            "tests/sub/test_other.py": "def test_o():\n    pass\n",
+        }
+    )
+    qa = {"test_source": "from m import f\n\n\ndef test_qa():\n    assert f() == 2\n", "expected_failure": "Assert"}
+    model = RecordingModel({"write_reproduction_test": [qa]})
+    engine = LLMEngine(model, Budget(model="scripted"), max_asks=0)
+    ev = evidence(f2p_tests=("tests/sub/test_m.py::test_f",))
+    hypothesis = Hypothesis(id="H1", rank=1, title="t", confidence=0.5, file="m.py", symbol="f", lines=(1,))
+    assert engine.qa_test(hypothesis, ev, sandbox) is not None
+    (text,) = model.text("write_reproduction_test")
+    assert "from tests.utils import expect" in text and "from tests.sub.helpers import ONE" in text
+    assert "from tests.sub import test_other" not in text  # a test module is not a helper
+    assert "at least one\nof its test functions fails" in text and "EVERY test function in the module must pass" in text

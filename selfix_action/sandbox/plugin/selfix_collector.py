@@ -359,7 +359,8 @@ def pytest_collection_finish(session):
         plugins = _plugin_names(session.config)
     except Exception:  # never fail a run over what is only a hint for the prompt
         return
-    _emit({"event": "test_environment", "plugins": plugins, "fixtures": fixtures})
+    python = sys.version.split()[0]  # the interpreter the tests run on: the prompts state it
+    _emit({"event": "test_environment", "plugins": plugins, "fixtures": fixtures, "python": python})
 
 
 def pytest_runtest_logstart(nodeid, location):
