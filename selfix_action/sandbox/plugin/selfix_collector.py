@@ -284,8 +284,31 @@ def pytest_cmdline_main(config):
         _emit({"event": "config_overrides", "notes": notes})
 
 
+def _full_assertions(config):
+    """Assertion messages with whole values, as ``-vv`` gives them: at assertion verbosity below 2 pytest
+    shortens each compared repr ('git push --f...th-lease') and cuts the explanation, and the engines then read
+    (and the offline templates build literals from) text that is not in the program. pytest 8 and up read the
+    ``verbosity_assertions`` level through ``config.get_verbosity``: only that level is raised, so the terminal
+    output keeps the project's verbosity. Older pytest reads ``config.option.verbose`` for both. Which tests run
+    does not change."""
+    get_verbosity = getattr(config, "get_verbosity", None)
+    kind = getattr(type(config), "VERBOSITY_ASSERTIONS", None)
+    if get_verbosity is not None and kind is not None:
+
+        def verbosity(verbosity_type=None):
+            level = get_verbosity(verbosity_type)
+            return max(level, 2) if verbosity_type == kind else level
+
+        config.get_verbosity = verbosity
+        return
+    verbose = getattr(config.option, "verbose", 0)
+    if isinstance(verbose, int) and verbose < 2:
+        config.option.verbose = 2
+
+
 def pytest_configure(config):
     _select(config)
+    _full_assertions(config)
     if not _WANT_COVERAGE:
         return
     try:
