@@ -12,9 +12,10 @@ import ast
 import dataclasses
 import itertools
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 from selfix_action.llm.imports import import_lines, test_helper_imports
+from selfix_action.llm.test_uses import built_classes, constructor_lines, used_helpers
 from selfix_action.repair.localize import FunctionSpan, enclosing_function, function_spans
 from selfix_action.repair.paths import is_test_path
 from selfix_action.repair.values import Evidence, Hypothesis, Location, Verification
@@ -187,8 +188,34 @@ def source_slices(evidence: Evidence, read_file: ReadFile) -> dict[str, set[int]
             lines |= _definitions_index(tree)
         if tree is not None:
             for name in {span.name.rsplit(".", 1)[0] for span in spans if "." in span.name and lines & _span(span)}:
-                lines |= _class_outline(tree, name)
+                lines |= _class_outline(tree, name) | constructor_lines(tree, name)
+    # The classes the failing tests build, with their constructors: what the objects under test hold.
+    for test_path, test_tree, node in _failing_test_nodes(evidence, read_file):
+        for path, lines in built_classes(node, test_tree, test_path, read_file).items():
+            if source_files(path):
+                if path not in wanted:
+                    wanted[path] = _module_outline(_parse(read_file(path)))
+                wanted[path] |= lines
     return wanted
+
+
+def _failing_test_nodes(evidence: Evidence, read_file: ReadFile) -> Iterator[tuple[str, ast.Module, ast.AST]]:
+    """(test file, its tree, the test function) of the first ``MAX_TEST_FUNCTIONS`` failing tests found."""
+    seen = 0
+    for nodeid in evidence.f2p_tests:
+        if seen >= MAX_TEST_FUNCTIONS:
+            return
+        path, _, rest = nodeid.partition("::")
+        parts = [p.split("[")[0] for p in rest.split("::") if p]
+        try:
+            tree = _parse(read_file(path))
+        except (OSError, UnicodeDecodeError, ValueError):
+            continue
+        found = _find_test(tree, parts) if tree is not None and parts else None
+        if tree is None or found is None:
+            continue
+        seen += 1
+        yield path, tree, found[0]
 
 
 def _read_once(read_file: ReadFile) -> ReadFile:
@@ -372,6 +399,10 @@ def test_slices(evidence: Evidence, read_file: ReadFile) -> dict[str, set[int]]:
                     stmt.name in SETUP_METHODS or _is_fixture(stmt)
                 ):
                     lines |= _node_lines(stmt, MAX_TEST_LINES)
+        for helper_path, helper_lines in used_helpers(node, tree, path, read_file).items():
+            if helper_path not in wanted:
+                wanted[helper_path] = _module_outline(_parse(read_file(helper_path)))
+            wanted[helper_path] |= helper_lines
         helpers = {n.func.id for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
         fixtures = {a.arg for a in node.args.args} - {"self", "cls"}
         for stmt in tree.body:
