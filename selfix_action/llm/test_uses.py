@@ -73,7 +73,9 @@ def used_helpers(test: ast.AST, tree: ast.Module, test_path: str, read_file: Rea
     return _follow(test, tree, test_path, read_file, want_class=False)
 
 
-def _follow(test: ast.AST, tree: ast.Module, test_path: str, read_file: ReadFile, *, want_class: bool) -> dict:
+def _follow(
+    test: ast.AST, tree: ast.Module, test_path: str, read_file: ReadFile, *, want_class: bool
+) -> dict[str, set[int]]:
     imported = imported_from(tree, test_path)
     wanted: dict[str, set[int]] = {}
     followed = 0
@@ -90,9 +92,14 @@ def _follow(test: ast.AST, tree: ast.Module, test_path: str, read_file: ReadFile
         definition = next(
             (s for s in source.body if isinstance(s, ast.ClassDef | ast.FunctionDef) and s.name == name), None
         )
-        if definition is None or (want_class and not isinstance(definition, ast.ClassDef)):
+        if definition is None:
             continue
-        lines = class_with_constructor(definition) if want_class else _lines(definition, MAX_USED_LINES)
+        if want_class:
+            if not isinstance(definition, ast.ClassDef):
+                continue
+            lines = class_with_constructor(definition)
+        else:
+            lines = _lines(definition, MAX_USED_LINES)
         wanted.setdefault(path, set()).update(lines)
         followed += 1
     return wanted
