@@ -293,7 +293,12 @@ class LLMEngine:
             return answer
 
         answer = self._ask(
-            "qa", QA_TOOL, qa_request(hypothesis, path, feedback, qa_environment(evidence)), evidence, sandbox, validate
+            "qa",
+            QA_TOOL,
+            qa_request(hypothesis, path, feedback, qa_environment(evidence, sandbox.read_file)),
+            evidence,
+            sandbox,
+            validate,
         )
         if answer is None:
             self.trace(

@@ -66,6 +66,7 @@ class TestRun(Frozen):
     # where each comes from (pytest, a plugin's name, conftest.py). Empty when pytest did not say.
     pytest_plugins: tuple[str, ...] = ()
     root_fixtures: tuple[tuple[str, str], ...] = ()
+    python_version: str = ""  # the interpreter the tests ran on ("3.8.18"), as the collector reported it
     # Why the run could not report on every test it was asked for: the sandbox could not run it, or pytest ended
     # with a usage error, an internal error, an interruption (collection errors) or no test collected. A test
     # without a result was not run: it never reads as passed. Empty for an ordinary run (tests passed or failed).
@@ -107,6 +108,7 @@ class Evidence(Frozen):
     # What a reproduction test under the scratch folder can use (the baseline run's TestRun fields of these names).
     pytest_plugins: tuple[str, ...] = ()
     root_fixtures: tuple[tuple[str, str], ...] = ()
+    python_version: str = ""  # the interpreter the tests run on: a fix must be valid Python for it
     # p2p test -> lines it covers, to pick the passing tests that guard an edited line
     covering_tests: dict[str, dict[int, tuple[str, ...]]] = Field(default_factory=dict)
 

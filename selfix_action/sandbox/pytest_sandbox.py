@@ -85,6 +85,15 @@ def _test_environment(record: dict[str, Any]) -> tuple[tuple[str, ...], tuple[tu
     return names, pairs
 
 
+PYTHON_VERSION = re.compile(r"\d+\.\d+(\.\d+)?[\w+.-]{0,16}")
+
+
+def _python_version(record: dict[str, Any]) -> str:
+    """The interpreter version a run's collector reported ("" when absent or not a version)."""
+    version = record.get("python")
+    return version if isinstance(version, str) and PYTHON_VERSION.fullmatch(version) else ""
+
+
 class PytestSandbox:
     """A scratch copy of ``repo`` and the means to run its tests there."""
 
@@ -434,6 +443,7 @@ class PytestSandbox:
         deadline_reached = False
         collector = ""
         environment: tuple[tuple[str, ...], tuple[tuple[str, str], ...]] = ((), ())
+        python = ""
         limit = self.limits.wall_seconds
         for _attempt in range(_MAX_HANG_RETRIES + 1):
             pending = None if nodeids is None else [n for n in nodeids if n not in results]
@@ -457,6 +467,7 @@ class PytestSandbox:
                     note = record["reason"]
                 elif record["event"] == "test_environment":
                     environment = _test_environment(record) or environment
+                    python = _python_version(record) or python
             if not proc.cut:
                 break
             timed_out = True
@@ -483,6 +494,7 @@ class PytestSandbox:
             coverage_collector=collector if coverage_data is not None else "",
             pytest_plugins=environment[0],
             root_fixtures=environment[1],
+            python_version=python,
             timed_out=timed_out,
             deadline_reached=deadline_reached,
             returncode=proc.returncode,
