@@ -146,3 +146,45 @@ def test_nothing_to_probe_says_why(make_sandbox: Callable[..., PytestSandbox]) -
     sandbox = make_sandbox(MAILER)
     assert sandbox.probe_calls([], TESTS, {}).note == "no function to probe"
     assert sandbox.probe_calls([RECIPIENTS], [], {}).note == "no test calls the edited code"
+
+
+UNITTEST_MAILER = {
+    "mailer.py": """
+        def send(to, body, _callback=None):
+            rcpts = to[:]
+            if _callback is not None:
+                _callback(rcpts)
+            return rcpts
+        """,
+    "tests/test_mailer.py": """
+        import threading
+        import unittest
+
+        from mailer import send
+
+
+        class MailTest(unittest.TestCase):
+            def setUp(self):
+                self.lock = threading.Lock()  # the test case itself cannot be pickled
+                self.sent = []
+
+            def _catch(self, rcpts):
+                self.sent.append(rcpts)
+
+            def test_send(self):
+                assert send(["a@x"], "hi", _callback=self._catch) == ["a@x"]
+                assert self.sent == [["a@x"]]
+        """,
+}
+
+
+@pytest.mark.slow
+def test_a_call_given_a_test_cases_callback_is_replayed(make_sandbox: Callable[..., PytestSandbox]) -> None:
+    """scrapy's mail tests hand MailSender.send a bound method of the running test case: the call is replayed."""
+    sandbox = make_sandbox(UNITTEST_MAILER)
+    target = ProbeTarget(path="mailer.py", qualname="send", first=1, last=5)
+    probe = sandbox.probe_calls([target], ["tests/test_mailer.py::MailTest::test_send"], {})
+    assert probe.note == "" and probe.recorded == 1, probe
+    recorded = [line for line in probe.versions["before"] if line.variation == "as recorded"]
+    assert [line.outcome for line in recorded] == ["returns ['a@x']"]
+    assert "MailTest._catch" in recorded[0].text
