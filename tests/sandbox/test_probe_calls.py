@@ -4,13 +4,12 @@ record the calls the tests make to a function, and real replays run them, with v
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
 from selfix_action.repair.values import CallProbe, ProbeTarget
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
-from tests.sandbox.test_project_pythons import project_venv, venv_root  # noqa: F401 - venv_root is a fixture
+from tests.helpers.project_pythons import project_venv, shared_venv_root
 
 MAILER = {
     "mailer/__init__.py": "",
@@ -134,9 +133,9 @@ def test_calls_are_recorded_and_replayed_with_variations_on_each_version(
 @pytest.mark.slow
 def test_the_probe_runs_on_the_oldest_project_python(
     make_sandbox: Callable[..., PytestSandbox],
-    venv_root: Path,  # noqa: F811 - the fixture imported above
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    python = project_venv(venv_root, "3.8")
+    python = project_venv(shared_venv_root(tmp_path_factory), "3.8")
     sandbox = make_sandbox(MAILER)
     sandbox.test_cmd = [str(python), "-m", "pytest"]
     check_mailer(probe_mailer(sandbox))
