@@ -581,7 +581,16 @@ project's code calls on it, or the test fails on the fixed code too. Use one or 
 asserts, no network, no files outside a tmp_path; never
 import conftest.py (ask for its fixtures by name instead, those listed below only: fixtures of a conftest.py
 in a test folder are not visible there). If the hypothesis is wrong, an honest test passes on the current
-code: that is how we rule it out.{uses}{retry}"""
+code: that is how we rule it out.{uses}
+
+When the hypothesis' claim is about a class of inputs (every string, every tuple, every non-empty list, every
+negative number...), also give property_source: a separate pytest module using the Hypothesis library
+(`from hypothesis import given, strategies as st`) with one @given test stating what must hold for every input
+of that shape. It must find a counterexample on the current code and hold once the whole class is fixed, not
+only the example above: draw the inputs from the whole class the hypothesis names (e.g. st.one_of over the
+sibling types), never only the failing example. selfix runs it with its own bounded, reproducible settings: no
+@settings raising max_examples, no network, no files outside tmp_path or tempfile. Leave property_source empty
+when the claim is about one input only.{retry}"""
 
 
 def patcher_request(

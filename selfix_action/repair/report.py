@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler
 from selfix_action.errors import ExitCode
 from selfix_action.repair.values import (
     Hypothesis,
+    PropertyRecord,
     SuspiciousFunction,
     SuspiciousLine,
     TestResult,
@@ -184,6 +185,9 @@ class HypothesisRecord(Frozen):
     rejections: tuple[Verification, ...] = ()  # the first few failed verifications, as evidence
     # Every failed verdict by stage, the static sanity refusals (stage ``static_sanity``, never tested) included.
     rejections_by_stage: dict[str, int] = Field(default_factory=dict)
+    # The hypothesis' property test (repair.properties): its counterexample on the unpatched code, whether it held
+    # on the patch; None when QA stated none.
+    property_test: PropertyRecord | None = None
 
     @property
     def rejected(self) -> int:
