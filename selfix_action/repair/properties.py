@@ -39,6 +39,8 @@ from selfix_action.repair.verify import _real_failure as real_failure
 MAX_EXAMPLES = 150  # per property run; the profile's and the cap on a test's own @settings
 SHRINK_SECONDS = 20  # Hypothesis shrinks for up to 300 s by default: bounded here so a run stays small
 COUNTEREXAMPLE_CHARS = 1200
+# How Hypothesis introduces the shrunk failing input: "Falsifying example:" until 6.1xx, "Failing test case:" now.
+FAILING_PREFIXES = ("Falsifying example", "Failing test case")
 # Hypothesis' errors about the test itself (its strategies, its settings, its filters, a flaky outcome): a broken
 # property test, never a counterexample.
 HYPOTHESIS_USAGE_ERRORS = frozenset(
@@ -94,13 +96,14 @@ def conftest_source(library: PropertyLibrary) -> str:
     append = f"sys.path.append({library.path!r})\n" if library.path and not library.in_project else ""
     return f"""\
 # Written by selfix: bounded, reproducible property runs (selfix_action/repair/properties.py).
+import functools
 import os
 import sys
 import tempfile
 
 {append}os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(tempfile.gettempdir(), "hypothesis"))
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 _MAX = {MAX_EXAMPLES}
 settings.register_profile(
@@ -111,6 +114,8 @@ settings.register_profile(
     database=None,
     print_blob=False,
     suppress_health_check=[HealthCheck.too_slow],
+    # No explain phase: it traces every line of the failing examples again (seconds), for a note selfix drops.
+    phases=[phase for phase in Phase if phase.name != "explain"],
 )
 settings.load_profile("selfix")
 try:  # the shrink's time bound is not a public setting; without it Hypothesis' own (300 s) holds
@@ -124,6 +129,7 @@ _examples = {{}}
 
 
 def _counted(nodeid, inner):
+    @functools.wraps(inner)  # Hypothesis names the failing example by the test's name
     def run(*args, **kwargs):
         _examples[nodeid] = _examples.get(nodeid, 0) + 1
         return inner(*args, **kwargs)
@@ -165,11 +171,13 @@ def property_files(source: str, hypothesis_id: str, library: PropertyLibrary) ->
 
 
 def counterexample(result: TestResult) -> str:
-    """The "Falsifying example:" block of a failed property test, with the error it raised ("" if none)."""
+    """The shrunk failing input Hypothesis reported for a failed property test ("Falsifying example:" or "Failing
+    test case:"), with the error it raised ("" if none)."""
     message = result.message
-    start = message.find("Falsifying example")
-    if start < 0:
+    found = [at for at in (message.find(prefix) for prefix in FAILING_PREFIXES) if at >= 0]
+    if not found:
         return ""
+    start = min(found)
     block = message[start:].strip()
     error = message[:start].strip()
     where = f" at {result.frames[-1].file}:{result.frames[-1].line}" if result.frames else ""
