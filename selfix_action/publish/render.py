@@ -14,7 +14,15 @@ from collections.abc import Sequence
 from unidiff import PatchSet
 
 from selfix_action.publish.values import ReviewSuggestion
-from selfix_action.repair.report import HealReport, candidate_counts, headline_facts, render_confidence, time_split
+from selfix_action.repair.report import (
+    HealReport,
+    candidate_counts,
+    fenced_lines,
+    headline_facts,
+    property_verdict,
+    render_confidence,
+    time_split,
+)
 
 MARKER_PREFIX = "<!-- selfix:"
 SUMMARY_LIMIT = 1024 * 1024 - 16 * 1024  # GitHub rejects step summaries over 1 MiB; keep a margin
@@ -91,6 +99,11 @@ def _hypotheses_section(report: HealReport) -> list[str]:
             out.append(
                 f"  - `{rejection.candidate_id}` rejected at {rejection.stage.value}: {clean(rejection.detail, 300)}"
             )
+        if record.property_test is not None:
+            prop = record.property_test
+            out.append(f"  - property test: {clean(property_verdict(prop), 500)}")
+            if prop.counterexample:
+                out += fenced_lines(clean(prop.counterexample, 800), indent="    ")
     return out or ["- none"]
 
 

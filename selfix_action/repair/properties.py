@@ -308,6 +308,7 @@ class PropertyChecks:
             message,
             hypothesis=hypothesis_id,
             used=judged.gated is not None,
+            source=source,
             counterexample=judged.record.counterexample,
             note=judged.record.note,
             seconds=round(run.duration, 3),
@@ -325,7 +326,7 @@ class PropertyChecks:
         gated = self._gated.get(hypothesis_id)
         if gated is None:
             return None
-        held = self.holds(hypothesis_id, candidate.files)
+        held = self.holds(hypothesis_id, candidate.files, candidate.id)
         if held is None or held.held:
             return None
         record = self.records[hypothesis_id]
@@ -340,7 +341,7 @@ class PropertyChecks:
             test_runs=1,
         )
 
-    def holds(self, hypothesis_id: str, files: Mapping[str, str]) -> PropertyOutcome | None:
+    def holds(self, hypothesis_id: str, files: Mapping[str, str], candidate_id: str = "") -> PropertyOutcome | None:
         """The gated property test on ``files`` (None: no gated test, or no room in the budget to run it)."""
         gated = self._gated.get(hypothesis_id)
         if gated is None:
@@ -358,6 +359,7 @@ class PropertyChecks:
             "property",
             f"property test of {hypothesis_id} {'held' if result.held else 'failed'} on a candidate",
             hypothesis=hypothesis_id,
+            candidate=candidate_id,
             held=result.held,
             examples=result.examples,
             detail=result.detail,
@@ -373,7 +375,7 @@ class PropertyChecks:
             return None
 
         def keep(files: Mapping[str, str]) -> bool:
-            held = self.holds(hypothesis_id, files)
+            held = self.holds(hypothesis_id, files, "a minimized patch")
             return held is not None and held.held
 
         return keep

@@ -201,6 +201,33 @@ class HypothesisRecord(Frozen):
         return self.rejections_by_stage.get(VerifyStage.SANITY.value, 0)
 
 
+def property_verdict(record: PropertyRecord) -> str:
+    """One line: what the hypothesis' property test showed on the unpatched code and on the patch."""
+    if not record.used:
+        return f"not used: {record.note}"
+    rejected = f"; rejected {', '.join(record.rejected)} as partial fix(es)" if record.rejected else ""
+    if record.held_on_patch:
+        return f"a counterexample on the unpatched code, none on the patch in {record.examples} example(s){rejected}"
+    return f"a counterexample on the unpatched code; no patch of this hypothesis held it{rejected}"
+
+
+_FENCE = "`" * 3
+
+
+def fenced_lines(text: str, indent: str = "  ", lang: str = "") -> list[str]:
+    """``text`` as a fenced block inside a list item (a fence in the text cannot close it)."""
+    body = [f"{indent}{line}".rstrip() for line in text.replace(_FENCE, "`\u02cb`").splitlines()]
+    return [f"{indent}{_FENCE}{lang}", *body, f"{indent}{_FENCE}"]
+
+
+def property_markdown(record: PropertyRecord) -> list[str]:
+    """report.md's lines for one hypothesis' property test: the verdict, the counterexample, the test."""
+    out = [f"- Property test: {property_verdict(record)}"]
+    if record.counterexample:
+        out += ["  Counterexample on the unpatched code:", *fenced_lines(record.counterexample)]
+    return [*out, "  The property test:", *fenced_lines(record.source, lang="python")]
+
+
 class PatchRecord(Frozen):
     candidate_id: str
     hypothesis_id: str
@@ -432,6 +459,8 @@ def render_markdown(report: HealReport) -> str:
         out.append(f"- Outcome: **{record.outcome}**")
         for rejection in record.rejections[:3]:
             out.append(f"  - `{rejection.candidate_id}` rejected at {rejection.stage.value}: {rejection.detail}")
+        if record.property_test is not None:
+            out += property_markdown(record.property_test)
         out.append("")
 
     out += ["## The patch", ""]

@@ -4,14 +4,18 @@ each candidate that passed everything else (real SDK, scripted server, real sand
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
 
 import pytest
 
+from selfix_action.learn.trace_schema import Trace, TraceHeader, parse_lines
+from selfix_action.learn.viewer import render_html
+from selfix_action.publish.render import pr_body
 from selfix_action.repair.properties import FAILING_PREFIXES, counterexample, outcome
-from selfix_action.repair.report import HealReport, StopReason
+from selfix_action.repair.report import HealReport, StopReason, render_markdown
 from selfix_action.repair.values import Frame, TestResult, TestRun, TestStatus, VerifyStage
 from selfix_action.sandbox.hypothesis_lib import install_argv
 from selfix_action.sandbox.process import Limits
@@ -31,6 +35,12 @@ def _script(qa: dict[str, object], *patches: dict[str, object]) -> FakeProvider:
             "propose_edits": [anthropic_tool_use("propose_edits", patch) for patch in patches],
         }
     )
+
+
+def _trace(log: TraceLog) -> Trace:
+    """The heal's trace as ``selfix view`` reads it back from trace.jsonl."""
+    lines = [TraceHeader().model_dump_json(), *(json.dumps(event, default=str) for event in log.events)]
+    return parse_lines(lines)
 
 
 def _reasons(report: HealReport) -> dict[str, str]:
@@ -74,6 +84,17 @@ def test_a_partial_fix_that_passes_the_tests_is_rejected_by_the_property_and_the
     assert "value=b" in second.prompt_text()
     record = report.hypotheses[0].property_test
     assert record is not None and record.rejected == ("H1-P1",) and record.held_on_patch is True
+    # report.md, the PR body and view.html show the property test, its counterexample and its verdict on the patch.
+    markdown = render_markdown(report)
+    assert "- Property test: a counterexample on the unpatched code, none on the patch in" in markdown
+    assert "rejected H1-P1 as partial fix(es)" in markdown and record.counterexample.splitlines()[0] in markdown
+    assert "@given(st.one_of(st.integers(), st.text(), st.binary()))" in markdown
+    body = pr_body(report, run_url="https://ci.example/run/1", fp="fp")
+    assert "property test: a counterexample on the unpatched code, none on the patch in" in body
+    assert record.counterexample.splitlines()[0] in body
+    page = render_html(_trace(trace_log))
+    assert '<table id="properties">' in page and "counterexample found: used" in page
+    assert "counterexample: partial fix" in page and f"held in {record.examples} example(s)" in page
 
 
 @pytest.mark.slow
