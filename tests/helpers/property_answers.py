@@ -90,3 +90,18 @@ COMPLETE = {
 
 def qa_answer(property_source: str = PROPERTY) -> dict[str, Any]:
     return {"test_source": QA_TEST, "expected_failure": "AssertionError", "property_source": property_source}
+
+
+# Complete, in two hunks: strings kept whole at the check, bytes at the return. Dropping the bytes hunk still passes
+# the failing test, the example QA test and the passing tests: only the property tells minimization to keep it.
+TWO_HUNKS = {
+    "explanation": "keep strings and bytes whole",
+    "edits": [
+        {"file": "items.py", "search": "(int, float)", "replace": "(int, float, str)"},
+        {
+            "file": "items.py",
+            "search": "    return list(value)",
+            "replace": "    return [value] if isinstance(value, bytes) else list(value)",
+        },
+    ],
+}

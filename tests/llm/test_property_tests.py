@@ -14,7 +14,7 @@ import pytest
 from selfix_action.learn.trace_schema import Trace, TraceHeader, parse_lines
 from selfix_action.learn.viewer import render_html
 from selfix_action.publish.render import pr_body
-from selfix_action.repair.properties import FAILING_PREFIXES, counterexample, outcome
+from selfix_action.repair.properties import FAILING_PREFIXES, counterexample, gate, outcome
 from selfix_action.repair.report import HealReport, StopReason, render_markdown
 from selfix_action.repair.values import Frame, TestResult, TestRun, TestStatus, VerifyStage
 from selfix_action.sandbox.hypothesis_lib import install_argv
@@ -24,7 +24,7 @@ from tests.helpers.calc_answers import run
 from tests.helpers.fake_providers import FakeProvider, anthropic_tool_use
 from tests.helpers.llm_sandbox import CachedSandbox, TraceLog, project_digest
 from tests.helpers.projects import write_project
-from tests.helpers.property_answers import COMPLETE, DETECTIVE, HOLDS_ALREADY, ITEMS, PARTIAL, qa_answer
+from tests.helpers.property_answers import COMPLETE, DETECTIVE, HOLDS_ALREADY, ITEMS, PARTIAL, TWO_HUNKS, qa_answer
 
 
 def _script(qa: dict[str, object], *patches: dict[str, object]) -> FakeProvider:
@@ -98,6 +98,19 @@ def test_a_partial_fix_that_passes_the_tests_is_rejected_by_the_property_and_the
 
 
 @pytest.mark.slow
+def test_minimization_keeps_a_hunk_the_property_needs(items_sandbox: CachedSandbox, trace_log: TraceLog) -> None:
+    report = run("anthropic", _script(qa_answer(), TWO_HUNKS), items_sandbox, trace_log)
+    assert report.stop_reason is StopReason.HEALED, report.notes
+    assert report.patch is not None and report.patch.hunks == 2, report.patch
+    assert "(int, float, str)" in report.patch.diff and "isinstance(value, bytes)" in report.patch.diff
+    # The patch without its bytes hunk passed the tests; the property's counterexample kept the hunk.
+    trial = [e for e in trace_log.steps("property") if e.get("candidate") == "a minimized patch"]
+    assert [e["held"] for e in trial] == [False] and "value=b" in trial[0]["detail"]
+    record = report.hypotheses[0].property_test
+    assert record is not None and record.held_on_patch is True and record.rejected == ()
+
+
+@pytest.mark.slow
 def test_a_property_that_holds_on_the_unpatched_code_is_not_used(
     items_sandbox: CachedSandbox, trace_log: TraceLog
 ) -> None:
@@ -162,3 +175,24 @@ def test_hypothesis_is_resolved_for_the_project_python_with_the_backport_before_
     assert old[old.index("--python-version") + 1] == "3.8" and "--only-binary=:all:" in old
     assert "exceptiongroup>=1.0.0" in old
     assert "exceptiongroup>=1.0.0" not in install_argv("3.12", Path("/cache/py3.12"))
+
+
+def test_a_property_test_broken_in_its_own_code_or_its_use_of_hypothesis_is_not_evidence() -> None:
+    module = "_selfix_qa/property_h1/test_property_h1.py"
+    frame = Frame(file=module, line=6, function="test_p")
+
+    def judged(exc_type: str, message: str) -> str:
+        result = TestResult(
+            nodeid=f"{module}::test_p", status=TestStatus.FAILED, exc_type=exc_type, message=message, frames=(frame,)
+        )
+        found = gate(TestRun(results={result.nodeid: result}), module, {module: "x"}, "x")
+        assert found.gated is None and not found.record.used
+        return found.record.note
+
+    # A name the test never imported, raised in its own lines, even with Hypothesis' report attached.
+    assert "raised in the test itself" in judged("NameError", "name 'st' is not defined\nFailing test case: t()")
+    assert "InvalidArgument" in judged("InvalidArgument", "max_examples=-1 should be at least one")
+    assert (
+        "could not be collected"
+        in gate(TestRun(error="pytest collected no test (exit 5)"), module, {}, "x").record.note
+    )
