@@ -388,11 +388,11 @@ class PropertyChecks:
             return ""
         key = (hypothesis_id, frozenset(files.items()))
         examples = self._held.get(key)
-        self.records[hypothesis_id] = record.model_copy(
-            update={"held_on_patch": examples is not None, "examples": examples or 0}
-        )
-        if examples is None:
+        if examples is None:  # the budget left no room to run it on the patch
+            note = "not run on the winning patch (time or test-run budget)"
+            self.records[hypothesis_id] = record.model_copy(update={"note": note})
             return ""
+        self.records[hypothesis_id] = record.model_copy(update={"held_on_patch": True, "examples": examples})
         counted = f"{examples} generated example(s)" if examples else "every generated example"
         return (
             f"the hypothesis' property test found a counterexample on the unpatched code and none on the patch "

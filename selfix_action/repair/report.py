@@ -208,7 +208,7 @@ def property_verdict(record: PropertyRecord) -> str:
     rejected = f"; rejected {', '.join(record.rejected)} as partial fix(es)" if record.rejected else ""
     if record.held_on_patch:
         return f"a counterexample on the unpatched code, none on the patch in {record.examples} example(s){rejected}"
-    return f"a counterexample on the unpatched code; no patch of this hypothesis held it{rejected}"
+    return f"a counterexample on the unpatched code; {record.note or 'no patch of this hypothesis won'}{rejected}"
 
 
 _FENCE = "`" * 3
