@@ -641,7 +641,16 @@ of its test functions fails with an AssertionError or an exception raised in the
 pass); it is a broken test when a stand-in class it defines lacks what the project calls (in any function),
 or when its functions fail only in their own code (import, name or syntax errors). Once the fix is applied,
 EVERY test function in the module must pass, so assert nothing the fix does not make true. If the hypothesis
-is wrong, an honest test passes on the current code: that is how we rule it out.{uses}{retry}"""
+is wrong, an honest test passes on the current code: that is how we rule it out.{uses}
+
+When the hypothesis' claim is about a class of inputs (every string, every tuple, every non-empty list, every
+negative number...), also give property_source: a separate pytest module using the Hypothesis library
+(`from hypothesis import given, strategies as st`) with one @given test stating what must hold for every input
+of that shape. It must find a counterexample on the current code and hold once the whole class is fixed, not
+only the example above: draw the inputs from the whole class the hypothesis names (e.g. st.one_of over the
+sibling types), never only the failing example. selfix runs it with its own bounded, reproducible settings: no
+@settings raising max_examples, no network, no files outside tmp_path or tempfile. Leave property_source empty
+when the claim is about one input only.{retry}"""
 
 
 def patcher_request(

@@ -124,6 +124,12 @@ class QAAnswer(_Answer):
         min_length=1,
         description="How the test fails on the current code: AssertionError or the hypothesized exception.",
     )
+    property_source: str = Field(
+        default="",
+        description="Optional: a second pytest module, a property test with the Hypothesis library (from "
+        "hypothesis import given, strategies as st) stating the hypothesis' claim for every input of a shape. "
+        "Empty when the claim is about one input only.",
+    )
 
 
 class EditAnswer(_Answer):
@@ -201,6 +207,7 @@ STRING_CAPS = {
     "proposed_fix": 400,
     "test_source": 4000,
     "expected_failure": 300,
+    "property_source": 4000,
     "explanation": 500,
     "search": 2000,
     "replace": 2000,

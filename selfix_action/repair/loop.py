@@ -48,6 +48,7 @@ from selfix_action.repair.plausibility import (
     overfitting_patterns,
     plausibility,
 )
+from selfix_action.repair.properties import PropertyChecks
 from selfix_action.repair.protocols import Engine, EngineStopped, Sandbox
 from selfix_action.repair.report import (
     STOP_EXPLANATIONS,
@@ -217,6 +218,7 @@ class HealingLoop:
         self.repo_label = repo_label
         self.budget = Budget(self.config, clock)  # run() restarts its clock
         self.verifier = Verifier(sandbox, self.config, budget=self.budget, trace=trace)
+        self.properties = PropertyChecks(self.verifier, sandbox, trace)  # the hypotheses' property tests
         self.notes: list[str] = []
         self._baseline: TestRun | None = None  # the unpatched suite with per-test coverage, once reproduced
         # Failing tests the engine named as the environment's, left out of the tests to heal, and why.
@@ -333,6 +335,9 @@ class HealingLoop:
             if qa is not None:
                 # The Patcher is told what the reproduction test showed on the unpatched code.
                 hypothesis = hypothesis.model_copy(update={"reproduction": _reproduction(exposure)})
+                # Its claim over a class of inputs, when QA stated one: gated on the unpatched code here, run on
+                # each candidate that passes everything else.
+                self.properties.gate(hypothesis.id, qa.property_source)
             history: list[Verification] = []
             tried = 0
             passing: list[_Passing] = []
@@ -352,6 +357,8 @@ class HealingLoop:
                         history.append(verdict)
                         continue
                     tried += 1
+                    if verdict.ok and (partial := self.properties.check(hypothesis.id, candidate)) is not None:
+                        verdict = partial  # passes the tests, not the hypothesis' property: fed back as a failure
                     self._trace_verdict(candidate, verdict)
                     if window is not None:
                         window.checked += 1
@@ -400,7 +407,8 @@ class HealingLoop:
                     winner = self._scrutinize(winner, hypothesis, qa, evidence)
             if winner is not None:
                 agreement = _agreement(hypothesis, exposure, self.verifier.originals(winner.files), winner.files)
-                winner = dataclasses.replace(winner, confidence=self._confidence(winner, evidence, agreement))
+                held = self.properties.settle(hypothesis.id, winner.files)
+                winner = dataclasses.replace(winner, confidence=self._confidence(winner, evidence, agreement, held))
             records.append(self._record(hypothesis, exposure, tried, history, winner))
             if (
                 winner is not None
@@ -570,7 +578,9 @@ class HealingLoop:
                 rechecks += 1
             candidate = chosen.candidate
             with self.budget.timed("minimize"):
-                minimized = self.verifier.minimize(candidate, qa, evidence)
+                minimized = self.verifier.minimize(
+                    candidate, qa, evidence, keep=self.properties.keeps(candidate.hypothesis_id)
+                )
             with self.budget.timed("confirm"):
                 confirmation = self.verifier.confirm(
                     minimized.files, candidate, evidence, coverage=self.config.behaviour_coverage
@@ -694,7 +704,9 @@ class HealingLoop:
         originals = self.verifier.originals(files)
         return behaviour_change(baseline.coverage, after.coverage, originals, files, evidence.p2p_tests)
 
-    def _confidence(self, winner: _Winner, evidence: Evidence | None, agreement: str = "") -> Confidence:
+    def _confidence(
+        self, winner: _Winner, evidence: Evidence | None, agreement: str = "", property_held: str = ""
+    ) -> Confidence:
         """The confidence rule (plausibility.assess_confidence) over what the heal saw of the winner."""
         files = winner.files
         originals = self.verifier.originals(files)
@@ -737,6 +749,7 @@ class HealingLoop:
             environment_tests=len(self._environment_tests),
             f2p_tests=len(evidence.f2p_tests) if evidence else 0,
             probe=winner.probe,
+            property_held=property_held,
         )
 
     # -- bookkeeping ---------------------------------------------------------------------------------
@@ -808,6 +821,7 @@ class HealingLoop:
             outcome=outcome,
             rejections=tuple(history[:MAX_RECORDED_REJECTIONS]),
             rejections_by_stage=by_stage,
+            property_test=self.properties.records.get(hypothesis.id),
         )
 
     def _finish(
@@ -821,6 +835,7 @@ class HealingLoop:
         budget = self.budget
         budget.timings["total"] = budget.clock() - budget.started
         reason = stop.reason
+        self.notes += [note for note in self.properties.notes if note not in self.notes]
         if stop.detail:
             self.notes.append(stop.detail)
         ahead = budget.candidates_checked - budget.candidates_tried

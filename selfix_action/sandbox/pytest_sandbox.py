@@ -36,10 +36,12 @@ from selfix_action.repair.values import (
     Frame,
     ProbeLine,
     ProbeTarget,
+    PropertyLibrary,
     TestResult,
     TestRun,
     TestStatus,
 )
+from selfix_action.sandbox import hypothesis_lib
 from selfix_action.sandbox.forkserver import ForkServer, ForkServerUnavailable, worker_result
 from selfix_action.sandbox.hotswap import UNKNOWN_TEST, UNSWAPPABLE, HotServer, skeleton
 from selfix_action.sandbox.isolation import Isolation, former_home
@@ -109,6 +111,7 @@ class PytestSandbox:
         hot: bool = True,
         parallel_checks: int = 1,
         line_collector: str = "fallback",
+        hypothesis_cache: Path | None = None,
     ) -> None:
         self.repo = repo.resolve()
         if not self.repo.is_dir():
@@ -173,6 +176,9 @@ class PytestSandbox:
         # reruns), as the collector plugin reported it (``_overrides`` there): for the report.
         self.config_overrides: tuple[str, ...] = tuple(notes)
         self.parallel_checks = parallel_checks  # hot checks of different candidates run at once (cores)
+        # Where selfix keeps its copies of Hypothesis for property tests, per project Python version.
+        self._hypothesis_cache = hypothesis_cache or hypothesis_lib.default_cache_root(self._env_source)
+        self._hypothesis: PropertyLibrary | None = None
 
     def limits_report(self) -> dict[str, object]:
         """The resource limits every test run had, for the report (beside ``Isolation.report()``)."""
@@ -774,6 +780,51 @@ class PytestSandbox:
         )
 
     # -- several candidates at once ------------------------------------------------------------------
+    def prepare_hypothesis(self) -> PropertyLibrary:
+        """Hypothesis for property tests, once per sandbox: the project's own when its interpreter imports it,
+        else selfix's cached copy for that Python version (installed on first use), copied into the scratch area
+        (the runs cannot see the user's home); unavailable with the reason. Never raises."""
+        if self._hypothesis is None:
+            self._hypothesis = self._find_hypothesis()
+        return self._hypothesis
+
+    def _find_hypothesis(self) -> PropertyLibrary:
+        if self._pytest is None:
+            return PropertyLibrary(note="the test command is not `<python> -m pytest ...`: its interpreter is unknown")
+        pythonpath = [str(self.root), *(str(f) for f in self._editable)]
+        if (self.root / "src").is_dir():
+            pythonpath.insert(1, str(self.root / "src"))
+        try:
+            probe = run_process(
+                [self._pytest[0], *self._pytest[1], "-c", hypothesis_lib.PROBE],
+                cwd=self.root,
+                env=sandbox_env(
+                    self._env_source, extra={**self._private_env, "PYTHONPATH": os.pathsep.join(pythonpath)}
+                ),
+                limits=dataclasses.replace(self.limits, wall_seconds=30),
+                isolation=self.isolation,
+                writable=(self._tmp,),
+                hidden=self._hidden,
+            )
+        except SandboxError as exc:
+            return PropertyLibrary(note=f"the project's interpreter could not be asked for Hypothesis: {exc}")
+        answer = hypothesis_lib.parse_probe(probe.stdout)
+        if answer is None:
+            return PropertyLibrary(note="the project's interpreter did not say its version")
+        version, in_project = answer
+        if in_project:
+            return PropertyLibrary(in_project=True, python=version)
+        folder, why = hypothesis_lib.cached_install(version, self._hypothesis_cache, self._env_source)
+        if folder is None:
+            return PropertyLibrary(python=version, note=f"Hypothesis is not installed for the project and {why}")
+        copy = self._tmp / "hypothesis-lib"
+        try:
+            if not copy.is_dir():
+                shutil.copytree(folder, copy, symlinks=False)
+        except OSError as exc:
+            return PropertyLibrary(python=version, note=f"Hypothesis could not be copied into the sandbox: {exc}")
+        return PropertyLibrary(path=str(copy), python=version)
+
     def check_candidates(self, checks: Sequence[CandidateCheck]) -> list[TestRun]:
         """Each check's tests on its own patched files, stopping at the first failure, one run per check.
 

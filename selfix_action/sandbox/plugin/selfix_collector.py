@@ -489,6 +489,19 @@ def _connect_address(value):
     return ""
 
 
+def _notes(value):
+    """The exception's notes (PEP 678), as Python prints them after its message: where Hypothesis puts the shrunk
+    "Falsifying example:" of a property test (on an exception group, its first exception's too)."""
+    try:
+        notes = list(getattr(value, "__notes__", None) or ())
+        inner = getattr(value, "exceptions", None)
+        if inner:
+            notes += list(getattr(inner[0], "__notes__", None) or ())
+        return "".join("\n" + str(note) for note in notes[:10])
+    except Exception:  # only more text: never fail a run over it
+        return ""
+
+
 def pytest_runtest_makereport(item, call):
     # Keep the real exception (type, message, frames); pytest's text rendering varies with --tb and version.
     excinfo = call.excinfo
@@ -500,7 +513,7 @@ def pytest_runtest_makereport(item, call):
     frames = []
     for entry in traceback.extract_tb(value.__traceback__):
         frames.append({"file": entry.filename, "line": entry.lineno, "function": entry.name, "code": entry.line or ""})
-    message = str(value)
+    message = str(value) + _notes(value)
     _state["exc"][item.nodeid] = {
         "exc_type": type(value).__name__,
         "message": message[:4000],
