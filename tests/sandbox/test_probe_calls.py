@@ -187,3 +187,39 @@ def test_a_call_given_a_test_cases_callback_is_replayed(make_sandbox: Callable[.
     recorded = [line for line in probe.versions["before"] if line.variation == "as recorded"]
     assert [line.outcome for line in recorded] == ["returns ['a@x']"]
     assert "MailTest._catch" in recorded[0].text
+
+
+LOCAL_CLASSES = {
+    "summary.py": """
+        def partition(tasks):
+            done = [t for t in tasks if t.done]
+            return len(done), len(tasks) - len(done)
+        """,
+    "tests/test_summary.py": """
+        import threading
+
+        from summary import partition
+
+
+        def test_partition():
+            class Task:  # a test's local class: its instances cannot be rebuilt by name
+                def __init__(self, done):
+                    self.done = done
+                    self.lock = threading.Lock()
+
+            assert partition([Task(True), Task(False)]) == (1, 1)
+        """,
+}
+
+
+@pytest.mark.slow
+def test_instances_of_a_tests_local_class_become_stand_ins(make_sandbox: Callable[..., PytestSandbox]) -> None:
+    """luigi's execution summary tests build tasks from classes defined inside the test: the call is replayed with
+    stand-ins for them (the same in every version), not lost."""
+    sandbox = make_sandbox(LOCAL_CLASSES)
+    target = ProbeTarget(path="summary.py", qualname="partition", first=1, last=3)
+    probe = sandbox.probe_calls([target], ["tests/test_summary.py::test_partition"], {})
+    assert probe.note == "" and probe.recorded == 1, probe
+    recorded = [line for line in probe.versions["before"] if line.variation == "as recorded"]
+    assert len(recorded) == 1 and "test_partition.<locals>.Task>" in recorded[0].text, recorded
+    assert recorded[0].outcome.startswith("returns ("), recorded

@@ -72,21 +72,16 @@ class _Keeper(pickle.Pickler):
     def __init__(self, handle, strict=False):
         super().__init__(handle, protocol=_PROTOCOL)
         self.stubbed = 0
-        self.strict = strict  # also stand in for the test machinery's objects and anything not pickled by name
+        self.strict = strict  # also stand in for the test machinery's objects and instances of nameless classes
+        self._classes = {}
 
     def persistent_id(self, obj):
         if isinstance(obj, _PLAIN):
             return None
-        if self.strict and _machinery(obj):
-            return self._stub(obj)
         if isinstance(obj, type):
-            if not self.strict:
-                return None
-            try:
-                pickle.dumps(obj, protocol=_PROTOCOL)  # by its name: a class defined in a function has none
-                return None
-            except Exception:
-                return self._stub(obj)
+            return None
+        if self.strict and (_machinery(obj) or not self._named(type(obj))):
+            return self._stub(obj)
         try:
             if isinstance(obj, (types.FunctionType, types.BuiltinFunctionType)):
                 pickle.dumps(obj, protocol=_PROTOCOL)  # by its name: a lambda or a local function has none
@@ -97,9 +92,22 @@ class _Keeper(pickle.Pickler):
             pass
         return self._stub(obj)
 
+    def _named(self, kind):
+        """Whether instances of ``kind`` can be rebuilt: the class is found by its name (one defined inside a
+        function, or a test's local class, is not)."""
+        known = self._classes.get(kind)
+        if known is None:
+            try:
+                pickle.dumps(kind, protocol=_PROTOCOL)
+                known = True
+            except Exception:
+                known = False
+            self._classes[kind] = known
+        return known
+
     def _stub(self, obj):
         self.stubbed += 1
-        kind = obj if isinstance(obj, type) else type(obj)
+        kind = type(obj)
         return "{}.{}".format(getattr(kind, "__module__", "?"), getattr(kind, "__qualname__", kind.__name__))
 
 
@@ -472,7 +480,9 @@ def replay(spec_path):
         method = "." in target["qualname"] and function.__code__.co_varnames[:1] in (("self",), ("cls",))
         try:
             positional, extra, keywords, more = _loads(call["payload"])
-        except BaseException:
+        except BaseException as exc:  # a class the recording used is gone, or will not rebuild
+            outcome = f"cannot rebuild the call: {type(exc).__name__}: {exc}"
+            lines.append(dict(base, variation="as recorded", text="", outcome=_clip(outcome)))
             continue
         inputs = [("as recorded", positional, extra, keywords, more)]
         slots = [("arg", i) for i in range(1 if method else 0, len(positional))]
