@@ -6,6 +6,7 @@ it and checks an answer against the request's JSON schema the way a server enfor
 
     python -m selfix_bench.bridge pending DIR            # the requests still waiting for an answer
     python -m selfix_bench.bridge show DIR N             # request N: its messages and the schema to answer in
+    python -m selfix_bench.bridge next DIR               # claim the oldest unclaimed request and show it (exit 3: none)
     python -m selfix_bench.bridge answer DIR N FILE      # FILE: the answer's JSON object; checked, then written
 
 An answer that does not fit the schema is refused with the reason (exit 2) and nothing is written.
@@ -38,6 +39,18 @@ def pending(folder: Path) -> list[int]:
         if not (folder / f"resp-{number:03d}.json").exists():
             found.append(number)
     return found
+
+
+def claim(folder: Path) -> int | None:
+    """The oldest pending request no reader has claimed yet, now claimed (an atomic mkdir: readers sharing a
+    bridge never answer the same request twice); None when there is none."""
+    for number in pending(folder):
+        try:
+            (folder / f"claim-{number:03d}").mkdir()
+        except FileExistsError:
+            continue
+        return number
+    return None
 
 
 def expected(request: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
@@ -82,6 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m selfix_bench.bridge", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("pending").add_argument("dir", type=Path)
+    sub.add_parser("next").add_argument("dir", type=Path)
     shown = sub.add_parser("show")
     shown.add_argument("dir", type=Path)
     shown.add_argument("number", type=int)
@@ -93,6 +107,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "pending":
             print(" ".join(str(n) for n in pending(args.dir)))
+        elif args.command == "next":
+            number = claim(args.dir)
+            if number is None:
+                return 3
+            print(f"REQUEST {number}\n\n" + show(_request(args.dir, number)))
         elif args.command == "show":
             print(show(_request(args.dir, args.number)))
         else:

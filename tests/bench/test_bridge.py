@@ -67,3 +67,12 @@ def test_an_answer_is_checked_against_the_schema_and_reaches_the_client(tmp_path
     finally:
         server.kill()
         server.wait(timeout=10)
+
+
+def test_readers_sharing_a_bridge_never_claim_the_same_request(tmp_path: Path) -> None:
+    for number in (1, 2):
+        (tmp_path / f"req-{number:03d}.json").write_text(json.dumps({"messages": []}), encoding="utf-8")
+    (tmp_path / "resp-001.json").write_text("{}", encoding="utf-8")
+    assert main(["next", str(tmp_path)]) == 0  # request 2, the one still pending
+    assert (tmp_path / "claim-002").is_dir()
+    assert main(["next", str(tmp_path)]) == 3  # claimed already: nothing left for another reader
