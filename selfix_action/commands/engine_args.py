@@ -58,6 +58,12 @@ def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
         "folder of transcripts named TASK.jsonl)",
     )
     llm.add_argument(
+        "--replay-then-server",
+        action="store_true",
+        help="with --replay: once the recorded answers run out, the server at --base-url answers (the calls a "
+        "recording made before a role existed)",
+    )
+    llm.add_argument(
         "--offline-candidates",
         type=int,
         default=100,
@@ -89,5 +95,6 @@ def engine_choice(args: argparse.Namespace, kind: str, env: Mapping[str, str]) -
         provider=args.provider or "",
         offline_candidates=args.offline_candidates,
         replay=args.replay,
+        replay_then_server=args.replay_then_server,
         env=dict(env),
     )

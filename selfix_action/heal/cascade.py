@@ -22,6 +22,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Sequence
 
+from selfix_action.heal.tried import summarize_tried
 from selfix_action.llm.engine import LLMEngine
 from selfix_action.repair.patches import unified_diff
 from selfix_action.repair.protocols import Engine, Sandbox
@@ -260,6 +261,5 @@ class CascadeEngine:
                 how = f"failed at {verdict.stage.value}" + (f" ({failing})" if failing else "")
             where = f"{hypothesis.file}:{candidate.line}" if candidate.line else hypothesis.file
             lines.append(f"- {where} [{candidate.template}] {candidate.description} -> {how}")
-        if len(tried) > MAX_NEGATIVE_EXAMPLES:
-            lines.append(f"- ... and {len(tried) - MAX_NEGATIVE_EXAMPLES} more")
+        lines += summarize_tried(tried[MAX_NEGATIVE_EXAMPLES:], verdicts)
         return header + "\n" + block("offline attempts", "\n".join(lines), limit=6000) + "\n"

@@ -82,6 +82,7 @@ def build_engine(
         "trace": trace,
         "similar_fixes": similar_fixes,
         "replay": choice.replay,
+        "replay_then_server": choice.replay_then_server,
         "price": choice.price,
     }
     try:

@@ -71,6 +71,8 @@ class EngineChoice:
     # A trace whose recorded model answers replay in order instead of a model (models.replay): the loop's
     # decisions re-checked on recorded heals with no server and no key.
     replay: Path | None = None
+    # With ``replay``: the server (base_url) answers the calls after the recorded ones (roles added since).
+    replay_then_server: bool = False
     # How the preflight's messages name what to fix (the action names its inputs): {"api_key": ..., ...}
     fixes: Mapping[str, str] = field(default_factory=dict)
     # Where keys and base URLs are looked up when not given: the CLI's environment, never the runner's for the

@@ -12,6 +12,9 @@ an event ``{"t": seconds since start, "step": ..., "message": ..., <step fields>
                 the ranked suspicious lines (:class:`LocalizeEvent`)
 ``hypotheses``  the Detective's ranked hypotheses with confidence (:class:`HypothesesEvent`)
 ``expose``      the QA test for one hypothesis and its verdict (:class:`ExposeEvent`)
+``property``    the hypothesis' property test: on the unpatched code (``used``, its counterexample, or why not) or
+                on a candidate that passed everything else (``held``, examples, the counterexample)
+                (:class:`PropertyEvent`)
 ``verify``      one patch attempt (hypothesis, template, prior, line) and its verification (:class:`VerifyEvent`)
 ``minimize``    a hunk dropped from the winning patch
 ``confirm``     the whole suite on the patched copy
@@ -98,6 +101,22 @@ class ExposeEvent(TraceEvent):
     qa_test: str | None = None  # the QA test's source; None when the failing tests themselves expose it
 
 
+class PropertyEvent(TraceEvent):
+    """One run of a hypothesis' property test (``repair.properties``): on the unpatched code ``used`` is set (a
+    counterexample found: the test is evidence), on a candidate ``held`` is."""
+
+    hypothesis: str = ""
+    used: bool | None = None
+    source: str = ""
+    counterexample: str = ""
+    note: str = ""
+    candidate: str = ""
+    held: bool | None = None
+    examples: int = 0
+    detail: str = ""
+    seconds: float = 0.0
+
+
 class VerifyEvent(TraceEvent):
     candidate: str
     ok: bool
@@ -173,6 +192,7 @@ EVENT_TYPES: dict[str, type[TraceEvent]] = {
     "hypotheses": HypothesesEvent,
     "expose": ExposeEvent,
     "verify": VerifyEvent,
+    "property": PropertyEvent,
     "stop": StopEvent,
     "model_call": ModelCallEvent,
     "outcome": OutcomeEvent,

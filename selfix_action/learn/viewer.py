@@ -18,6 +18,7 @@ from selfix_action.learn.trace_schema import (
     LocalizeEvent,
     ModelCallEvent,
     OutcomeEvent,
+    PropertyEvent,
     Trace,
     VerifyEvent,
 )
@@ -133,6 +134,32 @@ def _behaviour_block(outcome: OutcomeEvent | None) -> str:
     return "".join(parts)
 
 
+def _property_rows(events: list[PropertyEvent]) -> list[list[str]]:
+    """One row per property run: on the unpatched code (the counterexample and the test), then on candidates."""
+    rows = []
+    for event in events:
+        if event.used is not None:
+            verdict = (
+                '<span class="ok">counterexample found: used</span>'
+                if event.used
+                else f'<span class="fail">not used</span> {_e(event.note)}'
+            )
+            detail = f"<pre>{_e(event.counterexample)}</pre>" if event.counterexample else ""
+            if event.source:
+                detail += f"<details><summary>the property test</summary><pre>{_e(event.source)}</pre></details>"
+            rows.append([_e(event.hypothesis), "the unpatched code", verdict, detail])
+        elif event.held is not None:
+            verdict = (
+                f'<span class="ok">held in {event.examples} example(s)</span>'
+                if event.held
+                else '<span class="fail">counterexample: partial fix</span>'
+            )
+            rows.append([_e(event.hypothesis), _e(event.candidate), verdict, f"<pre>{_e(event.detail[:1500])}</pre>"])
+        else:
+            rows.append([_e(event.hypothesis), "", "skipped", _e(event.message)])
+    return rows
+
+
 def render_html(trace: Trace) -> str:
     run = summarize(trace)
     outcome = next((e for e in trace.events if isinstance(e, OutcomeEvent)), None)
@@ -212,6 +239,11 @@ def render_html(trace: Trace) -> str:
         for e in qa
     ]
     parts.append(_table(["hypothesis", "verdict", "QA test"], qa_rows, "qa"))
+
+    properties = [e for e in trace.events if isinstance(e, PropertyEvent)]
+    if properties:
+        parts.append("<h2>Property tests</h2>")
+        parts.append(_table(["hypothesis", "run on", "verdict", "detail"], _property_rows(properties), "properties"))
 
     parts.append("<h2>Patches</h2>")
     patch_rows = [

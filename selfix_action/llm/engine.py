@@ -297,7 +297,12 @@ class LLMEngine:
             return answer
 
         answer = self._ask(
-            "qa", QA_TOOL, qa_request(hypothesis, path, feedback, qa_environment(evidence)), evidence, sandbox, validate
+            "qa",
+            QA_TOOL,
+            qa_request(hypothesis, path, feedback, qa_environment(evidence, sandbox.read_file)),
+            evidence,
+            sandbox,
+            validate,
         )
         if answer is None:
             self.trace(
@@ -308,7 +313,12 @@ class LLMEngine:
             )
             return None
         source = answer.test_source if answer.test_source.endswith("\n") else answer.test_source + "\n"
-        return QATest(path=path, source=source)
+        prop = answer.property_source
+        if prop.strip() and (problem := property_source_problem(prop)):
+            # Optional evidence: a property test that cannot run is dropped, the reproduction still stands.
+            self.trace("property_dropped", f"{hypothesis.id}: property test not used: {problem}", problem=problem)
+            prop = ""
+        return QATest(path=path, source=source, property_source=prop)
 
     def candidates(
         self,
@@ -815,6 +825,20 @@ def qa_source_problem(source: str) -> str | None:
             "_selfix_qa",
         ):
             return "test_source must not import from conftest or _selfix_qa"
+    return None
+
+
+def property_source_problem(source: str) -> str | None:
+    """Why ``source`` cannot be a property test module (a QA test module that imports Hypothesis), or None."""
+    problem = qa_source_problem(source)
+    if problem:
+        return problem.replace("test_source", "property_source")
+    tree = ast.parse(source)
+    imported = {
+        alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names
+    } | {(node.module or "").split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    if "hypothesis" not in imported:
+        return "property_source does not import hypothesis"
     return None
 
 

@@ -72,6 +72,7 @@ def build_engine(
     fixes: Mapping[str, str] | None = None,
     max_output_tokens: int = 0,
     replay: Path | None = None,
+    replay_then_server: bool = False,
     price: tuple[float, float] | None = None,
     preflight: bool = False,
 ) -> LLMEngine:
@@ -85,7 +86,8 @@ def build_engine(
     answer cannot spend the run); ``fixes`` names, for the
     preflight's messages, the variable, flag or input that sets the key, the base URL and the model
     (``{"api_key": ..., "base_url": ..., "model": ...}``). ``replay``: a trace whose recorded answers stand in
-    for the model (``providers.replay``; no key, no server). ``price``: USD per million input and output tokens of
+    for the model (``providers.replay``; no key, no server; ``replay_then_server``: the server at ``base_url``
+    answers the calls after the recorded ones). ``price``: USD per million input and output tokens of
     this run's model (over any table). A dollar cap (``max_cost_usd`` > 0) needs a price: with none known for the
     model, ``LLMSetupError`` says how to give one (``fixes["price"]``) or turn the cap off (``fixes["max_cost"]``).
     ``preflight``: check the key, the base URL and the model name now, by one cheap call (``ChatModel.preflight``;
@@ -132,7 +134,11 @@ def build_engine(
     }
     chat: ChatModel
     if replay is not None:
-        chat = ReplayModel(replay)
+        # --replay-then-server: the server (--base-url) answers what the recording does not hold, the calls after
+        # the recorded ones (roles added since it was made); the same patches and verdicts otherwise.
+        live = replay_then_server and url
+        then = _chat_model(kind, name, url, key, retry, request_timeout, structured, where) if live else None
+        chat = ReplayModel(replay, then=then)
         name = chat.model
     else:
         if max_cost_usd > 0 and price_for(name, prices) is None:

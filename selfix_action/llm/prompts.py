@@ -12,8 +12,10 @@ import ast
 import dataclasses
 import itertools
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
+from selfix_action.llm.imports import import_lines, test_helper_imports
+from selfix_action.llm.test_uses import built_classes, constructor_lines, used_helpers
 from selfix_action.repair.localize import FunctionSpan, enclosing_function, function_spans
 from selfix_action.repair.paths import is_test_path
 from selfix_action.repair.review import ReviewRequest
@@ -30,6 +32,8 @@ MAX_FUNCTION_LINES = 60
 WINDOW = 10
 MAX_WINDOWS = 6
 MAX_MODULE_LINES = 30
+MAX_HELPER_IMPORTS = 20
+MIN_CONSTANT_LINES = 10  # a module's constants still show when its imports fill MAX_MODULE_LINES
 MAX_FRAMES_PER_FAILURE = 3
 MAX_TEST_FUNCTIONS = 3
 MAX_TEST_LINES = 30
@@ -69,6 +73,7 @@ def build_context(
         slices = source_slices(evidence, read_file)
     sections = [
         "# Evidence",
+        *_python_line(evidence),
         _failures_section(evidence),
         _localization_section(evidence),
         "## Source code of the suspects (syntax-tree slices; '...' marks omitted lines)",
@@ -82,6 +87,14 @@ def build_context(
         # Comment or dispatch text: anyone with write access (or a listed bot) typed it; still data, not orders.
         sections += ["## Hint from the maintainer", block("maintainer hint", evidence.user_hint.strip(), limit=2000)]
     return "\n\n".join(sections) + "\n"
+
+
+def _python_line(evidence: Evidence) -> list[str]:
+    """The interpreter the tests run on, when the baseline run reported it: a fix and a QA test must be valid for
+    it (no ``match`` on 3.8, no ``X | Y`` annotations evaluated before 3.10)."""
+    if not evidence.python_version:
+        return []
+    return [f"The project's tests run on Python {inline(evidence.python_version, 40)}: code you write must run there."]
 
 
 def baseline_context(evidence: Evidence, read_file: ReadFile, files: Iterable[str]) -> str:
@@ -176,8 +189,34 @@ def source_slices(evidence: Evidence, read_file: ReadFile) -> dict[str, set[int]
             lines |= _definitions_index(tree)
         if tree is not None:
             for name in {span.name.rsplit(".", 1)[0] for span in spans if "." in span.name and lines & _span(span)}:
-                lines |= _class_outline(tree, name)
+                lines |= _class_outline(tree, name) | constructor_lines(tree, name)
+    # The classes the failing tests build, with their constructors: what the objects under test hold.
+    for test_path, test_tree, node in _failing_test_nodes(evidence, read_file):
+        for path, lines in built_classes(node, test_tree, test_path, read_file).items():
+            if source_files(path):
+                if path not in wanted:
+                    wanted[path] = _module_outline(_parse(read_file(path)))
+                wanted[path] |= lines
     return wanted
+
+
+def _failing_test_nodes(evidence: Evidence, read_file: ReadFile) -> Iterator[tuple[str, ast.Module, ast.AST]]:
+    """(test file, its tree, the test function) of the first ``MAX_TEST_FUNCTIONS`` failing tests found."""
+    seen = 0
+    for nodeid in evidence.f2p_tests:
+        if seen >= MAX_TEST_FUNCTIONS:
+            return
+        path, _, rest = nodeid.partition("::")
+        parts = [p.split("[")[0] for p in rest.split("::") if p]
+        try:
+            tree = _parse(read_file(path))
+        except (OSError, UnicodeDecodeError, ValueError):
+            continue
+        found = _find_test(tree, parts) if tree is not None and parts else None
+        if tree is None or found is None:
+            continue
+        seen += 1
+        yield path, tree, found[0]
 
 
 def _read_once(read_file: ReadFile) -> ReadFile:
@@ -361,6 +400,10 @@ def test_slices(evidence: Evidence, read_file: ReadFile) -> dict[str, set[int]]:
                     stmt.name in SETUP_METHODS or _is_fixture(stmt)
                 ):
                     lines |= _node_lines(stmt, MAX_TEST_LINES)
+        for helper_path, helper_lines in used_helpers(node, tree, path, read_file).items():
+            if helper_path not in wanted:
+                wanted[helper_path] = _module_outline(_parse(read_file(helper_path)))
+            wanted[helper_path] |= helper_lines
         helpers = {n.func.id for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
         fixtures = {a.arg for a in node.args.args} - {"self", "cls"}
         for stmt in tree.body:
@@ -478,16 +521,17 @@ def _function_lines(start: int, end: int, ranked: Sequence[int]) -> set[int]:
 
 
 def _module_outline(tree: ast.Module | None) -> set[int]:
-    """Imports and module-level assignments (not the docstring), up to ``MAX_MODULE_LINES`` lines: imports first,
-    then constants; a statement too long for what is left is skipped, not the rest."""
-    lines: set[int] = set()
+    """The module's imports whole (``import_lines``: multi-line and guarded ones too), then its module-level
+    assignments (not the docstring) in what is left of ``MAX_MODULE_LINES`` lines (``MIN_CONSTANT_LINES`` at
+    least); a constant too long for what is left is skipped, not the rest."""
+    lines = import_lines(tree)
     if tree is None:
         return lines
-    imports = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
+    budget = len(lines) + max(MIN_CONSTANT_LINES, MAX_MODULE_LINES - len(lines))
     constants = [n for n in tree.body if isinstance(n, ast.Assign | ast.AnnAssign | ast.AugAssign)]
-    for node in imports + constants:
+    for node in constants:
         span = set(range(node.lineno, (node.end_lineno or node.lineno) + 1))
-        if len(lines) + len(span) <= MAX_MODULE_LINES:
+        if len(lines | span) <= budget:
             lines |= span
     return lines
 
@@ -542,19 +586,30 @@ def describe_hypothesis(hypothesis: Hypothesis) -> str:
     )
 
 
-def qa_environment(evidence: Evidence) -> str:
-    """What a reproduction test can use, as pytest reported it on the baseline run: fixtures by origin, plugins."""
+def qa_environment(evidence: Evidence, read_file: ReadFile | None = None) -> str:
+    """What a reproduction test can use, as pytest reported it on the baseline run: fixtures by origin, plugins;
+    with ``read_file``, the project's test helpers the failing tests import (``test_helper_imports``)."""
     by_origin: dict[str, list[str]] = {}
     for name, origin in evidence.root_fixtures:
         by_origin.setdefault(origin, []).append(name)
-    if not by_origin and not evidence.pytest_plugins:
-        return ""
-    parts = [f"{origin}: {', '.join(sorted(names)[:40])}" for origin, names in sorted(by_origin.items())]
-    if evidence.pytest_plugins:
-        parts.append(f"installed pytest plugins: {', '.join(evidence.pytest_plugins[:40])}")
-    return "Fixtures a test there can ask for by name (and where each comes from) and plugins:\n" + block(
-        "pytest fixtures and plugins", "\n".join(parts), limit=2500
-    )
+    out = ""
+    if by_origin or evidence.pytest_plugins:
+        parts = [f"{origin}: {', '.join(sorted(names)[:40])}" for origin, names in sorted(by_origin.items())]
+        if evidence.pytest_plugins:
+            parts.append(f"installed pytest plugins: {', '.join(evidence.pytest_plugins[:40])}")
+        out = "Fixtures a test there can ask for by name (and where each comes from) and plugins:\n" + block(
+            "pytest fixtures and plugins", "\n".join(parts), limit=2500
+        )
+    files = list(dict.fromkeys(nodeid.partition("::")[0] for nodeid in evidence.f2p_tests))
+    helpers = test_helper_imports(files, read_file) if read_file is not None else []
+    if helpers:
+        out += (
+            ("\n" if out else "")
+            + "It may import the project's own test helpers as the failing tests do (absolute imports; never a "
+            "test module or conftest.py):\n"
+            + block("test helper imports", "\n".join(helpers[:MAX_HELPER_IMPORTS]), code=True, limit=2500)
+        )
+    return out
 
 
 def qa_request(hypothesis: Hypothesis, path: str, feedback: str = "", environment: str = "") -> str:
@@ -579,10 +634,24 @@ FAIL on the current code with an AssertionError (or the exception the hypothesis
 the hypothesized fix is applied. It must not fail because of an import error, a typo or a missing
 fixture. Prefer the project's own objects to fakes: a stand-in class you write must have everything the
 project's code calls on it, or the test fails on the fixed code too. Use one or two test functions, plain
-asserts, no network, no files outside a tmp_path; never
-import conftest.py (ask for its fixtures by name instead, those listed below only: fixtures of a conftest.py
-in a test folder are not visible there). If the hypothesis is wrong, an honest test passes on the current
-code: that is how we rule it out.{uses}{retry}"""
+asserts, no network, no files outside a tmp_path; import the project as the failing tests do, and of the test
+package only the helper modules listed below, if any; never import conftest.py or a test module (ask for
+conftest fixtures by name instead, those listed below only: fixtures of a conftest.py in a test folder are not
+visible there). How the module is judged: on the current code it reproduces the hypothesis when at least one
+of its test functions fails with an AssertionError or an exception raised in the project's code (others may
+pass); it is a broken test when a stand-in class it defines lacks what the project calls (in any function),
+or when its functions fail only in their own code (import, name or syntax errors). Once the fix is applied,
+EVERY test function in the module must pass, so assert nothing the fix does not make true. If the hypothesis
+is wrong, an honest test passes on the current code: that is how we rule it out.{uses}
+
+When the hypothesis' claim is about a class of inputs (every string, every tuple, every non-empty list, every
+negative number...), also give property_source: a separate pytest module using the Hypothesis library
+(`from hypothesis import given, strategies as st`) with one @given test stating what must hold for every input
+of that shape. It must find a counterexample on the current code and hold once the whole class is fixed, not
+only the example above: draw the inputs from the whole class the hypothesis names (e.g. st.one_of over the
+sibling types), never only the failing example. selfix runs it with its own bounded, reproducible settings: no
+@settings raising max_examples, no network, no files outside tmp_path or tempfile. Leave property_source empty
+when the claim is about one input only.{retry}"""
 
 
 def patcher_request(

@@ -6,6 +6,7 @@ every OpenAI-compatible server resolves them.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -123,6 +124,12 @@ class QAAnswer(_Answer):
         min_length=1,
         description="How the test fails on the current code: AssertionError or the hypothesized exception.",
     )
+    property_source: str = Field(
+        default="",
+        description="Optional: a second pytest module, a property test with the Hypothesis library (from "
+        "hypothesis import given, strategies as st) stating the hypothesis' claim for every input of a shape. "
+        "Empty when the claim is about one input only.",
+    )
 
 
 class EditAnswer(_Answer):
@@ -223,6 +230,7 @@ STRING_CAPS = {
     "proposed_fix": 400,
     "test_source": 4000,
     "expected_failure": 300,
+    "property_source": 4000,
     "explanation": 500,
     "search": 2000,
     "replace": 2000,
@@ -277,7 +285,60 @@ def constrained_schema(model: type[BaseModel], bounds: ProjectBounds | None) -> 
                 tighten(node[key], ask=ask)
 
     tighten(schema)
+    if bounds is not None and 2 <= len(bounds.files) <= MAX_SCHEMA_FILES:
+        split_by_file(schema, bounds.files, nested=len(bounds.files) <= MAX_NESTED_SPLIT_FILES)
     return schema
+
+
+# Per-file variants cost a copy of the object per file, and a nested place list split too a copy of its variants in
+# each: the hypotheses' own file and lines are bounded per file in the schema up to ``MAX_SCHEMA_FILES`` files, the
+# places they also name up to ``MAX_NESTED_SPLIT_FILES`` (files * files copies); past those, one maximum for every
+# file, each file's own range said in the description (and checked on answer).
+MAX_SCHEMA_FILES = 4
+MAX_NESTED_SPLIT_FILES = 3
+LOCATION_KEYS = frozenset({"file", "line_start", "line_end"})
+
+
+def split_by_file(node: Any, files: Mapping[str, int], *, nested: bool = True, names: bool = False) -> None:
+    """Every object that names a file and a line range (a hypothesis; with ``nested``, the places it also names)
+    as an ``anyOf`` of one variant per file: ``file`` that file only, its lines up to that file's length. An ask's
+    path is not such an object (its key is ``path``). Descriptions stay in the first variant only."""
+    if isinstance(node, list):
+        for item in node:
+            split_by_file(item, files, nested=nested)
+        return
+    if not isinstance(node, dict):
+        return
+    location = not names and node.get("type") == "object" and LOCATION_KEYS <= set(node.get("properties", {}))
+    if location and nested:
+        for value in node["properties"].values():
+            split_by_file(value, files, nested=nested)
+    if not location:
+        for key, value in node.items():
+            split_by_file(value, files, nested=nested, names=not names and key == "properties")
+        return
+    variants = []
+    for n, (path, count) in enumerate(sorted(files.items())):
+        variant = copy.deepcopy(node)
+        properties = variant["properties"]
+        properties["file"] = {k: v for k, v in properties["file"].items() if k != "enum"} | {"enum": [path]}
+        for key in ("line_start", "line_end"):
+            properties[key] = {**properties[key], "maximum": count, "description": f"A line of {path} (1-{count})."}
+        variants.append(variant if n == 0 else _without_descriptions(variant, keep={"line_start", "line_end"}))
+    node.clear()
+    node["anyOf"] = variants
+
+
+def _without_descriptions(node: Any, keep: set[str], names: bool = False, name: str = "") -> Any:
+    if isinstance(node, list):
+        return [_without_descriptions(item, keep) for item in node]
+    if not isinstance(node, dict):
+        return node
+    return {
+        key: _without_descriptions(value, keep, names=not names and key == "properties", name=key if names else "")
+        for key, value in node.items()
+        if names or key != "description" or name in keep
+    }
 
 
 def tool_specs(bounds: ProjectBounds | None = None) -> tuple[ToolSpec, ...]:

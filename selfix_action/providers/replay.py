@@ -17,6 +17,7 @@ from typing import Any
 
 from selfix_action.errors import InputError
 from selfix_action.providers.base import (
+    ChatModel,
     ModelError,
     ModelRequest,
     ModelResponse,
@@ -69,17 +70,23 @@ def read_transcript(path: Path) -> tuple[str, str, list[RecordedAnswer]]:
 
 
 class ReplayModel:
-    """``ChatModel`` over a transcript's answers: the ``n``-th call gets the ``n``-th recorded answer."""
+    """``ChatModel`` over a transcript's answers: the ``n``-th call gets the ``n``-th recorded answer.
 
-    def __init__(self, path: Path) -> None:
+    ``then``: a live model that answers every call after the recorded ones (the roles a recording made before
+    they existed: the same patches and verdicts, with the new calls answered for real)."""
+
+    def __init__(self, path: Path, then: ChatModel | None = None) -> None:
         provider, model, self.answers = read_transcript(path)
-        self.provider = f"replay({provider})"
+        self.provider = f"replay({provider})" + (f", then {then.provider}" if then is not None else "")
         self.model = model
         self.structured = self.answers[0].structured if self.answers else "tools"
         self.path = path
         self.used = 0
+        self.then = then
 
     def complete(self, request: ModelRequest) -> ModelResponse:
+        if self.used >= len(self.answers) and self.then is not None:
+            return self.then.complete(request)
         if self.used >= len(self.answers):
             raise ModelError(
                 f"the transcript {self.path.name} has no answer left: selfix asked for a {request.tool} call "

@@ -19,7 +19,9 @@ from selfix_action.repair.report import (
     HealReport,
     behaviour_lines,
     candidate_counts,
+    fenced_lines,
     headline_facts,
+    property_verdict,
     render_confidence,
     render_review,
     time_split,
@@ -101,6 +103,11 @@ def _hypotheses_section(report: HealReport) -> list[str]:
             out.append(
                 f"  - `{rejection.candidate_id}` rejected at {rejection.stage.value}: {clean(rejection.detail, 300)}"
             )
+        if record.property_test is not None:
+            prop = record.property_test
+            out.append(f"  - property test: {clean(property_verdict(prop), 500)}")
+            if prop.counterexample:
+                out += fenced_lines(clean(prop.counterexample, 800), indent="    ")
     return out or ["- none"]
 
 

@@ -49,6 +49,7 @@ from selfix_action.repair.plausibility import (
     overfitting_patterns,
     plausibility,
 )
+from selfix_action.repair.properties import PropertyChecks
 from selfix_action.repair.protocols import Engine, EngineStopped, Sandbox
 from selfix_action.repair.report import (
     STOP_EXPLANATIONS,
@@ -137,6 +138,7 @@ class _Winner:
     probe: BehaviourEvidence | None = None  # beyond the tests: a second solution and the replayed inputs
     hypothesis: Hypothesis | None = None  # the hypothesis it answers, as the Patcher saw it
     agreement: str = ""  # why the hypothesis, its QA test and the verification agree on it (_agreement)
+    property_held: str = ""  # what the hypothesis' property test showed of it (properties.settle)
     review: Review | None = None  # the reviewer's verdict, asked once the heal's winner is confirmed
 
 
@@ -239,6 +241,7 @@ class HealingLoop:
         self.repo_label = repo_label
         self.budget = Budget(self.config, clock)  # run() restarts its clock
         self.verifier = Verifier(sandbox, self.config, budget=self.budget, trace=trace)
+        self.properties = PropertyChecks(self.verifier, sandbox, trace)  # the hypotheses' property tests
         self.notes: list[str] = []
         self._baseline: TestRun | None = None  # the unpatched suite with per-test coverage, once reproduced
         # Failing tests the engine named as the environment's, left out of the tests to heal, and why.
@@ -355,6 +358,9 @@ class HealingLoop:
             if qa is not None:
                 # The Patcher is told what the reproduction test showed on the unpatched code.
                 hypothesis = hypothesis.model_copy(update={"reproduction": _reproduction(exposure)})
+                # Its claim over a class of inputs, when QA stated one: gated on the unpatched code here, run on
+                # each candidate that passes everything else.
+                self.properties.gate(hypothesis.id, qa.property_source)
             history: list[Verification] = []
             tried = 0
             passing: list[_Passing] = []
@@ -374,6 +380,8 @@ class HealingLoop:
                         history.append(verdict)
                         continue
                     tried += 1
+                    if verdict.ok and (partial := self.properties.check(hypothesis.id, candidate)) is not None:
+                        verdict = partial  # passes the tests, not the hypothesis' property: fed back as a failure
                     self._trace_verdict(candidate, verdict)
                     if window is not None:
                         window.checked += 1
@@ -422,11 +430,13 @@ class HealingLoop:
                     winner = self._scrutinize(winner, hypothesis, qa, evidence)
             if winner is not None:
                 agreement = _agreement(hypothesis, exposure, self.verifier.originals(winner.files), winner.files)
+                held = self.properties.settle(hypothesis.id, winner.files)
                 winner = dataclasses.replace(
                     winner,
-                    confidence=self._confidence(winner, evidence, agreement),
+                    confidence=self._confidence(winner, evidence, agreement, held),
                     hypothesis=hypothesis,
                     agreement=agreement,
+                    property_held=held,
                 )
             records.append(self._record(hypothesis, exposure, tried, history, winner))
             if (
@@ -600,7 +610,9 @@ class HealingLoop:
                 rechecks += 1
             candidate = chosen.candidate
             with self.budget.timed("minimize"):
-                minimized = self.verifier.minimize(candidate, qa, evidence)
+                minimized = self.verifier.minimize(
+                    candidate, qa, evidence, keep=self.properties.keeps(candidate.hypothesis_id)
+                )
             with self.budget.timed("confirm"):
                 confirmation = self.verifier.confirm(
                     minimized.files, candidate, evidence, coverage=self.config.behaviour_coverage
@@ -751,7 +763,7 @@ class HealingLoop:
             return winner
         if review is None:
             return winner
-        confidence = self._confidence(winner, evidence, winner.agreement, review)
+        confidence = self._confidence(winner, evidence, winner.agreement, winner.property_held, review)
         self.trace(
             "review",
             f"{winner.candidate.id}: {review.verdict}: {review.reason}",
@@ -764,7 +776,12 @@ class HealingLoop:
         return dataclasses.replace(winner, review=review, confidence=confidence)
 
     def _confidence(
-        self, winner: _Winner, evidence: Evidence | None, agreement: str = "", review: Review | None = None
+        self,
+        winner: _Winner,
+        evidence: Evidence | None,
+        agreement: str = "",
+        property_held: str = "",
+        review: Review | None = None,
     ) -> Confidence:
         """The confidence rule (plausibility.assess_confidence) over what the heal saw of the winner."""
         files = winner.files
@@ -808,6 +825,7 @@ class HealingLoop:
             environment_tests=len(self._environment_tests),
             f2p_tests=len(evidence.f2p_tests) if evidence else 0,
             probe=winner.probe,
+            property_held=property_held,
             review=review,
         )
 
@@ -880,6 +898,7 @@ class HealingLoop:
             outcome=outcome,
             rejections=tuple(history[:MAX_RECORDED_REJECTIONS]),
             rejections_by_stage=by_stage,
+            property_test=self.properties.records.get(hypothesis.id),
         )
 
     def _finish(
@@ -893,6 +912,7 @@ class HealingLoop:
         budget = self.budget
         budget.timings["total"] = budget.clock() - budget.started
         reason = stop.reason
+        self.notes += [note for note in self.properties.notes if note not in self.notes]
         if stop.detail:
             self.notes.append(stop.detail)
         ahead = budget.candidates_checked - budget.candidates_tried

@@ -477,6 +477,7 @@ def assess_confidence(
     environment_tests: int = 0,
     f2p_tests: int = 0,
     probe: BehaviourEvidence | None = None,
+    property_held: str = "",
     review: Review | None = None,
 ) -> Confidence:
     """The confidence rule. Every signal is a reason with the highest level it allows; the patch gets the lowest.
@@ -600,6 +601,9 @@ def assess_confidence(
     edited = ", ".join(f"`{name}`" for _, name in edited_functions) or "module-level code"
     if agreement:
         reason("hypothesis_agrees", "high", agreement)
+    if property_held:
+        # Evidence from inputs no test tried; additive for now: the levels get fitted on calibration data.
+        reason("property_holds", "high", property_held)
     if behaviour.running_edit and not agreement and f2p_tests + behaviour.running_edit < MIN_CONSTRAINING_TESTS:
         reason(
             "thin_tests",

@@ -16,6 +16,7 @@ from selfix_action.repair.values import (
     Hypothesis,
     PlanChange,
     ProbeTarget,
+    PropertyLibrary,
     QATest,
     TestRun,
     Verification,
@@ -52,6 +53,11 @@ class Sandbox(Protocol):
 
     def patched(self, files: Mapping[str, str]) -> AbstractContextManager[None]:
         """Temporarily replace whole files in the scratch copy; restored on exit."""
+        ...
+
+    def prepare_hypothesis(self) -> PropertyLibrary:
+        """Make the Hypothesis library importable by the project's interpreter for property tests (the project's
+        own, or one provided for its Python version); unavailable (``note`` says why) when it cannot be."""
         ...
 
     def check_candidates(self, checks: Sequence[CandidateCheck]) -> list[TestRun]:

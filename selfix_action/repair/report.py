@@ -12,6 +12,7 @@ from selfix_action.errors import ExitCode
 from selfix_action.repair.review import Review
 from selfix_action.repair.values import (
     Hypothesis,
+    PropertyRecord,
     SuspiciousFunction,
     SuspiciousLine,
     TestResult,
@@ -186,6 +187,9 @@ class HypothesisRecord(Frozen):
     rejections: tuple[Verification, ...] = ()  # the first few failed verifications, as evidence
     # Every failed verdict by stage, the static sanity refusals (stage ``static_sanity``, never tested) included.
     rejections_by_stage: dict[str, int] = Field(default_factory=dict)
+    # The hypothesis' property test (repair.properties): its counterexample on the unpatched code, whether it held
+    # on the patch; None when QA stated none.
+    property_test: PropertyRecord | None = None
 
     @property
     def rejected(self) -> int:
@@ -197,6 +201,33 @@ class HypothesisRecord(Frozen):
     def refused_static(self) -> int:
         """Candidates refused by static sanity before any test ran: not tried, so not in ``candidates_tried``."""
         return self.rejections_by_stage.get(VerifyStage.SANITY.value, 0)
+
+
+def property_verdict(record: PropertyRecord) -> str:
+    """One line: what the hypothesis' property test showed on the unpatched code and on the patch."""
+    if not record.used:
+        return f"not used: {record.note}"
+    rejected = f"; rejected {', '.join(record.rejected)} as partial fix(es)" if record.rejected else ""
+    if record.held_on_patch:
+        return f"a counterexample on the unpatched code, none on the patch in {record.examples} example(s){rejected}"
+    return f"a counterexample on the unpatched code; {record.note or 'no patch of this hypothesis won'}{rejected}"
+
+
+_FENCE = "`" * 3
+
+
+def fenced_lines(text: str, indent: str = "  ", lang: str = "") -> list[str]:
+    """``text`` as a fenced block inside a list item (a fence in the text cannot close it)."""
+    body = [f"{indent}{line}".rstrip() for line in text.replace(_FENCE, "`\u02cb`").splitlines()]
+    return [f"{indent}{_FENCE}{lang}", *body, f"{indent}{_FENCE}"]
+
+
+def property_markdown(record: PropertyRecord) -> list[str]:
+    """report.md's lines for one hypothesis' property test: the verdict, the counterexample, the test."""
+    out = [f"- Property test: {property_verdict(record)}"]
+    if record.counterexample:
+        out += ["  Counterexample on the unpatched code:", *fenced_lines(record.counterexample)]
+    return [*out, "  The property test:", *fenced_lines(record.source, lang="python")]
 
 
 class PatchRecord(Frozen):
@@ -521,6 +552,8 @@ def render_markdown(report: HealReport) -> str:
         out.append(f"- Outcome: **{record.outcome}**")
         for rejection in record.rejections[:3]:
             out.append(f"  - `{rejection.candidate_id}` rejected at {rejection.stage.value}: {rejection.detail}")
+        if record.property_test is not None:
+            out += property_markdown(record.property_test)
         out.append("")
 
     out += ["## The patch", ""]

@@ -66,6 +66,7 @@ class TestRun(Frozen):
     # where each comes from (pytest, a plugin's name, conftest.py). Empty when pytest did not say.
     pytest_plugins: tuple[str, ...] = ()
     root_fixtures: tuple[tuple[str, str], ...] = ()
+    python_version: str = ""  # the interpreter the tests ran on ("3.8.18"), as the collector reported it
     # Why the run could not report on every test it was asked for: the sandbox could not run it, or pytest ended
     # with a usage error, an internal error, an interruption (collection errors) or no test collected. A test
     # without a result was not run: it never reads as passed. Empty for an ordinary run (tests passed or failed).
@@ -107,6 +108,7 @@ class Evidence(Frozen):
     # What a reproduction test under the scratch folder can use (the baseline run's TestRun fields of these names).
     pytest_plugins: tuple[str, ...] = ()
     root_fixtures: tuple[tuple[str, str], ...] = ()
+    python_version: str = ""  # the interpreter the tests run on: a fix must be valid Python for it
     # p2p test -> lines it covers, to pick the passing tests that guard an edited line
     covering_tests: dict[str, dict[int, tuple[str, ...]]] = Field(default_factory=dict)
 
@@ -160,6 +162,36 @@ class QATest(Frozen):
 
     path: str  # relative to the sandbox's scratch test folder
     source: str
+    # The hypothesis' claim over a class of inputs, as a Hypothesis-library pytest module ("" none): gated and
+    # run by repair.properties.
+    property_source: str = ""
+
+
+class PropertyLibrary(Frozen):
+    """Where a property run finds the Hypothesis library (``Sandbox.prepare_hypothesis``): the project's own
+    environment (``in_project``), or a folder selfix provided (``path``, appended to ``sys.path`` by the property
+    test's conftest); neither: unavailable, and ``note`` says why."""
+
+    in_project: bool = False
+    path: str = ""
+    python: str = ""  # the project's Python version, e.g. "3.11"
+    note: str = ""
+
+    @property
+    def available(self) -> bool:
+        return self.in_project or bool(self.path)
+
+
+class PropertyRecord(Frozen):
+    """What the report says of one hypothesis' property test."""
+
+    source: str
+    used: bool  # gated: it found a counterexample on the unpatched code
+    counterexample: str = ""  # the shrunk counterexample on the unpatched code
+    note: str = ""  # why it was not used, or skipped
+    held_on_patch: bool | None = None  # on the winning patch: None when no patch of this hypothesis won
+    examples: int = 0  # examples it ran on the winning patch without a counterexample
+    rejected: tuple[str, ...] = ()  # candidates it rejected as partial fixes
 
 
 class CandidatePatch(Frozen):
@@ -181,6 +213,7 @@ class VerifyStage(StrEnum):
     F2P = "fail_to_pass"
     P2P = "pass_to_pass"
     FULL = "full_suite"
+    PROPERTY = "property_test"  # passed everything else; the hypothesis' property test found a counterexample
     OK = "verified"
 
 

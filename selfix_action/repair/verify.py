@@ -566,9 +566,16 @@ class Verifier:
         return [t for t in evidence.p2p_tests if t in guards]
 
     # -- a verified candidate ------------------------------------------------------------------------
-    def minimize(self, candidate: CandidatePatch, qa: QATest | None, evidence: Evidence) -> Minimized:
-        """Drop every hunk whose removal keeps all the selected tests green, one trial at a time while the
-        budget allows it beyond what the confirmation needs; every version kept was verified."""
+    def minimize(
+        self,
+        candidate: CandidatePatch,
+        qa: QATest | None,
+        evidence: Evidence,
+        keep: Callable[[Mapping[str, str]], bool] | None = None,
+    ) -> Minimized:
+        """Drop every hunk whose removal keeps all the selected tests green (and ``keep`` true: the hypothesis'
+        property test still holding), one trial at a time while the budget allows it beyond what the
+        confirmation needs; every version kept was verified."""
         files = dict(candidate.files)
         originals = self.originals(files)
         changed = True
@@ -585,7 +592,7 @@ class Verifier:
                     self.trace("minimize", f"stopped before trying every hunk: {stop.why}")
                     return Minimized(files, cut_short=stop.why)
                 trial = candidate.model_copy(update={"files": reduced, "id": candidate.id + "-min"})
-                if self.verify(trial, qa, evidence).ok:
+                if self.verify(trial, qa, evidence).ok and (keep is None or keep(reduced)):
                     self.trace("minimize", f"dropped a hunk in {hunk.path} at line {hunk.original_lines[0]}")
                     files = reduced
                     changed = True

@@ -36,10 +36,12 @@ from selfix_action.repair.values import (
     Frame,
     ProbeLine,
     ProbeTarget,
+    PropertyLibrary,
     TestResult,
     TestRun,
     TestStatus,
 )
+from selfix_action.sandbox import hypothesis_lib
 from selfix_action.sandbox.forkserver import ForkServer, ForkServerUnavailable, worker_result
 from selfix_action.sandbox.hotswap import UNKNOWN_TEST, UNSWAPPABLE, HotServer, skeleton
 from selfix_action.sandbox.isolation import Isolation, former_home
@@ -85,6 +87,15 @@ def _test_environment(record: dict[str, Any]) -> tuple[tuple[str, ...], tuple[tu
     return names, pairs
 
 
+PYTHON_VERSION = re.compile(r"\d+\.\d+(\.\d+)?[\w+.-]{0,16}")
+
+
+def _python_version(record: dict[str, Any]) -> str:
+    """The interpreter version a run's collector reported ("" when absent or not a version)."""
+    version = record.get("python")
+    return version if isinstance(version, str) and PYTHON_VERSION.fullmatch(version) else ""
+
+
 class PytestSandbox:
     """A scratch copy of ``repo`` and the means to run its tests there."""
 
@@ -100,6 +111,7 @@ class PytestSandbox:
         hot: bool = True,
         parallel_checks: int = 1,
         line_collector: str = "fallback",
+        hypothesis_cache: Path | None = None,
     ) -> None:
         self.repo = repo.resolve()
         if not self.repo.is_dir():
@@ -164,6 +176,9 @@ class PytestSandbox:
         # reruns), as the collector plugin reported it (``_overrides`` there): for the report.
         self.config_overrides: tuple[str, ...] = tuple(notes)
         self.parallel_checks = parallel_checks  # hot checks of different candidates run at once (cores)
+        # Where selfix keeps its copies of Hypothesis for property tests, per project Python version.
+        self._hypothesis_cache = hypothesis_cache or hypothesis_lib.default_cache_root(self._env_source)
+        self._hypothesis: PropertyLibrary | None = None
 
     def limits_report(self) -> dict[str, object]:
         """The resource limits every test run had, for the report (beside ``Isolation.report()``)."""
@@ -434,6 +449,7 @@ class PytestSandbox:
         deadline_reached = False
         collector = ""
         environment: tuple[tuple[str, ...], tuple[tuple[str, str], ...]] = ((), ())
+        python = ""
         limit = self.limits.wall_seconds
         for _attempt in range(_MAX_HANG_RETRIES + 1):
             pending = None if nodeids is None else [n for n in nodeids if n not in results]
@@ -457,6 +473,7 @@ class PytestSandbox:
                     note = record["reason"]
                 elif record["event"] == "test_environment":
                     environment = _test_environment(record) or environment
+                    python = _python_version(record) or python
             if not proc.cut:
                 break
             timed_out = True
@@ -483,6 +500,7 @@ class PytestSandbox:
             coverage_collector=collector if coverage_data is not None else "",
             pytest_plugins=environment[0],
             root_fixtures=environment[1],
+            python_version=python,
             timed_out=timed_out,
             deadline_reached=deadline_reached,
             returncode=proc.returncode,
@@ -762,6 +780,51 @@ class PytestSandbox:
         )
 
     # -- several candidates at once ------------------------------------------------------------------
+    def prepare_hypothesis(self) -> PropertyLibrary:
+        """Hypothesis for property tests, once per sandbox: the project's own when its interpreter imports it,
+        else selfix's cached copy for that Python version (installed on first use), copied into the scratch area
+        (the runs cannot see the user's home); unavailable with the reason. Never raises."""
+        if self._hypothesis is None:
+            self._hypothesis = self._find_hypothesis()
+        return self._hypothesis
+
+    def _find_hypothesis(self) -> PropertyLibrary:
+        if self._pytest is None:
+            return PropertyLibrary(note="the test command is not `<python> -m pytest ...`: its interpreter is unknown")
+        pythonpath = [str(self.root), *(str(f) for f in self._editable)]
+        if (self.root / "src").is_dir():
+            pythonpath.insert(1, str(self.root / "src"))
+        try:
+            probe = run_process(
+                [self._pytest[0], *self._pytest[1], "-c", hypothesis_lib.PROBE],
+                cwd=self.root,
+                env=sandbox_env(
+                    self._env_source, extra={**self._private_env, "PYTHONPATH": os.pathsep.join(pythonpath)}
+                ),
+                limits=dataclasses.replace(self.limits, wall_seconds=30),
+                isolation=self.isolation,
+                writable=(self._tmp,),
+                hidden=self._hidden,
+            )
+        except SandboxError as exc:
+            return PropertyLibrary(note=f"the project's interpreter could not be asked for Hypothesis: {exc}")
+        answer = hypothesis_lib.parse_probe(probe.stdout)
+        if answer is None:
+            return PropertyLibrary(note="the project's interpreter did not say its version")
+        version, in_project = answer
+        if in_project:
+            return PropertyLibrary(in_project=True, python=version)
+        folder, why = hypothesis_lib.cached_install(version, self._hypothesis_cache, self._env_source)
+        if folder is None:
+            return PropertyLibrary(python=version, note=f"Hypothesis is not installed for the project and {why}")
+        copy = self._tmp / "hypothesis-lib"
+        try:
+            if not copy.is_dir():
+                shutil.copytree(folder, copy, symlinks=False)
+        except OSError as exc:
+            return PropertyLibrary(python=version, note=f"Hypothesis could not be copied into the sandbox: {exc}")
+        return PropertyLibrary(path=str(copy), python=version)
+
     def check_candidates(self, checks: Sequence[CandidateCheck]) -> list[TestRun]:
         """Each check's tests on its own patched files, stopping at the first failure, one run per check.
 

@@ -20,6 +20,7 @@ from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
 from tests.helpers.llm_sandbox import CachedSandbox, TraceLog, project_digest
 from tests.helpers.projects import CALC, EXAMPLES, write_project
+from tests.helpers.property_answers import ITEMS
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -66,3 +67,26 @@ def trace_log() -> TraceLog:
 def calc(project_sandbox: Callable[..., CachedSandbox]) -> CachedSandbox:
     """The CALC project (``a - b`` for ``a + b``) in a memoized sandbox."""
     return project_sandbox(files=CALC)
+
+
+@pytest.fixture(scope="session")
+def hypothesis_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """selfix's cache of Hypothesis for the project's Python, shared by the session's property tests (the first
+    that needs it installs it from the package index, as a user's first heal does)."""
+    return tmp_path_factory.mktemp("hypothesis-cache")
+
+
+@pytest.fixture
+def items_sandbox(tmp_path: Path, hypothesis_cache: Path) -> Iterator[CachedSandbox]:
+    """The ITEMS project (tests/helpers/property_answers.py) in a sandbox that provides Hypothesis from the
+    session's cache."""
+    repo = write_project(tmp_path / "items", ITEMS)
+    sandbox = PytestSandbox(
+        repo,
+        [sys.executable, "-m", "pytest"],
+        limits=Limits(wall_seconds=60),
+        scratch_parent=tmp_path,
+        hypothesis_cache=hypothesis_cache,
+    )
+    yield CachedSandbox(sandbox, project_digest(repo))
+    sandbox.close()

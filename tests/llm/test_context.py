@@ -6,13 +6,17 @@ structured mode in use; schemas bounded by what was shown."""
 from __future__ import annotations
 
 import json
+import platform
 from collections.abc import Callable
 from typing import Any
+
+import jsonschema
 
 from selfix_action.llm.budget import Budget
 from selfix_action.llm.engine import LLMEngine
 from selfix_action.llm.prompts import SYSTEM_PROMPT, build_context, detective_request, qa_environment, qa_request
-from selfix_action.llm.schemas import DETECTIVE_TOOL, ProjectBounds, tool_specs
+from selfix_action.llm.schemas import DETECTIVE_TOOL, MAX_SCHEMA_FILES, ProjectBounds, tool_specs
+from selfix_action.providers.anthropic_model import output_format_schema
 from selfix_action.providers.base import ModelRequest, ModelResponse, TokenUsage, answer_instruction
 from selfix_action.repair.values import (
     Evidence,
@@ -174,13 +178,50 @@ def test_prompts_name_no_answer_form_and_each_mode_says_its_own() -> None:
     assert "tool" not in qa_request(hypothesis, "test_qa_h1.py")
 
 
-def test_schemas_list_the_files_shown_with_their_own_line_bounds() -> None:
+def file_enum(item: dict[str, Any]) -> list[str]:
+    """The files a schema's location item allows, over its per-file variants when it has them."""
+    variants = item.get("anyOf", [item])
+    return [path for variant in variants for path in variant["properties"]["file"]["enum"]]
+
+
+def test_schemas_bound_each_shown_file_s_lines_in_the_schema_itself() -> None:
     detective = tool_specs(ProjectBounds({"a.py": 40, "pkg/b.py": 300}))[0]
     item = detective.schema["properties"]["hypotheses"]["items"]
-    assert item["properties"]["file"]["enum"] == ["a.py", "pkg/b.py"]
-    assert "a.py: 1-40" in item["properties"]["line_start"]["description"]
-    also = item["properties"]["also"]["items"]["properties"]
-    assert also["file"]["enum"] == ["a.py", "pkg/b.py"] and "pkg/b.py: 1-300" in also["line_end"]["description"]
+    assert file_enum(item) == ["a.py", "pkg/b.py"]
+    first, second = item["anyOf"]
+    assert first["properties"]["file"]["enum"] == ["a.py"] and first["properties"]["line_end"]["maximum"] == 40
+    assert second["properties"]["file"]["enum"] == ["pkg/b.py"] and second["properties"]["line_start"]["maximum"] == 300
+    also = first["properties"]["also"]["items"]["anyOf"]
+    assert [(v["properties"]["file"]["enum"], v["properties"]["line_end"]["maximum"]) for v in also] == [
+        (["a.py"], 40),
+        (["pkg/b.py"], 300),
+    ]
+    hypothesis = {
+        "title": "off by one",
+        "confidence": 0.5,
+        "symbol": "f",
+        "reasoning": "r",
+        "proposed_fix": "p",
+        "also": [],
+    }
+    validator = jsonschema.Draft202012Validator(detective.schema)
+    assert validator.is_valid({"hypotheses": [{**hypothesis, "file": "pkg/b.py", "line_start": 250, "line_end": 260}]})
+    # Line 250 is in pkg/b.py's range, not in a.py's: the schema itself refuses it (a grammar could not emit it).
+    assert not validator.is_valid({"hypotheses": [{**hypothesis, "file": "a.py", "line_start": 250, "line_end": 260}]})
+    wrong_place = {"file": "a.py", "symbol": "g", "line_start": 41, "line_end": 41}
+    assert not validator.is_valid(
+        {"hypotheses": [{**hypothesis, "file": "a.py", "line_start": 1, "line_end": 2, "also": [wrong_place]}]}
+    )
+    # Anthropic's structured outputs take it too: every variant closed, the keywords they refuse dropped.
+    closed = output_format_schema(detective.schema)["properties"]["hypotheses"]["items"]["anyOf"]
+    assert all(v["additionalProperties"] is False and "maximum" not in v["properties"]["line_end"] for v in closed)
+
+
+def test_past_a_few_files_the_schema_keeps_one_bound_and_says_each_file_s_range() -> None:
+    files = {f"pkg/m{n}.py": 10 * (n + 1) for n in range(MAX_SCHEMA_FILES + 1)}
+    item = tool_specs(ProjectBounds(files))[0].schema["properties"]["hypotheses"]["items"]
+    assert "anyOf" not in item and item["properties"]["line_end"]["maximum"] == 10 * (MAX_SCHEMA_FILES + 1)
+    assert "pkg/m0.py: 1-10" in item["properties"]["line_start"]["description"]
 
 
 # -- the engine's requests, recorded from a scripted model over a real sandbox ---------------------------
@@ -370,8 +411,48 @@ def test_a_source_file_an_ask_showed_joins_the_file_enum(project_sandbox: Callab
 
     def enum(request: ModelRequest) -> list[str]:
         spec = next(t for t in request.tools if t.name == DETECTIVE_TOOL)
-        return spec.schema["properties"]["hypotheses"]["items"]["properties"]["file"]["enum"]
+        return file_enum(spec.schema["properties"]["hypotheses"]["items"])
 
     first, second = model.requests
     assert enum(first) == ["finder.py"] and enum(second) == ["finder.py", "helpers.py"]
     assert numbered(2, "    return x") in second.messages[-1].content
+
+
+def test_the_context_states_the_python_the_project_s_tests_run_on(
+    project_sandbox: Callable[..., CachedSandbox],
+) -> None:
+    sandbox = project_sandbox(files={"m.py": "def f():\n    return 1\n", "tests/test_m.py": TEST_M})
+    run = sandbox.inner.run_tests(coverage=True)  # the real collector in the project's pytest, uncached
+    assert run.python_version == platform.python_version()  # the sandbox runs the project on this interpreter
+    context = build_context(evidence(python_version=run.python_version), files_reader({}))
+    assert f"The project's tests run on Python {platform.python_version()}" in context
+
+
+TEST_M = "from m import f\n\n\ndef test_f():\n    assert f() == 2\n"
+
+
+def test_the_qa_request_says_which_test_helpers_it_may_import_and_how_its_functions_are_judged(
+    project_sandbox: Callable[..., CachedSandbox],
+) -> None:
+    sandbox = project_sandbox(
+        files={
+            "m.py": "def f():\n    return 1\n",
+            "tests/__init__.py": "",
+            "tests/utils.py": "def expect(x):\n    return x\n",
+            "tests/sub/__init__.py": "",
+            "tests/sub/helpers.py": "ONE = 1\n",
+            "tests/sub/test_m.py": "from m import f\nfrom tests.utils import expect\nfrom .helpers import ONE\n"
+            "from . import test_other\n\n\ndef test_f():\n    assert f() == expect(2) + ONE\n",
+            "tests/sub/test_other.py": "def test_o():\n    pass\n",
+        }
+    )
+    qa = {"test_source": "from m import f\n\n\ndef test_qa():\n    assert f() == 2\n", "expected_failure": "Assert"}
+    model = RecordingModel({"write_reproduction_test": [qa]})
+    engine = LLMEngine(model, Budget(model="scripted"), max_asks=0)
+    ev = evidence(f2p_tests=("tests/sub/test_m.py::test_f",))
+    hypothesis = Hypothesis(id="H1", rank=1, title="t", confidence=0.5, file="m.py", symbol="f", lines=(1,))
+    assert engine.qa_test(hypothesis, ev, sandbox) is not None
+    (text,) = model.text("write_reproduction_test")
+    assert "from tests.utils import expect" in text and "from tests.sub.helpers import ONE" in text
+    assert "from tests.sub import test_other" not in text  # a test module is not a helper
+    assert "at least one\nof its test functions fails" in text and "EVERY test function in the module must pass" in text

@@ -92,3 +92,93 @@ def test_symbol_slice() -> None:
     constant = symbol_slice("bank.py", "FEE", (5,), read)["bank.py"]
     assert 5 in constant and len(constant) < 12
     assert symbol_slice("missing.py", "x", (1,), read) == {}
+
+
+# -- the imports of every module shown, whole ---------------------------------------------------------------
+COMPAT_IMPORTS = (
+    '"""Requests."""\n\nimport os\nimport sys\nimport json\nimport re\n\n'
+    "from .compat import (\n" + "".join(f"    name_{n},\n" for n in range(30)) + "    basestring,\n)\n\n"
+    "try:\n    import simplejson as fastjson\nexcept ImportError:\n    fastjson = None\n\n"
+    "if sys.version_info >= (3, 8):\n    from typing import Protocol\nelse:\n    Protocol = object\n\n"
+    "LIMIT = 3\n\n\n"
+    "def to_native(x):\n    if isinstance(x, int):\n        return str(x)\n    return x\n"
+)
+
+
+def test_a_shown_module_s_imports_appear_whole_multi_line_and_guarded_ones_too() -> None:
+    files = {"req/utils.py": COMPAT_IMPORTS, "tests/test_utils.py": "from req.utils import to_native\n"}
+    line = COMPAT_IMPORTS.splitlines().index("    if isinstance(x, int):") + 1
+    evidence = Evidence(
+        f2p_tests=("tests/test_utils.py::test_native",),
+        p2p_tests=(),
+        failures=(),
+        suspicious_lines=(SuspiciousLine(file="req/utils.py", line=line, score=1.0, function="to_native"),),
+        suspicious_functions=(),
+        coverage_used=True,
+        localization_note="n",
+    )
+    context = build_context(evidence, files.__getitem__)
+    source = COMPAT_IMPORTS.splitlines()
+    for text in (
+        "from .compat import (",
+        "    name_29,",
+        "    basestring,",
+        ")",
+        "try:",
+        "    import simplejson as fastjson",
+    ):
+        n = source.index(text) + 1
+        assert f"{n:>5} | {text}" in context, text
+    for text in ("except ImportError:", "    fastjson = None", "    from typing import Protocol", "else:"):
+        assert f"{source.index(text) + 1:>5} | {text}" in context, text
+    assert "if sys.version_info >= (3, 8):" in context and "LIMIT = 3" in context
+
+
+# -- what the failing tests build and call -------------------------------------------------------------------
+TYPES = (
+    "class Command:\n"
+    "    kind = 'shell'\n\n"
+    "    def __init__(self, script, output):\n"
+    "        self.script = script.strip()\n"
+    "        self.output = output\n\n"
+    + "".join(f"    def method_{n}(self):\n        return {n}\n\n" for n in range(40))
+    + "    def __repr__(self):\n"
+    "        return f'Command(script={self.script!r})'\n"
+)
+RULES = "from app.types import Command\n\n\ndef match(command):\n    return 'push' in command.script\n"
+USES = {
+    "app/__init__.py": "",
+    "app/types.py": TYPES,
+    "app/rules.py": RULES,
+    "tests/__init__.py": "",
+    "tests/utils.py": "def make(script):\n    return script + ' --force'\n\n\ndef unused():\n    return 0\n",
+    "tests/test_rules.py": "from app.rules import match\nfrom app.types import Command\nfrom tests.utils import make\n"
+    "\n\ndef test_match():\n    assert match(Command(make('git push'), ''))\n",
+}
+
+
+def test_the_class_a_failing_test_builds_shows_its_constructor_and_the_helpers_it_calls_are_shown() -> None:
+    repr_line = TYPES.splitlines().index("    def __repr__(self):") + 1
+    match_line = RULES.splitlines().index("    return 'push' in command.script") + 1
+    evidence = Evidence(
+        f2p_tests=("tests/test_rules.py::test_match",),
+        p2p_tests=(),
+        failures=(),
+        suspicious_lines=(
+            SuspiciousLine(file="app/types.py", line=repr_line + 1, score=1.0, function="Command.__repr__"),
+            SuspiciousLine(file="app/rules.py", line=match_line, score=0.9, function="match"),
+        ),
+        suspicious_functions=(),
+        coverage_used=True,
+        localization_note="n",
+    )
+    context = build_context(evidence, USES.__getitem__)
+    assert "    4 |     def __init__(self, script, output):" in context
+    assert "    5 |         self.script = script.strip()" in context
+    assert "    1 | def make(script):" in context and "    2 |     return script + ' --force'" in context
+    assert "def unused" not in context and "def method_3" not in context
+    # Nothing of Command ranked at all: the class the test builds is still shown with its constructor.
+    only_rules = evidence.model_copy(update={"suspicious_lines": evidence.suspicious_lines[1:]})
+    context = build_context(only_rules, USES.__getitem__)
+    assert "### app/types.py" in context and "    5 |         self.script = script.strip()" in context
+    assert "    1 | class Command:" in context and "    2 |     kind = 'shell'" in context

@@ -76,3 +76,21 @@ def test_replay_is_refused_with_the_offline_engine_and_for_a_missing_transcript(
     assert _fix(repo, "--replay", str(tmp_path / "missing.jsonl")) == 2
     assert "cannot read the transcript" in capsys.readouterr().err
     assert not (repo / ".selfix").exists()  # refused before anything was written
+
+
+def test_the_calls_after_the_recorded_ones_go_to_the_model_named_next(tmp_path: Path) -> None:
+    """--replay-then-server: the recorded answers first (the same patch), then the live model answers the calls a
+    recording made before those roles existed (a reviewer, a second Patcher)."""
+    header = json.dumps({"record": "header", "engine": "openai"})
+    recorded, later = tmp_path / "recorded.jsonl", tmp_path / "later.jsonl"
+    event = {"step": "model_call", "role": "patcher", "tool": "propose_edits", "response": json.dumps(FIX)}
+    recorded.write_text(header + "\n" + json.dumps(event) + "\n")
+    review = {"verdict": "complete", "reason": "r"}
+    second = {"step": "model_call", "role": "reviewer", "tool": "review_patch", "response": json.dumps(review)}
+    later.write_text(header + "\n" + json.dumps(second) + "\n")
+    model = ReplayModel(recorded, then=ReplayModel(later))
+    assert model.provider == "replay(openai), then replay(openai)"
+    first = model.complete(ModelRequest(system="s", context="c", messages=(), tools=(), tool="propose_edits"))
+    assert first.tool_input == FIX
+    after = model.complete(ModelRequest(system="s", context="c", messages=(), tools=(), tool="review_patch"))
+    assert after.tool_input == review

@@ -15,7 +15,7 @@ from selfix_action.repair.protocols import Sandbox
 from selfix_action.repair.report import StopReason, render_markdown
 from selfix_action.repair.values import CallProbe, CandidatePatch, Evidence, Hypothesis, ProbeLine
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
-from tests.repair.test_honest_verdicts import Playback, codes
+from tests.helpers.playback import Playback, codes
 
 
 def line(variation: str, outcome: str, *, test: str = "t.py::test_a", call: int = 1) -> ProbeLine:

@@ -4,13 +4,12 @@ record the calls the tests make to a function, and real replays run them, with v
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
 from selfix_action.repair.values import CallProbe, ProbeTarget
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
-from tests.sandbox.test_project_pythons import project_venv, venv_root  # noqa: F401 - venv_root is a fixture
+from tests.helpers.project_pythons import project_venv, shared_venv_root
 
 MAILER = {
     "mailer/__init__.py": "",
@@ -134,9 +133,9 @@ def test_calls_are_recorded_and_replayed_with_variations_on_each_version(
 @pytest.mark.slow
 def test_the_probe_runs_on_the_oldest_project_python(
     make_sandbox: Callable[..., PytestSandbox],
-    venv_root: Path,  # noqa: F811 - the fixture imported above
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    python = project_venv(venv_root, "3.8")
+    python = project_venv(shared_venv_root(tmp_path_factory), "3.8")
     sandbox = make_sandbox(MAILER)
     sandbox.test_cmd = [str(python), "-m", "pytest"]
     check_mailer(probe_mailer(sandbox))
@@ -146,3 +145,81 @@ def test_nothing_to_probe_says_why(make_sandbox: Callable[..., PytestSandbox]) -
     sandbox = make_sandbox(MAILER)
     assert sandbox.probe_calls([], TESTS, {}).note == "no function to probe"
     assert sandbox.probe_calls([RECIPIENTS], [], {}).note == "no test calls the edited code"
+
+
+UNITTEST_MAILER = {
+    "mailer.py": """
+        def send(to, body, _callback=None):
+            rcpts = to[:]
+            if _callback is not None:
+                _callback(rcpts)
+            return rcpts
+        """,
+    "tests/test_mailer.py": """
+        import threading
+        import unittest
+
+        from mailer import send
+
+
+        class MailTest(unittest.TestCase):
+            def setUp(self):
+                self.lock = threading.Lock()  # the test case itself cannot be pickled
+                self.sent = []
+
+            def _catch(self, rcpts):
+                self.sent.append(rcpts)
+
+            def test_send(self):
+                assert send(["a@x"], "hi", _callback=self._catch) == ["a@x"]
+                assert self.sent == [["a@x"]]
+        """,
+}
+
+
+@pytest.mark.slow
+def test_a_call_given_a_test_cases_callback_is_replayed(make_sandbox: Callable[..., PytestSandbox]) -> None:
+    """scrapy's mail tests hand MailSender.send a bound method of the running test case: the call is replayed."""
+    sandbox = make_sandbox(UNITTEST_MAILER)
+    target = ProbeTarget(path="mailer.py", qualname="send", first=1, last=5)
+    probe = sandbox.probe_calls([target], ["tests/test_mailer.py::MailTest::test_send"], {})
+    assert probe.note == "" and probe.recorded == 1, probe
+    recorded = [line for line in probe.versions["before"] if line.variation == "as recorded"]
+    assert [line.outcome for line in recorded] == ["returns ['a@x']"]
+    assert "MailTest._catch" in recorded[0].text
+
+
+LOCAL_CLASSES = {
+    "summary.py": """
+        def partition(tasks):
+            done = [t for t in tasks if t.done]
+            return len(done), len(tasks) - len(done)
+        """,
+    "tests/test_summary.py": """
+        import threading
+
+        from summary import partition
+
+
+        def test_partition():
+            class Task:  # a test's local class: its instances cannot be rebuilt by name
+                def __init__(self, done):
+                    self.done = done
+                    self.lock = threading.Lock()
+
+            assert partition([Task(True), Task(False)]) == (1, 1)
+        """,
+}
+
+
+@pytest.mark.slow
+def test_instances_of_a_tests_local_class_become_stand_ins(make_sandbox: Callable[..., PytestSandbox]) -> None:
+    """luigi's execution summary tests build tasks from classes defined inside the test: the call is replayed with
+    stand-ins for them (the same in every version), not lost."""
+    sandbox = make_sandbox(LOCAL_CLASSES)
+    target = ProbeTarget(path="summary.py", qualname="partition", first=1, last=3)
+    probe = sandbox.probe_calls([target], ["tests/test_summary.py::test_partition"], {})
+    assert probe.note == "" and probe.recorded == 1, probe
+    recorded = [line for line in probe.versions["before"] if line.variation == "as recorded"]
+    assert len(recorded) == 1 and "test_partition.<locals>.Task>" in recorded[0].text, recorded
+    assert recorded[0].outcome.startswith("returns ("), recorded

@@ -326,3 +326,26 @@ def test_the_loop_heals_with_a_test_path_in_the_command(tmp_path: Path, pytest_p
     assert report.f2p_tests == ("tests/test_calc.py::test_add",) and report.flaky_tests == ()
     assert result.files is not None and "return a + b" in result.files["calc.py"]
     assert report.verification == "confirmed on the whole suite"
+
+
+LONG_STRINGS = {
+    "git_cmd.py": "def push(branch):\n    return 'git push --force origin ' + branch\n",
+    "tests/test_git.py": "from git_cmd import push\n\n\ndef test_push():\n"
+    "    assert push('main') == 'git push --force-with-lease origin main'\n\n\ndef test_other():\n    pass\n",
+}
+
+
+def test_assertion_messages_carry_whole_values_on_every_run_path(tmp_path: Path, pytest_python: str) -> None:
+    """pytest shortens compared reprs ('git push --f...ain') below assertion verbosity 2; the collector asks for
+    the whole values (pytest 8+: the assertion verbosity only; 7: -vv), cold, fork-per-run and hot, and every
+    test still runs."""
+    repo = write_project(tmp_path / "p", LONG_STRINGS)
+    for hot in (False, True):
+        with PytestSandbox(repo, [pytest_python, "-m", "pytest"], scratch_parent=tmp_path, hot=hot) as sandbox:
+            for warm in (False, True):
+                run = sandbox.run_tests(warm=warm)
+                assert set(run.results) == {"tests/test_git.py::test_push", "tests/test_git.py::test_other"}
+                message = run.results["tests/test_git.py::test_push"].message
+                first = message.splitlines()[0]
+                assert "'git push --force origin main'" in first, message
+                assert "'git push --force-with-lease origin main'" in first, message

@@ -19,6 +19,7 @@ _COMPARED = re.compile(rf"({_STRING})\s*(?:==|!=)\s*({_STRING})")
 # pytest's and unittest's line diff of two one-line strings: "- one" and "+ other", `?` guides between.
 _DIFF = re.compile(r"^[ \t]*- (.*)\n(?:[ \t]*\?.*\n)?[ \t]*\+ (.*)$", re.MULTILINE)
 
+_SHORTENED = "..."  # the marker pytest's saferepr puts where it cut a long repr short
 _MAX_PAIRS = 4  # distinct compared pairs kept: each one multiplies the literal edits tried
 
 
@@ -31,8 +32,11 @@ def compared_strings(messages: Iterable[str]) -> tuple[tuple[str, str], ...]:
                 left, right = ast.literal_eval(match.group(1)), ast.literal_eval(match.group(2))
             except (ValueError, SyntaxError):
                 continue
-            if isinstance(left, str) and isinstance(right, str) and left != right and (left, right) not in pairs:
-                pairs.append((left, right))
+            if not (isinstance(left, str) and isinstance(right, str)) or left == right or (left, right) in pairs:
+                continue
+            if _SHORTENED in left or _SHORTENED in right:
+                continue  # pytest cut the repr ('git push --f...th-lease'): not a string of the program
+            pairs.append((left, right))
         # pytest shortens long reprs in its first line ("..."); its diff lines carry the whole strings.
         for match in _DIFF.finditer(message):
             left, right = match.group(1), match.group(2)

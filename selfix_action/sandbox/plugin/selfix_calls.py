@@ -69,13 +69,19 @@ class _Keeper(pickle.Pickler):
     ``__reduce_ex__`` refuses: a lock, a socket, a module, a generator); objects around it are kept, so one lock
     inside a large argument does not lose the call."""
 
-    def __init__(self, handle):
+    def __init__(self, handle, strict=False):
         super().__init__(handle, protocol=_PROTOCOL)
         self.stubbed = 0
+        self.strict = strict  # also stand in for the test machinery's objects and instances of nameless classes
+        self._classes = {}
 
     def persistent_id(self, obj):
-        if isinstance(obj, _PLAIN) or isinstance(obj, type):
+        if isinstance(obj, _PLAIN):
             return None
+        if isinstance(obj, type):
+            return None
+        if self.strict and (_machinery(obj) or not self._named(type(obj))):
+            return self._stub(obj)
         try:
             if isinstance(obj, (types.FunctionType, types.BuiltinFunctionType)):
                 pickle.dumps(obj, protocol=_PROTOCOL)  # by its name: a lambda or a local function has none
@@ -84,9 +90,37 @@ class _Keeper(pickle.Pickler):
             return None
         except Exception:
             pass
+        return self._stub(obj)
+
+    def _named(self, kind):
+        """Whether instances of ``kind`` can be rebuilt: the class is found by its name (one defined inside a
+        function, or a test's local class, is not)."""
+        known = self._classes.get(kind)
+        if known is None:
+            try:
+                pickle.dumps(kind, protocol=_PROTOCOL)
+                known = True
+            except Exception:
+                known = False
+            self._classes[kind] = known
+        return known
+
+    def _stub(self, obj):
         self.stubbed += 1
         kind = type(obj)
         return "{}.{}".format(getattr(kind, "__module__", "?"), getattr(kind, "__qualname__", kind.__name__))
+
+
+# The test run's own machinery: what a test hands the code as a callback or a context drags these in, and the
+# code's behaviour does not depend on their insides.
+_MACHINERY = ("_pytest", "pytest", "pluggy", "unittest", "twisted.trial", "py.", "_io", "logging")
+
+
+def _machinery(obj):
+    if isinstance(obj, types.MethodType):
+        obj = obj.__self__
+    module = getattr(type(obj), "__module__", "") or ""
+    return module.startswith(_MACHINERY) or isinstance(obj, (types.ModuleType, types.FrameType, types.TracebackType))
 
 
 class _Restorer(pickle.Unpickler):
@@ -97,13 +131,43 @@ class _Restorer(pickle.Unpickler):
 _MAX_PAYLOAD = 2_000_000  # bytes of one call's pickled arguments: past that, the call is not kept
 
 
-def _dumps(value):
+def _pickled(value, strict):
     handle = io.BytesIO()
-    keeper = _Keeper(handle)
+    keeper = _Keeper(handle, strict)
     keeper.dump(value)
     if handle.tell() > _MAX_PAYLOAD:
         raise ValueError("arguments too large to keep")
     return handle.getvalue(), keeper.stubbed
+
+
+def _dumps(call):
+    """A call's arguments pickled: with stand-ins for what cannot be taken apart; failing that, also for the test
+    machinery and classes without a name; failing that, with a stand-in for each argument that still fails."""
+    for strict in (False, True):
+        try:
+            return _pickled(call, strict)
+        except Exception:
+            continue
+    positional, extra, keywords, more = call
+    stubbed = 0
+
+    def kept(value):
+        nonlocal stubbed
+        try:
+            _pickled(value, True)
+            return value
+        except Exception:
+            stubbed += 1
+            return Stub(type(value).__name__)
+
+    call = (
+        [kept(v) for v in positional],
+        tuple(kept(v) for v in extra),
+        {k: kept(v) for k, v in keywords.items()},
+        {k: kept(v) for k, v in more.items()},
+    )
+    payload, inner = _pickled(call, True)
+    return payload, stubbed + inner
 
 
 def _loads(payload):
@@ -416,7 +480,9 @@ def replay(spec_path):
         method = "." in target["qualname"] and function.__code__.co_varnames[:1] in (("self",), ("cls",))
         try:
             positional, extra, keywords, more = _loads(call["payload"])
-        except BaseException:
+        except BaseException as exc:  # a class the recording used is gone, or will not rebuild
+            outcome = f"cannot rebuild the call: {type(exc).__name__}: {exc}"
+            lines.append(dict(base, variation="as recorded", text="", outcome=_clip(outcome)))
             continue
         inputs = [("as recorded", positional, extra, keywords, more)]
         slots = [("arg", i) for i in range(1 if method else 0, len(positional))]

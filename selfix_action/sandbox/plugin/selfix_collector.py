@@ -24,7 +24,14 @@ _WANT_COVERAGE = os.environ.get("SELFIX_COVERAGE") == "1"
 _ROOT = os.path.realpath(os.environ.get("SELFIX_ROOT", os.getcwd()))
 _LINE_COLLECTOR = os.environ.get("SELFIX_LINE_COLLECTOR", "fallback")
 
-_state: dict = {"cov": None, "lines": None, "phases": {}, "exc": {}}
+_state: dict = {"cov": None, "lines": None, "phases": {}, "exc": {}, "nodeid": None, "formatting": 0}
+
+# The coverage context of the code a failing test runs only while pytest formats its failure (the reprs of the
+# compared values, the assertion's explanation): recorded apart and dropped, so a ``__repr__`` run only to print
+# the message is not code the test ran (spectrum localization would rank it first for every such failure).
+_FORMATTING = "\x00selfix-formatting"
+# pytest's assertion rewriting calls these (as attributes of the module, at failure time) to format a message.
+_FORMATTERS = ("_saferepr", "_format_assertmsg", "_call_reprcompare")
 
 
 class LineCollector:
@@ -132,7 +139,11 @@ class LineCollector:
 
             sys.settrace(None)
             threading.settrace(None)
-        return {test: {f: sorted(lines) for f, lines in files.items()} for test, files in self.by_test.items()}
+        return {
+            test: {f: sorted(lines) for f, lines in files.items()}
+            for test, files in self.by_test.items()
+            if not test.endswith(_FORMATTING)
+        }
 
 
 def _emit(record):
@@ -284,10 +295,79 @@ def pytest_cmdline_main(config):
         _emit({"event": "config_overrides", "notes": notes})
 
 
+def _full_assertions(config):
+    """Assertion messages with whole values, as ``-vv`` gives them: at assertion verbosity below 2 pytest
+    shortens each compared repr ('git push --f...th-lease') and cuts the explanation, and the engines then read
+    (and the offline templates build literals from) text that is not in the program. pytest 8 and up read the
+    ``verbosity_assertions`` level through ``config.get_verbosity``: only that level is raised, so the terminal
+    output keeps the project's verbosity. Older pytest reads ``config.option.verbose`` for both. Which tests run
+    does not change."""
+    get_verbosity = getattr(config, "get_verbosity", None)
+    kind = getattr(type(config), "VERBOSITY_ASSERTIONS", None)
+    if get_verbosity is not None and kind is not None:
+
+        def verbosity(verbosity_type=None):
+            level = get_verbosity(verbosity_type)
+            return max(level, 2) if verbosity_type == kind else level
+
+        config.get_verbosity = verbosity
+        return
+    verbose = getattr(config.option, "verbose", 0)
+    if isinstance(verbose, int) and verbose < 2:
+        config.option.verbose = 2
+
+
+class _Formatting:
+    """While pytest formats a test's failure, coverage is recorded in the test's formatting context."""
+
+    def __enter__(self):
+        nodeid = _state["nodeid"]
+        _state["formatting"] += 1
+        if nodeid is not None and _state["formatting"] == 1:
+            _switch(nodeid + _FORMATTING)
+
+    def __exit__(self, *exc):
+        _state["formatting"] -= 1
+        nodeid = _state["nodeid"]
+        if nodeid is not None and _state["formatting"] == 0:
+            _switch(nodeid)
+        return False
+
+
+def _switch(context):
+    cov = _state["cov"]
+    if cov is not None:
+        cov.switch_context(context)
+    if _state["lines"] is not None:
+        _state["lines"].switch(context)
+
+
+def _formatted(function):
+    def formatting(*args, **kwargs):
+        with _Formatting():
+            return function(*args, **kwargs)
+
+    formatting._selfix_formatting = True
+    return formatting
+
+
+def _record_formatting_apart():
+    try:
+        from _pytest.assertion import rewrite
+    except ImportError:
+        return
+    for name in _FORMATTERS:
+        function = getattr(rewrite, name, None)
+        if callable(function) and not getattr(function, "_selfix_formatting", False):
+            setattr(rewrite, name, _formatted(function))
+
+
 def pytest_configure(config):
     _select(config)
+    _full_assertions(config)
     if not _WANT_COVERAGE:
         return
+    _record_formatting_apart()
     try:
         if _LINE_COLLECTOR == "always":
             raise ImportError("selfix's line collector was asked for")
@@ -359,16 +439,14 @@ def pytest_collection_finish(session):
         plugins = _plugin_names(session.config)
     except Exception:  # never fail a run over what is only a hint for the prompt
         return
-    _emit({"event": "test_environment", "plugins": plugins, "fixtures": fixtures})
+    python = sys.version.split()[0]  # the interpreter the tests run on: the prompts state it
+    _emit({"event": "test_environment", "plugins": plugins, "fixtures": fixtures, "python": python})
 
 
 def pytest_runtest_logstart(nodeid, location):
     _emit({"event": "start", "nodeid": nodeid})
-    cov = _state["cov"]
-    if cov is not None:
-        cov.switch_context(nodeid)
-    if _state["lines"] is not None:
-        _state["lines"].switch(nodeid)
+    _state["nodeid"] = nodeid
+    _switch(nodeid)
 
 
 _LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost", "0.0.0.0", "::")
@@ -411,6 +489,19 @@ def _connect_address(value):
     return ""
 
 
+def _notes(value):
+    """The exception's notes (PEP 678), as Python prints them after its message: where Hypothesis puts the shrunk
+    "Falsifying example:" of a property test (on an exception group, its first exception's too)."""
+    try:
+        notes = list(getattr(value, "__notes__", None) or ())
+        inner = getattr(value, "exceptions", None)
+        if inner:
+            notes += list(getattr(inner[0], "__notes__", None) or ())
+        return "".join("\n" + str(note) for note in notes[:10])
+    except Exception:  # only more text: never fail a run over it
+        return ""
+
+
 def pytest_runtest_makereport(item, call):
     # Keep the real exception (type, message, frames); pytest's text rendering varies with --tb and version.
     excinfo = call.excinfo
@@ -422,7 +513,7 @@ def pytest_runtest_makereport(item, call):
     frames = []
     for entry in traceback.extract_tb(value.__traceback__):
         frames.append({"file": entry.filename, "line": entry.lineno, "function": entry.name, "code": entry.line or ""})
-    message = str(value)
+    message = str(value) + _notes(value)
     _state["exc"][item.nodeid] = {
         "exc_type": type(value).__name__,
         "message": message[:4000],
@@ -456,6 +547,7 @@ def _status(phases):
 
 
 def pytest_runtest_logfinish(nodeid, location):
+    _state["nodeid"] = None
     cov = _state["cov"]
     if cov is not None:
         cov.switch_context("")
@@ -503,6 +595,6 @@ def pytest_unconfigure(config):
     for filename in data.measured_files():
         for lineno, contexts in data.contexts_by_lineno(filename).items():
             for context in contexts:
-                if context:
+                if context and not context.endswith(_FORMATTING):
                     by_test.setdefault(context, {}).setdefault(filename, []).append(lineno)
     _emit({"event": "coverage", "python": sys.version.split()[0], "collector": "coverage.py", "data": by_test})

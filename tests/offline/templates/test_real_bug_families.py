@@ -223,6 +223,10 @@ def test_compared_strings_are_read_from_pytest_and_unittest_messages() -> None:
     # pytest shortens long strings in its first line; its diff lines still carry the differing part.
     long = "assert 'xxxx...DISTINCTname' == 'xxxx...DISTINCT name'\n  \n  - T DISTINCT name\n  ?  -\n  + T DISTINCTname"
     assert ("T DISTINCT name", "T DISTINCTname") in compared_strings([long])
+    # The shortened reprs themselves are not strings of the program: no literal is built from them.
+    shortened = "assert 'git push --f...th-lease' == 'git push --f...fork main'"
+    assert compared_strings([shortened]) == ()
+    assert not any("..." in side for pair in compared_strings([long]) for side in pair)
     assert compared_strings(["assert 3 == 4", "ZeroDivisionError: division by zero"]) == ()
 
 
