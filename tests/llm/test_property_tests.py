@@ -79,7 +79,7 @@ def test_a_partial_fix_that_passes_the_tests_is_rejected_by_the_property_and_the
     assert first_verdict["stage"] == "property_test" and "counterexample" in first_verdict["detail"]
     assert "value=b" in rejection.detail
     # The counterexample reaches the next Patcher prompt.
-    _, second = provider.calls("propose_edits")
+    _, second, *_second_solution = provider.calls("propose_edits")  # then the second solution's call
     assert "property_test" in second.prompt_text() and "test_single_value_is_one_item(" in second.prompt_text()
     assert "value=b" in second.prompt_text()
     record = report.hypotheses[0].property_test
