@@ -457,6 +457,8 @@ CLI_ONLY = {
     "--quiet": "the action's log is the job log",
     "--hint": "the action's hint is the text of the /selfix comment",
     "--replay": "replays a recorded trace: a maintainer's regression check, not a user's setting",
+    "--replay-then-server": "replays a recorded trace, then asks a server: a maintainer's measurement, not a user's "
+    "setting",
 }
 
 
