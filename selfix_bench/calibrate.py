@@ -1,0 +1,155 @@
+"""Fit which evidence caps a patch below ``high`` on one set of real bugs, and report the fitted rule on another.
+
+Issue 33's evidence (the behaviour probe, the second solution, the reviewer, the property test) gives each patch
+reasons with codes. Which of the *evidence-against* codes should cap the confidence at ``medium`` is a choice the
+data must make, not the author: too few caps and wrong patches reach ``high``; too many and correct ones fall
+below it. This fits that choice on a calibration run (bench/calibration/tasks, bugs the benchmark never saw):
+
+1. Each patch's level is recomputed from its recorded reasons: the reasons whose code is one of ``TUNABLE`` take
+   the level the candidate rule gives them (``medium`` when the code caps, ``high`` when it does not); every other
+   reason keeps its level.
+2. Every subset of ``TUNABLE`` that occurs in the data is tried as "the codes that cap"; the fitted rule is the one
+   with no partial or wrong patch at ``high`` and the most correct patches at ``high`` (ties: fewer caps). With no
+   such rule, the one with the fewest wrong at ``high``.
+3. The fitted rule is then applied, unchanged, to the evaluation run (the 42 bugs of bench/realbugs): both sets'
+   figures, each with its Wilson interval.
+
+    python -m selfix_bench.calibrate --fit RUN_DIR --evaluate RUN_DIR [--reviews FILE ...]
+
+A patch is correct when the run's scoring says so (same syntax tree as the developers' fix, or passing the fixed
+commit's hidden tests) or a reviewed verdict read it correct (``--reviews``: ``{task: {patch digest: {verdict,
+argument}}}``); partial or wrong otherwise. Only resolved patches count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from selfix_bench.report import patch_digest
+from selfix_bench.stats import wilson_interval
+
+# The evidence-against codes whose level is fitted (plausibility.PROBE_LEVELS, the reviewer's verdicts).
+TUNABLE = (
+    "inputs_outside_failed",
+    "inputs_outside_changed",
+    "second_solution_differs",
+    "review_partial",
+    "review_wrong",
+)
+_ORDER = {"low": 0, "medium": 1, "high": 2}
+
+
+@dataclass(frozen=True)
+class Patch:
+    task: str
+    correct: bool
+    reasons: tuple[tuple[str, str], ...]  # (code, level as recorded)
+
+    def level(self, caps: frozenset[str]) -> str:
+        """The patch's level when the codes in ``caps`` cap at medium and the other tunable codes cap nothing."""
+        levels = []
+        for code, level in self.reasons:
+            if code in TUNABLE:
+                level = "medium" if code in caps else "high"
+            levels.append(level)
+        return min(levels, key=lambda lv: _ORDER.get(lv, 0)) if levels else "low"
+
+
+def patches(records: Iterable[Mapping[str, Any]], reviews: Mapping[str, Mapping[str, Any]]) -> list[Patch]:
+    found = []
+    for record in records:
+        if not record.get("resolved"):
+            continue
+        review = reviews.get(str(record.get("id")), {}).get(patch_digest(str(record.get("patch", ""))), {})
+        correct = bool(record.get("correct")) or review.get("verdict") == "correct"
+        confidence = record.get("confidence") or {}
+        reasons = tuple((str(r.get("code")), str(r.get("level"))) for r in confidence.get("reasons", []))
+        found.append(Patch(str(record.get("id")), correct, reasons))
+    return found
+
+
+@dataclass(frozen=True)
+class Figures:
+    patches: int
+    correct: int
+    high: int
+    high_correct: int
+
+    @property
+    def high_wrong(self) -> int:
+        return self.high - self.high_correct
+
+    def line(self, name: str) -> str:
+        def rate(k: int, n: int) -> str:
+            if n == 0:
+                return "-"
+            low, high = wilson_interval(k, n)
+            return f"{k}/{n} = {100 * k / n:.1f}% ({100 * low:.1f}%-{100 * high:.1f}%)"
+
+        return (
+            f"| {name} | {self.patches} | {self.correct} | {self.high} | "
+            f"{rate(self.high_correct, self.high)} | {rate(self.high_correct, self.correct)} | {self.high_wrong} |"
+        )
+
+
+def figures(found: Sequence[Patch], caps: frozenset[str]) -> Figures:
+    high = [p for p in found if p.level(caps) == "high"]
+    return Figures(
+        patches=len(found),
+        correct=sum(p.correct for p in found),
+        high=len(high),
+        high_correct=sum(p.correct for p in high),
+    )
+
+
+def fit(found: Sequence[Patch]) -> frozenset[str]:
+    """The codes that cap, fitted on ``found``: no wrong patch at high and the most correct ones there; ties to the
+    fewer caps, then the alphabetical first (deterministic)."""
+    present = sorted({code for p in found for code, _ in p.reasons if code in TUNABLE})
+    best: tuple[tuple[int, int, int], frozenset[str]] | None = None
+    for size in range(len(present) + 1):
+        for combination in itertools.combinations(present, size):
+            caps = frozenset(combination)
+            result = figures(found, caps)
+            key = (-result.high_wrong, result.high_correct, -size)
+            if best is None or key > best[0]:
+                best = (key, caps)
+    return best[1] if best is not None else frozenset()
+
+
+def _records(run: Path) -> list[dict[str, Any]]:
+    path = run / "results.jsonl" if run.is_dir() else run
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m selfix_bench.calibrate", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--fit", type=Path, required=True, help="the calibration run (a results folder or file)")
+    parser.add_argument("--evaluate", type=Path, action="append", default=[], help="a run to report the rule on")
+    parser.add_argument("--reviews", type=Path, action="append", default=[], help="reviewed verdicts (JSON)")
+    args = parser.parse_args(argv)
+    reviews: dict[str, dict[str, Any]] = {}
+    for path in args.reviews:
+        for task, verdicts in json.loads(path.read_text(encoding="utf-8")).items():
+            reviews.setdefault(task, {}).update(verdicts)
+    fitted_on = patches(_records(args.fit), reviews)
+    caps = fit(fitted_on)
+    print(f"fitted on {args.fit} ({len(fitted_on)} resolved patches): caps at medium: {sorted(caps) or 'none'}")
+    print("")
+    print("| set | resolved patches | correct | high | high right (Wilson 95%) | correct at high | wrong at high |")
+    print("|---|---:|---:|---:|---|---|---:|")
+    print(figures(fitted_on, caps).line(f"fit: {args.fit.name}"))
+    for run in args.evaluate:
+        print(figures(patches(_records(run), reviews), caps).line(f"evaluate: {run.name}"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,56 @@
+"""Fitting which evidence caps a patch below high (selfix_bench/calibrate.py): on one set, then applied unchanged."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from selfix_bench.calibrate import Patch, figures, fit, main, patches
+
+
+def record(task: str, correct: bool, *codes: tuple[str, str]) -> dict:
+    reasons = [{"code": "confirmed", "level": "high"}, *({"code": c, "level": lv} for c, lv in codes)]
+    return {"id": task, "resolved": True, "correct": correct, "patch": task, "confidence": {"reasons": reasons}}
+
+
+CALIBRATION = [
+    record("a", True),
+    record("b", True, ("inputs_outside_changed", "high")),  # a correct fix changes an unchecked value too
+    record("g", True, ("inputs_outside_changed", "high")),
+    record("c", False, ("second_solution_differs", "medium")),
+    record("d", False, ("review_partial", "medium"), ("inputs_outside_changed", "high")),
+    record("e", True, ("review_partial", "medium")),  # the reviewer was wrong here
+    record("f", False, ("review_partial", "medium"), ("second_solution_differs", "medium")),
+]
+
+
+def test_the_fit_keeps_wrong_patches_below_high_with_the_fewest_correct_ones_lost() -> None:
+    found = patches(CALIBRATION, {})
+    caps = fit(found)
+    # review_partial catches d and f, second_solution_differs c; capping the outside change instead of the review
+    # would catch d too, but lose b and g for e.
+    assert caps == frozenset({"second_solution_differs", "review_partial"})
+    result = figures(found, caps)
+    assert (result.high, result.high_correct, result.high_wrong) == (3, 3, 0)
+    assert figures(found, frozenset()).high_wrong == 3
+
+
+def test_a_reviewed_verdict_counts_a_patch_correct() -> None:
+    found = patches(
+        [record("x", False)],
+        {"x": {__import__("selfix_bench.report").report.patch_digest("x"): {"verdict": "correct"}}},
+    )
+    assert found == [Patch("x", True, (("confirmed", "high"),))]
+
+
+def test_the_rule_fitted_on_one_run_is_reported_on_another(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    fit_run, other = tmp_path / "fit.jsonl", tmp_path / "other.jsonl"
+    fit_run.write_text("\n".join(json.dumps(r) for r in CALIBRATION) + "\n")
+    other.write_text(json.dumps(record("z", False, ("review_wrong", "medium"))) + "\n")
+    assert main(["--fit", str(fit_run), "--evaluate", str(other)]) == 0
+    out = capsys.readouterr().out
+    assert "caps at medium: ['review_partial', 'second_solution_differs']" in out
+    # review_wrong never occurred in the fit: it caps nothing, and the other run's wrong patch stays high.
+    assert "| evaluate: other.jsonl | 1 | 0 | 1 | 0/1" in out
