@@ -246,6 +246,7 @@ def review_reply(verdict: dict[str, Any]) -> dict[str, Any]:
     return anthropic_script(review_patch=[anthropic_tool_use("review_patch", verdict)])
 
 
+@pytest.mark.slow
 def test_a_partial_verdict_caps_a_healed_patch_at_medium_and_says_why(calc: CachedSandbox, trace_log: TraceLog) -> None:
     provider = FakeProvider(by_tool=review_reply(PARTIAL))
     report = run("anthropic", provider, calc, trace_log)
