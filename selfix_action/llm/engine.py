@@ -37,8 +37,8 @@ from selfix_action.llm.prompts import (
     qa_environment,
     qa_request,
     render_slices,
-    review_context,
-    review_request,
+    reviewer_context,
+    reviewer_request,
     source_slices,
 )
 from selfix_action.llm.schemas import (
@@ -435,8 +435,8 @@ class LLMEngine:
         """Reviewer: one call (a corrective re-ask if its answer cannot be used) in a context of its own, built
         from ``request`` alone: the failing tests, the edited code, the hypothesis, the patch, the behaviour
         table. Raises ``EngineStopped`` when the budget or the model cannot answer, or no answer was usable."""
-        context = review_context(request)
-        messages = [Message("user", review_request(request))]
+        context = reviewer_context(request)
+        messages = [Message("user", reviewer_request(request))]
         problem = ""
         for attempt in (1, 2):
             response = self._call("reviewer", REVIEW_TOOL, context, messages)

@@ -716,7 +716,7 @@ def ask_offer(asks_left: int) -> str:
 
 
 # -- the reviewer -----------------------------------------------------------------------------------------
-def review_context(request: ReviewRequest) -> str:
+def reviewer_context(request: ReviewRequest) -> str:
     """What the Reviewer reads before its question: the failing tests as the evidence has them and the code the
     patch edits, whole, as the patch leaves it. Its own context, not the other roles' shared one."""
     out = ["## The failing tests the patch was made for"]
@@ -739,7 +739,7 @@ def review_context(request: ReviewRequest) -> str:
     return "\n".join(out)
 
 
-def review_request(request: ReviewRequest) -> str:
+def reviewer_request(request: ReviewRequest) -> str:
     """The Reviewer's question: the hypothesis, the patch, what changed beyond the tests (when measured)."""
     behaviour = ""
     if request.behaviour.strip():
