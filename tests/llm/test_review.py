@@ -258,6 +258,9 @@ def test_a_partial_verdict_caps_a_healed_patch_at_medium_and_says_why(calc: Cach
     assert "tests/test_calc.py::test_add" in seen and "calc.py: add (lines 1-2)" in seen
     assert "    2 |     return a + b" in seen and "|     return x * 2" not in seen
     assert "add subtracts instead of adding" in seen and "+    return a + b" in seen
+    # The behaviour probe's table: the inputs whose outcome the patch changed, unpatched -> patched.
+    assert "Inputs whose outcome the patch changed" in seen
+    assert "| `add` | `(2, 3)` | failing test | `returns -1` | `returns 5` |" in seen
     assert report.review == Review(verdict="partial", reason="only ints are summed", missed="add('a', 'b') still fails")
     assert report.confidence is not None and report.confidence.level == "medium"
     (capping,) = [r for r in report.confidence.reasons if r.level != "high"]
