@@ -270,7 +270,9 @@ def test_a_partial_verdict_caps_a_healed_patch_at_medium_and_says_why(calc: Cach
     assert "Reviewer's verdict: **partial**: only ints are summed" in markdown
     (event,) = trace_log.steps("review")
     assert event["verdict"] == "partial" and event["confidence"] == "medium"
-    assert report.usage.by_role["reviewer"].calls == 1
+    # The two calls of the new evidence, each a role of its own in the usage (report.json, report.md).
+    assert report.usage.by_role["reviewer"].calls == 1 and report.usage.by_role["patcher2"].calls == 1
+    assert "| reviewer | 1 | 100 | 20 |" in markdown and "| patcher2 | 1 | 100 | 20 |" in markdown
     # The PR body and view.html say it too.
     body = pr_body(report, run_url="https://ci.example/run/1", fp="abc")
     assert "Reviewer's verdict: **partial**: only ints are summed" in body and "add('a', 'b') still fails" in body
