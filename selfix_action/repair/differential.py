@@ -75,10 +75,17 @@ def _by_key(lines: Sequence[ProbeLine]) -> dict[tuple[str, int, str], ProbeLine]
 
 
 def compare(
-    probe: CallProbe, old: str, new: str, failing: Collection[str], *, unstable: Collection[tuple[str, int, str]] = ()
+    probe: CallProbe,
+    old: str,
+    new: str,
+    failing: Collection[str],
+    *,
+    unstable: Collection[tuple[str, int, str]] = (),
+    raising: list[InputChange] | None = None,
 ) -> tuple[list[InputChange], int]:
     """The inputs whose outcome differs between versions ``old`` and ``new`` (leaving out ``unstable`` ones), and
-    how many inputs both versions ran."""
+    how many inputs both versions ran. ``raising`` (when given) collects the failing tests' inputs that raise
+    alike on both."""
     first, second = _by_key(probe.versions.get(old, ())), _by_key(probe.versions.get(new, ()))
     changes: list[InputChange] = []
     compared = 0
@@ -87,18 +94,24 @@ def compare(
         if other is None or key in unstable:
             continue
         compared += 1
+        change = InputChange(
+            function=line.target,
+            input=line.text,
+            variation=line.variation,
+            test=line.test,
+            source="failing" if line.test in failing else "passing",
+            before=line.outcome,
+            after=other.outcome,
+        )
         if _behaviour(other.outcome) != _behaviour(line.outcome):
-            changes.append(
-                InputChange(
-                    function=line.target,
-                    input=line.text,
-                    variation=line.variation,
-                    test=line.test,
-                    source="failing" if line.test in failing else "passing",
-                    before=line.outcome,
-                    after=other.outcome,
-                )
-            )
+            changes.append(change)
+        elif (
+            raising is not None
+            and change.source == "failing"
+            and other.outcome.startswith("raises ")
+            and not line.variation.endswith(" None")  # None is seldom a sibling of the failing input
+        ):
+            raising.append(change)
     return changes, compared
 
 
@@ -129,7 +142,8 @@ def behaviour_evidence(
     if BEFORE not in probe.versions or patch not in probe.versions:
         return BehaviourEvidence(recorded=probe.recorded, note=probe.note or "the probe did not run")
     unstable = unstable_inputs(probe)
-    changed, compared = compare(probe, BEFORE, patch, failing, unstable=unstable)
+    raising: list[InputChange] = []
+    changed, compared = compare(probe, BEFORE, patch, failing, unstable=unstable, raising=raising)
     disagreements: list[InputChange] = []
     note = probe.note
     if second and second in probe.versions:
@@ -144,5 +158,6 @@ def behaviour_evidence(
         second_source=second_source if second in probe.versions else "",
         second_diff=second_diff if second in probe.versions else "",
         disagreements=_ordered(disagreements),
+        still_raising=tuple(raising[:MAX_SHOWN_CHANGES]),
         note=note,
     )

@@ -215,7 +215,24 @@ def _behaviour_table(probe: BehaviourEvidence | None) -> str:
         f"variations of them; {len(probe.changed)} changed outcome with the patch"
     )
     table = change_table(probe.changed, old="unpatched", new="patched", limit=MAX_REVIEWED_CHANGES)
-    return "\n".join([summary + (":" if table else "."), *table])
+    lines = [summary + (":" if table else "."), *table]
+    if probe.still_raising:
+        lines += [
+            "",
+            "Inputs from the failing tests' calls, as made or varied, that raise the same way with the patch as "
+            "without it (siblings of the failing input the patch may leave out):",
+            *change_table(probe.still_raising, old="unpatched", new="patched", limit=MAX_REVIEWED_CHANGES),
+        ]
+    if probe.second_source and probe.disagreements:
+        lines += [
+            "",
+            f"A second solution ({probe.second_source}) passed the same checks and behaves differently on these "
+            "inputs:",
+            *change_table(probe.disagreements, old="this patch", new="second solution", limit=MAX_REVIEWED_CHANGES),
+        ]
+    elif probe.second_source:
+        lines += ["", f"A second solution ({probe.second_source}) behaves the same on every input."]
+    return "\n".join(lines)
 
 
 def _paths_changed(winner: _Winner) -> int:

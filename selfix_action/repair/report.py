@@ -297,6 +297,9 @@ class BehaviourEvidence(Frozen):
     second_source: str = ""  # where the second solution came from ("" none was verified)
     second_diff: str = ""
     disagreements: tuple[InputChange, ...] = ()  # the patch -> the second solution
+    # Inputs from the failing tests' calls (as recorded or varied) that raise alike before and after the patch:
+    # siblings of the failing input the patch may have left out (a string handled, a tuple not).
+    still_raising: tuple[InputChange, ...] = ()
     note: str = ""  # why the probe (or part of it) could not run
 
     @property
@@ -438,6 +441,9 @@ def behaviour_lines(report: HealReport, *, limit: int = 10) -> list[str]:
         + f". {len(probe.changed)} changed outcome; {len(probe.outside)} of them a passing test's own call."
     )
     out += ["", *change_table(probe.changed, old="unpatched", new="patched", limit=limit)]
+    if probe.still_raising:
+        out += ["", f"{len(probe.still_raising)} input(s) from the failing tests' calls still raise alike:", ""]
+        out += change_table(probe.still_raising, old="unpatched", new="patched", limit=min(limit, 5))
     if probe.second_source:
         out += ["", f"Second solution ({probe.second_source}): "]
         if probe.disagreements:

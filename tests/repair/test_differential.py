@@ -30,24 +30,32 @@ def test_outcomes_compare_by_value_and_exception_kind_and_unstable_inputs_are_le
                 line("argument 1 None", "returns 1"),
                 line("as recorded", "returns 2", test="t.py::test_b", call=2),
                 line("argument 1 +1", "returns 0.25", call=3),
+                line("argument 1 in a tuple", "raises AttributeError: 'tuple' has no attribute 'extend'"),
+                line("argument 1 None", "raises TypeError: None", call=4),
             ),
             "before again": (
                 line("as recorded", "raises ValueError: not a port"),
                 line("argument 1 None", "returns 1"),
                 line("as recorded", "returns 2", test="t.py::test_b", call=2),
                 line("argument 1 +1", "returns 0.75", call=3),
+                line("argument 1 in a tuple", "raises AttributeError: 'tuple' has no attribute 'extend'"),
+                line("argument 1 None", "raises TypeError: None", call=4),
             ),
             "patch": (
                 line("as recorded", "raises ValueError: invalid literal"),  # the same refusal, other words
                 line("argument 1 None", "returns 5"),
                 line("as recorded", "returns 3", test="t.py::test_b", call=2),
                 line("argument 1 +1", "returns 0.5", call=3),
+                line("argument 1 in a tuple", "raises AttributeError: 'tuple' has no attribute 'extend'"),
+                line("argument 1 None", "raises TypeError: None", call=4),
             ),
         },
         recorded=3,
     )
     evidence = behaviour_evidence(probe, {"t.py::test_a"})
-    assert evidence.compared == 3 and evidence.unstable == 1
+    assert evidence.compared == 5 and evidence.unstable == 1
+    # A sibling of the failing input that raises alike with the patch (None aside): what the reviewer is shown.
+    assert [c.variation for c in evidence.still_raising] == ["as recorded", "argument 1 in a tuple"]
     assert [(c.variation, c.source) for c in evidence.changed] == [
         ("as recorded", "passing"),  # a passing test's own call comes first: the evidence against
         ("argument 1 None", "failing"),
