@@ -49,7 +49,8 @@ GIT_TIMEOUT = 600
 PYTEST_PIN = "pytest==7.4.4"
 VALIDATION_WALL_SECONDS = 300.0
 HIDDEN_MAX_FILES = 2
-DOC_NAMES = ("CHANGES", "CHANGELOG", "HISTORY", "README", "AUTHORS", "docs/", ".github/", "NEWS")
+# ``changelogs/``: ansible's release-note fragments (``changelogs/fragments/*.yml``), which every fix adds.
+DOC_NAMES = ("CHANGES", "CHANGELOG", "HISTORY", "README", "AUTHORS", "docs/", ".github/", "NEWS", "changelogs/")
 
 # Where git trees come from: a folder of local mirrors (``--mirror-dir``), else the public URL. Set per process.
 _mirror_dir: Path | None = None

@@ -256,3 +256,12 @@ def test_report_scores_three_ways_with_intervals_and_pairs() -> None:
     assert "| a-1 | correct | high |" in text and "| a-2 | plausible but wrong | low |" in text
     assert "- resolved: both 1, only `after` 1, only `before` 0, neither 1 of 3; p = 1" in text
     assert "- correct: both 0, only `after` 1, only `before` 0, neither 2 of 3" in text
+
+
+def test_release_notes_are_never_part_of_the_fix() -> None:
+    """ansible adds a ``changelogs/fragments/*.yml`` note with every fix: kept in the fix, no patch of the tool
+    could ever have the developers' syntax tree (non-Python files must match line for line)."""
+    assert realbugs.is_doc_path("changelogs/fragments/66604-powershell-unc-paths.yml")
+    assert realbugs.is_doc_path("CHANGELOG.md") and realbugs.is_doc_path("docs/index.rst")
+    assert not realbugs.is_doc_path("lib/ansible/plugins/shell/powershell.py")
+    assert not realbugs.is_doc_path("blib2to3/pygram.pyi")
