@@ -94,6 +94,11 @@ class CascadeEngine:
         self._handover = self._handover.model_copy(update={"rank": len(plan) + 1})
         return [*plan, self._handover]
 
+    def settle(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, disagreements: str) -> QATest | None:
+        if self._phase == "offline":
+            return self.offline.settle(hypothesis, evidence, sandbox, disagreements)
+        return self.llm.settle(hypothesis, evidence, sandbox, disagreements)
+
     def second_patch(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> CandidatePatch | None:
         """The engine of the hypothesis' phase: the offline one offers none (its window's candidates serve), so
         a patch the cheap path found costs no model call here."""

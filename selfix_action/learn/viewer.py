@@ -126,7 +126,8 @@ def _behaviour_block(outcome: OutcomeEvent | None) -> str:
         parts.append(_table(headers, _change_rows(probe.changed), "behaviour-changed"))
     if probe.second_source:
         verdict = f"differs on {len(probe.disagreements)} input(s)" if probe.disagreements else "agrees on every input"
-        parts.append(f"<p>Second solution ({_e(probe.second_source)}): {verdict}.</p>")
+        settled = f" Settled: {_e(probe.settled)}." if probe.settled else ""
+        parts.append(f"<p>Second solution ({_e(probe.second_source)}): {verdict}.{settled}</p>")
         if probe.disagreements:
             headers = ["function", "input", "from", "this patch", "second solution"]
             parts.append(_table(headers, _change_rows(probe.disagreements), "behaviour-second"))

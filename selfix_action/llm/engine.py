@@ -39,6 +39,7 @@ from selfix_action.llm.prompts import (
     render_slices,
     reviewer_context,
     reviewer_request,
+    settle_request,
     source_slices,
 )
 from selfix_action.llm.schemas import (
@@ -430,6 +431,25 @@ class LLMEngine:
             template="llm-second",
             files=files,
         )
+
+    def settle(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, disagreements: str) -> QATest | None:
+        """QA, once more: a test of the right outcome on the inputs where two verified patches differ (usage role
+        "settler"); None when no usable test came."""
+        path = f"test_settle_{hypothesis.id.lower()}.py"
+
+        def validate(response: ModelResponse) -> QAAnswer:
+            answer = _parse(response, QAAnswer)
+            problem = qa_source_problem(answer.test_source)
+            if problem:
+                raise InvalidAnswer(problem)
+            return answer
+
+        request = settle_request(hypothesis, path, disagreements, qa_environment(evidence))
+        answer = self._ask("settler", QA_TOOL, request, evidence, sandbox, validate)
+        if answer is None:
+            return None
+        source = answer.test_source if answer.test_source.endswith("\n") else answer.test_source + "\n"
+        return QATest(path=path, source=source)
 
     def review(self, request: ReviewRequest) -> Review | None:
         """Reviewer: one call (a corrective re-ask if its answer cannot be used) in a context of its own, built

@@ -759,3 +759,27 @@ input of the kind the failure shows now behaves correctly), partial (the reporte
 of the same bug, another type, value or path, still fails) or wrong (it does not fix the root cause, or it breaks
 correct behaviour). For partial or wrong, name a concrete input or case the patched code still gets wrong. Judge
 from the code shown; do not propose a new patch."""
+
+
+def settle_request(hypothesis: Hypothesis, path: str, disagreements: str, environment: str = "") -> str:
+    """QA, settling a disagreement: two patches passed every check and behave differently on some inputs; a test
+    of what the right code does on them, from the hypothesis, tells which one is the fix."""
+    uses = f"\n{environment}" if environment else ""
+    return f"""\
+Role: QA, settling a disagreement.
+Hypothesis:
+{describe_hypothesis(hypothesis)}
+
+Two patches for this hypothesis pass the failing tests, the passing tests and the reproduction test, yet they
+behave differently on inputs no test tried. Each row is a call of an edited function (its arguments as text),
+what the first patch does and what the second does:
+
+{disagreements}
+
+Decide, from the hypothesis and the code alone, what the correct code does on these inputs: the behaviour the
+hypothesis' fix calls for, for the whole class of inputs it names. Write a small pytest module (saved as
+_selfix_qa/{path}, run from the repository root, the project importable as the failing tests import it) whose
+test functions call the edited function on those inputs (build them as the row shows; for a method, build the
+object as the failing tests do) and assert the correct outcome. It must pass on the patch that is right and
+fail on the other; if neither is right on an input, assert what is. Use plain asserts or pytest.raises, no
+network, no files outside a tmp_path. In expected_failure, say which patch you expect to fail it and why.{uses}"""

@@ -53,6 +53,9 @@ class OfflineEngine:
     def revise(self, hypothesis: Hypothesis, ahead: Sequence[Hypothesis]) -> PlanChange:
         return PlanChange()  # its hypotheses are fixed up front
 
+    def settle(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, disagreements: str) -> QATest | None:
+        return None  # no QA of its own: a disagreement stays unsettled
+
     def second_patch(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> CandidatePatch | None:
         return None  # its second solution is another candidate that passed in the loop's window
 

@@ -40,6 +40,7 @@ from selfix_action.repair.differential import behaviour_evidence, probe_targets,
 from selfix_action.repair.evidence import Reproduction, gather_evidence, reproduce
 from selfix_action.repair.localize import enclosing_function, function_spans
 from selfix_action.repair.patches import changed_line_count, hunks, program_key, unified_diff
+from selfix_action.repair.paths import QA_TEST_DIR
 from selfix_action.repair.plausibility import (
     Alternatives,
     BehaviourChange,
@@ -65,6 +66,7 @@ from selfix_action.repair.reported import ReportedTest
 from selfix_action.repair.review import Review, review_request
 from selfix_action.repair.services import unreachable_services
 from selfix_action.repair.values import (
+    CallProbe,
     CandidatePatch,
     Evidence,
     Hypothesis,
@@ -77,6 +79,7 @@ from selfix_action.repair.verify import (
     CONFIRM_RUNS,
     Budget,
     Exposure,
+    Minimized,
     Stop,
     Trace,
     Verifier,
@@ -668,7 +671,7 @@ class HealingLoop:
 
     def _second_solution(
         self, winner: _Winner, hypothesis: Hypothesis, qa: QATest | None, evidence: Evidence
-    ) -> tuple[dict[str, str] | None, str, str]:
+    ) -> tuple[CandidatePatch | None, str, str]:
         """A second patch that passed verification too, where it came from, and why there is none: the engine's
         independent second solution (the LLM engines: a Patcher call that never saw the first patch), else
         another candidate that passed in the window (the offline engine's)."""
@@ -681,7 +684,7 @@ class HealingLoop:
             why = "" if second is not None else "the engine proposed no second solution"
         if second is None:
             if winner.others:
-                return dict(winner.others[0].files), "another candidate that passed verification", ""
+                return winner.others[0], "another candidate that passed verification", ""
             return None, "", why
         if self.budget.allows(self.verifier.candidate_runs) is not None:
             return None, "", "no second solution: the budget has no room to verify one"
@@ -692,16 +695,18 @@ class HealingLoop:
             candidate, verdict = item
             self._trace_verdict(candidate, verdict)
             if verdict.ok:
-                return dict(candidate.files), "an independent second Patcher answer", ""
+                return candidate, "an independent second Patcher answer", ""
             return None, "", f"the independent second solution failed verification ({verdict.stage.value})"
         return None, "", "the independent second solution is the same program as the patch"
 
     def _scrutinize(self, winner: _Winner, hypothesis: Hypothesis, qa: QATest | None, evidence: Evidence) -> _Winner:
         """The behaviour probe (repair/differential.py): record the calls the failing tests and the passing tests
         that run the edit make to the edited functions, replay them and variations of them on the unpatched
-        code, the patch and a second solution, and keep what changed. Costs test runs, never a stop."""
+        code, the patch and a second solution, and keep what changed. Where the two solutions disagree, the
+        engine's QA may settle it (``_settle_disagreement``): the one its test shows wrong is dropped. Costs test
+        runs and, on a disagreement, a model call; never a stop."""
         second, source, why = self._second_solution(winner, hypothesis, qa, evidence)
-        patches = [winner.files] + ([second] if second is not None else [])
+        patches = [winner.files] + ([second.files] if second is not None else [])
         originals: dict[str, str] = {}
         for files in patches:
             originals.update(self.verifier.originals(files))
@@ -710,7 +715,9 @@ class HealingLoop:
         tests = probed_tests(evidence.f2p_tests, evidence.p2p_tests, baseline, targets)
         versions: dict[str, dict[str, str]] = {"patch": winner.files}
         if second is not None:
-            versions["second"] = second
+            versions["second"] = second.files
+        second_diff = unified_diff(originals, second.files) if second is not None else ""
+        run: CallProbe | None = None
         if self.budget.allows(len(versions) + 2) is not None:
             probe = BehaviourEvidence(note="the budget had no room left for the behaviour probe")
         else:
@@ -721,23 +728,99 @@ class HealingLoop:
                 set(evidence.f2p_tests),
                 second="second" if second is not None else "",
                 second_source=source,
-                second_diff=unified_diff(originals, second) if second is not None else "",
+                second_diff=second_diff,
             )
         if why:
             probe = probe.model_copy(update={"note": "; ".join(filter(None, (probe.note, why)))})
+        if run is not None and second is not None and probe.disagreements:
+            winner, probe = self._settle_disagreement(winner, second, hypothesis, qa, evidence, run, probe)
         self.trace(
             "behaviour",
             f"{probe.compared} input(s) replayed: {len(probe.changed)} changed outcome with the patch "
             f"({len(probe.outside)} outside the failing tests' calls), {len(probe.disagreements)} differ from the "
-            f"second solution{' (' + probe.note + ')' if probe.note else ''}",
+            f"second solution{' (' + probe.settled + ')' if probe.settled else ''}"
+            f"{' (' + probe.note + ')' if probe.note else ''}",
             compared=probe.compared,
             changed=len(probe.changed),
             outside=len(probe.outside),
             disagreements=len(probe.disagreements),
             second=probe.second_source,
+            settled=probe.settled,
             note=probe.note,
         )
         return dataclasses.replace(winner, probe=probe)
+
+    def _settle_disagreement(
+        self,
+        winner: _Winner,
+        second: CandidatePatch,
+        hypothesis: Hypothesis,
+        qa: QATest | None,
+        evidence: Evidence,
+        run: CallProbe,
+        probe: BehaviourEvidence,
+    ) -> tuple[_Winner, BehaviourEvidence]:
+        """Ask the engine's QA for a test of the right outcome on the inputs where the two solutions differ, and run
+        it on both: the one it passes on stays (the second one is confirmed on the whole suite first, then takes
+        the first one's place, its probe evidence with it); a test that cannot run, or that both pass or both fail,
+        settles nothing, and the disagreement stands."""
+        table = "\n".join(change_table(probe.disagreements, old="first patch", new="second patch", limit=8))
+        try:
+            settling = self.engine.settle(hypothesis, evidence, self.sandbox, table)
+        except EngineStopped as stopped:
+            return winner, probe.model_copy(update={"note": f"not settled: {stopped.detail}"})
+        if settling is None:
+            return winner, probe
+        if self.budget.allows(2) is not None:
+            return winner, probe.model_copy(update={"note": "not settled: no test runs left to run the settling test"})
+        path = f"{QA_TEST_DIR}/{settling.path}"
+        verdicts: list[bool | None] = []
+        for files in (winner.files, second.files):
+            with self.sandbox.patched(files):
+                result = self.verifier.run([path], extra_test_files={path: settling.source})
+            outcomes = [r for n, r in result.results.items() if n.startswith(path)]
+            verdicts.append(all(r.ok for r in outcomes) if outcomes else None)
+        self.trace("settle", f"settling test: first patch {verdicts[0]}, second {verdicts[1]}", test=settling.source)
+        first_ok, second_ok = verdicts
+        if first_ok is None or second_ok is None or first_ok == second_ok:
+            reason = "it could not run" if None in verdicts else ("both pass it" if first_ok else "both fail it")
+            return winner, probe.model_copy(update={"note": f"the settling test settles nothing: {reason}"})
+        if first_ok:
+            settled = "QA's settling test passes on this patch and fails on the second solution, which was dropped"
+            return winner, probe.model_copy(update={"settled": settled, "settling_test": settling.source})
+        if self.budget.allows(CONFIRM_RUNS) is not None:
+            note = "the settling test favours the second solution, but no test runs are left to confirm it"
+            return winner, probe.model_copy(update={"note": note, "settling_test": settling.source})
+        confirmation = self.verifier.confirm(second.files, second, evidence, coverage=self.config.behaviour_coverage)
+        if not confirmation.confirmed or confirmation.rejected is not None:
+            note = "the settling test favours the second solution, but the whole suite did not confirm it"
+            return winner, probe.model_copy(update={"note": note, "settling_test": settling.source})
+        replaced = _Winner(
+            second,
+            confirmation.files,
+            confirmation.run,
+            verification_summary(Minimized(second.files), confirmation, qa),
+            others=(winner.candidate,),
+            alternatives_checked=winner.alternatives_checked,
+            behaviour=self._behaviour(confirmation.files, confirmation.run, evidence),
+        )
+        originals = self.verifier.originals({**winner.files, **second.files})
+        swapped = behaviour_evidence(
+            run,
+            set(evidence.f2p_tests),
+            patch="second",
+            second="patch",
+            second_source="the first patch, which QA's settling test showed wrong",
+            second_diff=unified_diff(originals, winner.files),
+        ).model_copy(
+            update={
+                "settled": "QA's settling test fails on the first patch and passes on the second solution, which "
+                "replaced it (confirmed on the whole suite)",
+                "settling_test": settling.source,
+            }
+        )
+        self.notes.append(f"the second solution replaced {winner.candidate.description}: {swapped.settled}")
+        return replaced, swapped
 
     def _behaviour(self, files: dict[str, str], after: TestRun | None, evidence: Evidence) -> BehaviourChange:
         """How the patch changed what the passing tests execute, from the baseline's and the confirmation's

@@ -678,6 +678,7 @@ PROBE_LEVELS: dict[str, ConfidenceLevel] = {
     "inputs_probed": "high",
     "second_solution_differs": "medium",
     "second_solution_agrees": "high",
+    "second_solution_settled": "high",
 }
 
 
@@ -718,7 +719,16 @@ def probe_reasons(probe: BehaviourEvidence | None) -> list[tuple[str, Confidence
                 f"unpatched and patched: {len(probe.changed)} changed outcome, none of them a passing test's call",
             )
         )
-    if probe.second_source and probe.disagreements:
+    if probe.second_source and probe.disagreements and probe.settled:
+        found.append(
+            (
+                "second_solution_settled",
+                PROBE_LEVELS["second_solution_settled"],
+                f"{probe.second_source} behaves differently on {len(probe.disagreements)} input(s) (first: "
+                f"{_shown(probe.disagreements[0])}); {probe.settled}",
+            )
+        )
+    elif probe.second_source and probe.disagreements:
         found.append(
             (
                 "second_solution_differs",

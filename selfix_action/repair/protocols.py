@@ -143,6 +143,11 @@ class Engine(Protocol):
         answer (its budget, the model, no usable answer): the heal stands, without a review."""
         ...
 
+    def settle(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, disagreements: str) -> QATest | None:
+        """QA settling a disagreement: a test of the right outcome on the inputs (``disagreements``, a table) where
+        two verified patches behave differently. None: the engine cannot, and the disagreement stays."""
+        ...
+
     def second_patch(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> CandidatePatch | None:
         """An independent second solution for ``hypothesis`` once a patch is confirmed: a Patcher answer that never
         saw that patch nor any failed attempt (its own context, its own sample; the loop compares the two on inputs

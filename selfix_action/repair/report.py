@@ -300,6 +300,8 @@ class BehaviourEvidence(Frozen):
     # Inputs from the failing tests' calls (as recorded or varied) that raise alike before and after the patch:
     # siblings of the failing input the patch may have left out (a string handled, a tuple not).
     still_raising: tuple[InputChange, ...] = ()
+    settled: str = ""  # how QA's settling test decided between the two solutions ("" it did not)
+    settling_test: str = ""  # that test's source
     note: str = ""  # why the probe (or part of it) could not run
 
     @property
@@ -448,6 +450,8 @@ def behaviour_lines(report: HealReport, *, limit: int = 10) -> list[str]:
         out += ["", f"Second solution ({probe.second_source}): "]
         if probe.disagreements:
             out[-1] += f"behaves differently on {len(probe.disagreements)} input(s)."
+            if probe.settled:
+                out[-1] += f" Settled: {probe.settled}."
             out += ["", *change_table(probe.disagreements, old="this patch", new="second solution", limit=limit)]
             out += ["", "<details><summary>The second solution</summary>", "", "```diff"]
             out += [probe.second_diff.rstrip("\n"), "```", "", "</details>"]

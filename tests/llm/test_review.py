@@ -311,3 +311,21 @@ def test_no_review_when_the_budget_is_spent_is_a_note_not_a_failed_heal(
     assert report.review is None and "reviewer" not in report.usage.by_role
     assert any(n.startswith("no review: LLM call budget of 3 call(s) spent") for n in report.notes), report.notes
     assert report.confidence is not None and not any(r.code.startswith("review_") for r in report.confidence.reasons)
+
+
+def test_qa_settles_a_disagreement_from_the_table_of_inputs(calc: CachedSandbox) -> None:
+    table = "| function | input | from | first patch | second patch |\n|---|---|---|---|---|\n"
+    table += "| `add` | `('a', 'b')` | failing test, argument 1 as str | `raises TypeError` | `returns 'ab'` |"
+    settling = {
+        "test_source": "from calc import add\n\n\ndef test_strings():\n    assert add('a', 'b') == 'ab'\n",
+        "expected_failure": "the first patch raises TypeError",
+    }
+    model = ScriptedModel({"write_reproduction_test": [settling]})
+    engine = engine_over(model)
+    test = engine.settle(HYPOTHESIS, calc_evidence(), calc, table)
+    assert test is not None and test.path == "test_settle_h1.py" and "add('a', 'b') == 'ab'" in test.source
+    (request,) = model.requests
+    text = "\n".join(m.content for m in request.messages)
+    assert "Role: QA, settling a disagreement." in text and "`returns 'ab'`" in text
+    assert "add subtracts instead of adding" in text
+    assert engine.usage().by_role["settler"].calls == 1

@@ -13,7 +13,7 @@ from selfix_action.repair.loop import HealingLoop, LoopConfig
 from selfix_action.repair.plausibility import probe_reasons
 from selfix_action.repair.protocols import Sandbox
 from selfix_action.repair.report import StopReason, render_markdown
-from selfix_action.repair.values import CallProbe, CandidatePatch, Evidence, Hypothesis, ProbeLine
+from selfix_action.repair.values import CallProbe, CandidatePatch, Evidence, Hypothesis, ProbeLine, QATest
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
 from tests.helpers.playback import Playback, codes
 
@@ -122,11 +122,18 @@ COMPLETE = PARTIAL.replace(
 
 
 class SecondOpinion(Playback):
-    """Plays back one patch, and offers another as its independent second solution."""
+    """Plays back one patch, and offers another as its independent second solution; ``settling``: the test its QA
+    writes when the two disagree (None: it cannot settle)."""
 
-    def __init__(self, first: dict[str, str], second: dict[str, str]) -> None:
+    def __init__(self, first: dict[str, str], second: dict[str, str], settling: str | None = None) -> None:
         super().__init__("mailer.py", "recipients", [first])
         self.second = second
+        self.settling = settling
+        self.table = ""
+
+    def settle(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, disagreements: str) -> QATest | None:
+        self.table = disagreements
+        return QATest(path="test_settle.py", source=self.settling) if self.settling else None
 
     def second_patch(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> CandidatePatch | None:
         return CandidatePatch(id="S1", hypothesis_id="H1", description="second", template="t", files=self.second)
@@ -200,3 +207,38 @@ def test_the_probe_can_be_turned_off(make_sandbox: Callable[..., PytestSandbox])
     engine = Playback("labels.py", "label", [{"labels.py": OVERREACH}])
     report = HealingLoop(sandbox, engine, LoopConfig(behaviour_probe=False)).run().report
     assert report.behaviour is None and "inputs_outside_changed" not in codes(report)
+
+
+SETTLING = """
+from mailer import recipients
+
+
+def test_a_tuple_of_addresses_is_a_list_of_them():
+    assert recipients(("a@x",)) == ["a@x"]
+"""
+
+
+@pytest.mark.slow
+def test_qa_settles_a_disagreement_and_the_second_solution_replaces_the_partial_fix(
+    make_sandbox: Callable[..., PytestSandbox],
+) -> None:
+    sandbox = make_sandbox(MAILER)
+    engine = SecondOpinion({"mailer.py": PARTIAL}, {"mailer.py": COMPLETE}, SETTLING)
+    report = HealingLoop(sandbox, engine).run().report
+    assert report.stop_reason is StopReason.HEALED
+    assert "in a tuple" in engine.table  # QA was shown where the two differ
+    assert report.patch is not None and "list(to)" in report.patch.diff  # the complete fix won
+    assert report.behaviour is not None and "replaced it" in report.behaviour.settled
+    assert "isinstance(to, str):" in report.behaviour.second_diff  # the partial fix is shown as the one dropped
+    assert "second_solution_settled" in codes(report) and "second_solution_differs" not in codes(report)
+
+
+@pytest.mark.slow
+def test_a_settling_test_both_pass_settles_nothing(make_sandbox: Callable[..., PytestSandbox]) -> None:
+    sandbox = make_sandbox(MAILER)
+    both = SETTLING.replace('recipients(("a@x",)) == ["a@x"]', 'recipients("a@x") == ["a@x"]')
+    report = HealingLoop(sandbox, SecondOpinion({"mailer.py": PARTIAL}, {"mailer.py": COMPLETE}, both)).run().report
+    assert report.patch is not None and "isinstance(to, str):" in report.patch.diff
+    assert report.behaviour is not None and report.behaviour.settled == ""
+    assert "settles nothing: both pass it" in report.behaviour.note
+    assert "second_solution_differs" in codes(report)
