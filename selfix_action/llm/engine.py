@@ -290,20 +290,13 @@ class LLMEngine:
     ) -> QATest | None:
         path = f"test_qa_{hypothesis.id.lower()}.py"
 
-        def validate(response: ModelResponse) -> QAAnswer:
-            answer = _parse(response, QAAnswer)
-            problem = qa_source_problem(answer.test_source)
-            if problem:
-                raise InvalidAnswer(problem)
-            return answer
-
         answer = self._ask(
             "qa",
             QA_TOOL,
             qa_request(hypothesis, path, feedback, qa_environment(evidence, sandbox.read_file)),
             evidence,
             sandbox,
-            validate,
+            _qa_answer,
         )
         if answer is None:
             self.trace(
@@ -436,16 +429,8 @@ class LLMEngine:
         """QA, once more: a test of the right outcome on the inputs where two verified patches differ (usage role
         "settler"); None when no usable test came."""
         path = f"test_settle_{hypothesis.id.lower()}.py"
-
-        def validate(response: ModelResponse) -> QAAnswer:
-            answer = _parse(response, QAAnswer)
-            problem = qa_source_problem(answer.test_source)
-            if problem:
-                raise InvalidAnswer(problem)
-            return answer
-
         request = settle_request(hypothesis, path, disagreements, qa_environment(evidence))
-        answer = self._ask("settler", QA_TOOL, request, evidence, sandbox, validate)
+        answer = self._ask("settler", QA_TOOL, request, evidence, sandbox, _qa_answer)
         if answer is None:
             return None
         source = answer.test_source if answer.test_source.endswith("\n") else answer.test_source + "\n"
@@ -824,6 +809,15 @@ def _parse(response: ModelResponse, schema: type[A]) -> A:
         return schema.model_validate(response.tool_input)
     except ValidationError as exc:
         raise InvalidAnswer(f"the arguments do not match the schema: {validation_message(exc)}") from exc
+
+
+def _qa_answer(response: ModelResponse) -> QAAnswer:
+    """A QA answer whose test module can be run (the reproduction test's and the settling test's)."""
+    answer = _parse(response, QAAnswer)
+    problem = qa_source_problem(answer.test_source)
+    if problem:
+        raise InvalidAnswer(problem)
+    return answer
 
 
 def qa_source_problem(source: str) -> str | None:

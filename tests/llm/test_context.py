@@ -5,7 +5,6 @@ structured mode in use; schemas bounded by what was shown."""
 
 from __future__ import annotations
 
-import json
 import platform
 from collections.abc import Callable
 from typing import Any
@@ -17,7 +16,7 @@ from selfix_action.llm.engine import LLMEngine
 from selfix_action.llm.prompts import SYSTEM_PROMPT, build_context, detective_request, qa_environment, qa_request
 from selfix_action.llm.schemas import DETECTIVE_TOOL, MAX_SCHEMA_FILES, ProjectBounds, tool_specs
 from selfix_action.providers.anthropic_model import output_format_schema
-from selfix_action.providers.base import ModelRequest, ModelResponse, TokenUsage, answer_instruction
+from selfix_action.providers.base import ModelRequest, answer_instruction
 from selfix_action.repair.values import (
     Evidence,
     Frame,
@@ -31,6 +30,7 @@ from selfix_action.repair.values import (
     VerifyStage,
 )
 from tests.helpers.llm_sandbox import CachedSandbox
+from tests.helpers.queued_model import QueuedModel
 
 
 def files_reader(files: dict[str, str]) -> Callable[[str], str]:
@@ -260,24 +260,9 @@ def test_lookup():
 }
 
 
-class RecordingModel:
-    """A scripted ``ChatModel``: answers each tool from a queue, records every request."""
-
-    provider = "scripted"
-    model = "scripted"
-    structured = "json-schema"
-
-    def __init__(self, answers: dict[str, list[dict[str, Any]]]) -> None:
-        self.answers = answers
-        self.requests: list[ModelRequest] = []
-
-    def complete(self, request: ModelRequest) -> ModelResponse:
-        self.requests.append(request)
-        answer = self.answers[request.tool].pop(0)
-        return ModelResponse(json.dumps(answer), request.tool, answer, TokenUsage(10, 10), "scripted")
-
-    def text(self, tool: str) -> list[str]:
-        return [r.context + "\n".join(m.content for m in r.messages) for r in self.requests if r.tool == tool]
+def recording_model(answers: dict[str, list[dict[str, Any]]]) -> QueuedModel:
+    """Answers as a server enforcing JSON schemas would."""
+    return QueuedModel(answers, structured="json-schema", usage=(10, 10))
 
 
 def lines_of(source: str, code: str) -> int:
@@ -313,7 +298,7 @@ def test_the_detective_may_name_several_places_and_the_patcher_sees_each(
         "explanation": "0-based",
         "edits": [{"file": "finder.py", "search": "return i + 1", "replace": "return i + 0"}],
     }
-    model = RecordingModel({DETECTIVE_TOOL: [{"hypotheses": [hypothesis]}], "propose_edits": [fix, again]})
+    model = recording_model({DETECTIVE_TOOL: [{"hypotheses": [hypothesis]}], "propose_edits": [fix, again]})
     engine = LLMEngine(model, Budget(model="scripted"))
     (found,) = engine.hypotheses(ev, sandbox, 3)
     assert found.also == (Location(file="finder.py", symbol="lookup", lines=(lookup_line,)),)
@@ -397,7 +382,7 @@ def test_a_source_file_an_ask_showed_joins_the_file_enum(project_sandbox: Callab
         "reasoning": "asked for it",
         "proposed_fix": "change it",
     }
-    model = RecordingModel(
+    model = recording_model(
         {
             DETECTIVE_TOOL: [
                 {"asks": [{"kind": "file", "path": "helpers.py", "line_start": 1, "line_end": 2}]},
@@ -447,7 +432,7 @@ def test_the_qa_request_says_which_test_helpers_it_may_import_and_how_its_functi
         }
     )
     qa = {"test_source": "from m import f\n\n\ndef test_qa():\n    assert f() == 2\n", "expected_failure": "Assert"}
-    model = RecordingModel({"write_reproduction_test": [qa]})
+    model = recording_model({"write_reproduction_test": [qa]})
     engine = LLMEngine(model, Budget(model="scripted"), max_asks=0)
     ev = evidence(f2p_tests=("tests/sub/test_m.py::test_f",))
     hypothesis = Hypothesis(id="H1", rank=1, title="t", confidence=0.5, file="m.py", symbol="f", lines=(1,))

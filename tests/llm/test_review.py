@@ -21,7 +21,7 @@ from selfix_action.learn.viewer import render_html
 from selfix_action.llm.budget import Budget
 from selfix_action.llm.engine import LLMEngine
 from selfix_action.llm.schemas import REVIEW_TOOL, ReviewAnswer, tool_specs
-from selfix_action.providers.base import ModelRequest, ModelResponse, TokenUsage
+from selfix_action.providers.base import TokenUsage
 from selfix_action.publish.render import pr_body
 from selfix_action.repair.patches import unified_diff
 from selfix_action.repair.protocols import EngineStopped
@@ -42,28 +42,7 @@ from selfix_action.repair.values import (
 from tests.helpers.calc_answers import anthropic_script, assert_healed, run
 from tests.helpers.fake_providers import FakeProvider, anthropic_tool_use
 from tests.helpers.llm_sandbox import CachedSandbox, TraceLog
-
-
-class ScriptedModel:
-    """A ``ChatModel`` answering each tool from its own queue; records every request."""
-
-    provider = "scripted"
-    model = "scripted"
-    structured = "tools"
-
-    def __init__(self, answers: dict[str, list[dict[str, Any]]]) -> None:
-        self.answers = answers
-        self.requests: list[ModelRequest] = []
-
-    def complete(self, request: ModelRequest) -> ModelResponse:
-        self.requests.append(request)
-        answer = self.answers[request.tool].pop(0)
-        return ModelResponse(json.dumps(answer), request.tool, answer, TokenUsage(300, 40), "scripted")
-
-    def prompts(self, tool: str) -> list[tuple[str, str]]:
-        """(context, messages) of each request for ``tool``."""
-        return [(r.context, "\n".join(m.content for m in r.messages)) for r in self.requests if r.tool == tool]
-
+from tests.helpers.queued_model import QueuedModel
 
 ORIGINAL = "def add(a, b):\n    return a - b\n\n\ndef double(x):\n    return x * 2\n"
 PATCHED = ORIGINAL.replace("a - b", "a + b")
@@ -88,7 +67,7 @@ FAILURE = TestResult(
 PARTIAL = {"verdict": "partial", "reason": "only ints are summed", "missed": "add('a', 'b') still fails"}
 
 
-def engine_over(model: ScriptedModel, **budget: Any) -> LLMEngine:
+def engine_over(model: QueuedModel, **budget: Any) -> LLMEngine:
     return LLMEngine(model, Budget(model="scripted", **budget))
 
 
@@ -104,7 +83,7 @@ def a_review_request(behaviour: str = "") -> Any:
 
 
 def test_the_reviewer_reads_the_failure_the_hypothesis_the_patch_the_edited_code_and_the_behaviour() -> None:
-    model = ScriptedModel({REVIEW_TOOL: [PARTIAL]})
+    model = QueuedModel({REVIEW_TOOL: [PARTIAL]})
     engine = engine_over(model)
     review = engine.review(a_review_request(behaviour="add(1, 2): -1 -> 3"))
     assert review == Review(verdict="partial", reason="only ints are summed", missed="add('a', 'b') still fails")
@@ -123,7 +102,7 @@ def test_the_reviewer_reads_the_failure_the_hypothesis_the_patch_the_edited_code
 
 
 def test_without_a_behaviour_table_the_reviewer_is_not_told_of_one() -> None:
-    model = ScriptedModel({REVIEW_TOOL: [{"verdict": "complete", "reason": "sums both operands"}]})
+    model = QueuedModel({REVIEW_TOOL: [{"verdict": "complete", "reason": "sums both operands"}]})
     review = engine_over(model).review(a_review_request())
     assert review is not None and review.verdict == "complete" and review.missed == ""
     ((_, question),) = model.prompts(REVIEW_TOOL)
@@ -144,7 +123,7 @@ def test_the_review_schema_holds_three_verdicts_capped_strings_and_a_missed_case
 
 
 def test_an_unusable_review_is_asked_again_once_then_the_engine_says_it_cannot_review() -> None:
-    model = ScriptedModel(
+    model = QueuedModel(
         {REVIEW_TOOL: [{"verdict": "partial", "reason": "narrow"}, {"verdict": "maybe", "reason": "unsure"}]}
     )
     engine = engine_over(model)
@@ -159,7 +138,7 @@ def test_an_unusable_review_is_asked_again_once_then_the_engine_says_it_cannot_r
 
 
 def test_a_spent_budget_makes_no_review_call() -> None:
-    model = ScriptedModel({REVIEW_TOOL: [PARTIAL]})
+    model = QueuedModel({REVIEW_TOOL: [PARTIAL]})
     engine = engine_over(model, max_calls=1)
     engine.budget.record("patcher", TokenUsage(10, 10))
     with pytest.raises(EngineStopped) as stopped:
@@ -208,7 +187,7 @@ def calc_evidence() -> Evidence:
 def test_the_second_patch_sees_the_hypothesis_and_the_code_but_no_first_patch_nor_any_attempt(
     calc: CachedSandbox,
 ) -> None:
-    model = ScriptedModel({"report_hypotheses": [DETECTIVE], "propose_edits": [FIRST_WRONG, FIRST_FIX, SECOND]})
+    model = QueuedModel({"report_hypotheses": [DETECTIVE], "propose_edits": [FIRST_WRONG, FIRST_FIX, SECOND]})
     engine = engine_over(model)
     evidence = calc_evidence()
     (hypothesis,) = engine.hypotheses(evidence, calc, 1, prior_attempts=PRIOR)
@@ -320,7 +299,7 @@ def test_qa_settles_a_disagreement_from_the_table_of_inputs(calc: CachedSandbox)
         "test_source": "from calc import add\n\n\ndef test_strings():\n    assert add('a', 'b') == 'ab'\n",
         "expected_failure": "the first patch raises TypeError",
     }
-    model = ScriptedModel({"write_reproduction_test": [settling]})
+    model = QueuedModel({"write_reproduction_test": [settling]})
     engine = engine_over(model)
     test = engine.settle(HYPOTHESIS, calc_evidence(), calc, table)
     assert test is not None and test.path == "test_settle_h1.py" and "add('a', 'b') == 'ab'" in test.source
