@@ -39,6 +39,7 @@ from selfix_action.llm.prompts import (
     render_slices,
     reviewer_context,
     reviewer_request,
+    second_patcher_request,
     settle_request,
     source_slices,
 )
@@ -397,11 +398,13 @@ class LLMEngine:
         first patch, and the context without what was tried before this engine was called (--engine auto's
         offline candidates and the offline patch). No temperature or seed is sent by any call of this engine, so
         the provider samples at its default (1.0 on Anthropic and OpenAI): a fresh call is a fresh sample, not a
-        replay of the first. None: no usable answer after the corrective re-ask."""
+        replay of the first. Asked for a fix of every input the root cause reaches (``SECOND_PATCHER_FOCUS``):
+        given the first's request word for word, a capable model writes the first's program again. None: no usable
+        answer after the corrective re-ask."""
         self._context_of(evidence, sandbox)  # the shared context's pieces: the sandbox to read, the tools' bounds
         editable = set(sandbox.source_files())
         code = render_slices(locations_slice(hypothesis.locations(), sandbox.read_file), sandbox.read_file)
-        request = patcher_request(hypothesis, code, (), asks_left=self._asks_left())
+        request = second_patcher_request(hypothesis, code, asks_left=self._asks_left())
 
         def validate(response: ModelResponse) -> tuple[PatcherAnswer, dict[str, str]]:
             answer = _parse(response, PatcherAnswer)

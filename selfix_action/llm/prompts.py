@@ -691,6 +691,25 @@ few surrounding lines if needed. Edit only the project's source files. Never edi
 configuration or CI files.{ask_offer(asks_left)}{correction}"""
 
 
+# What the second Patcher is asked besides the first's request (issue 33): a capable model given the same request
+# writes the same program (on the benchmark's 42 bugs, the same one in most heals), which tells nothing; the
+# question that separates a complete fix from a partial one is "does it fix every input the root cause reaches?".
+SECOND_PATCHER_FOCUS = """
+
+Another engineer is fixing this bug from the same hypothesis; you will not see their patch. Write your own fix
+from the root cause, not from the failing example: it must be right for every input the root cause reaches (the
+failing input's siblings: other types of the same thing such as a tuple or a generator where a list or a string
+came, empty and None values, the other callers of the code you change, the other branches with the same
+flaw), not only the input the failing tests use. The proposed fix in the hypothesis is one engineer's idea;
+follow it only where it is complete."""
+
+
+def second_patcher_request(hypothesis: Hypothesis, code: str, asks_left: int = 0) -> str:
+    """The second, independent Patcher's request: the first's (the hypothesis and the code, no attempt), asked
+    for a fix of the whole class of inputs the root cause reaches."""
+    return patcher_request(hypothesis, code, (), asks_left=asks_left) + SECOND_PATCHER_FOCUS
+
+
 def describe_failure(verdict: Verification) -> str:
     detail = verdict.detail or ", ".join(verdict.failing_tests[:3])
     return f"verification failed at {verdict.stage.value}:\n" + block("verification output", detail, limit=1500)

@@ -216,6 +216,9 @@ def test_the_second_patch_sees_the_hypothesis_and_the_code_but_no_first_patch_no
     assert "Earlier attempts" not in text and len(second_call.messages) == 1
     # The same hypothesis and the same code as the first Patcher had.
     assert "add subtracts instead of adding" in text and "    2 |     return a - b" in text
+    # Asked for the whole class of inputs the root cause reaches, not a copy of the first request.
+    assert "right for every input the root cause reaches" in text
+    assert "right for every input the root cause reaches" not in retry_text
     usage = engine.usage().by_role
     assert usage["patcher2"].calls == 1 and usage["patcher"].calls == 2
 
