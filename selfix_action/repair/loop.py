@@ -722,7 +722,7 @@ class HealingLoop:
             probe = BehaviourEvidence(note="the budget had no room left for the behaviour probe")
         else:
             run = self.sandbox.probe_calls(targets, tests, versions)
-            self.budget.test_runs += len(run.versions) + 1 if run.versions else 1
+            self.budget.test_runs += run.processes
             probe = behaviour_evidence(
                 run,
                 set(evidence.f2p_tests),

@@ -276,4 +276,5 @@ class CallProbe(Frozen):
     versions: dict[str, tuple[ProbeLine, ...]] = Field(default_factory=dict)
     recorded: int = 0  # distinct calls recorded
     unpicklable: int = 0  # calls whose arguments could not be kept
+    processes: int = 0  # processes of the project's code the probe ran (its recording run and its replays)
     note: str = ""

@@ -341,7 +341,21 @@ class PytestSandbox:
         """Record the calls ``tests`` make to ``targets`` on the unpatched code, then replay them and their
         variations on the unpatched code twice ("before", "before again") and on each of ``versions`` (label:
         the patch's files). Every run is the project's interpreter in this sandbox (``plugin/selfix_calls.py``);
-        what comes back is text only. A probe that cannot record or replay says why in ``note``."""
+        what comes back is text only. A probe that cannot record or replay says why in ``note``; ``processes``
+        counts the processes it ran (each a cold run in ``runs``, and in the heal's test runs)."""
+        started = self.runs
+        probe = self._probe_calls(targets, tests, versions, max_calls, max_variations, call_seconds)
+        return probe.model_copy(update={"processes": self.runs - started})
+
+    def _probe_calls(
+        self,
+        targets: Sequence[ProbeTarget],
+        tests: Sequence[str],
+        versions: Mapping[str, Mapping[str, str]],
+        max_calls: int,
+        max_variations: int,
+        call_seconds: float,
+    ) -> CallProbe:
         if not targets or not tests:
             return CallProbe(note="no function to probe" if not targets else "no test calls the edited code")
         spec_file = self._tmp / f"calls-spec-{self.runs}.json"
@@ -400,6 +414,7 @@ class PytestSandbox:
             out = self._tmp / f"replay-{self.runs}-{len(found)}.jsonl"
             replay_spec["out"] = str(out)
             spec_file.write_text(json.dumps(replay_spec), encoding="utf-8")
+            self.runs += 1  # a fresh process of the project's code, as a cold run is
             with self.patched(files):
                 proc = run_process(
                     [python, str(PLUGIN_DIR / "selfix_calls.py"), "replay", str(spec_file)],

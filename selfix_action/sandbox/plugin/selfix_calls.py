@@ -80,7 +80,8 @@ class _Keeper(pickle.Pickler):
             return None
         if isinstance(obj, type):
             return None
-        if self.strict and (_machinery(obj) or not self._named(type(obj))):
+        named = isinstance(obj, types.MethodType) or self._named(type(obj))  # a method is rebuilt from its parts
+        if self.strict and (_machinery(obj) or not named):
             return self._stub(obj)
         try:
             if isinstance(obj, (types.FunctionType, types.BuiltinFunctionType)):
