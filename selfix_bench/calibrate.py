@@ -124,6 +124,18 @@ def fit(found: Sequence[Patch]) -> frozenset[str]:
     return best[1] if best is not None else frozenset()
 
 
+def code_table(found: Sequence[Patch]) -> list[str]:
+    """For every reason code below high that occurs: how many correct and how many partial or wrong patches carry
+    it (what each piece of evidence against has meant on this set, the fixed ones included)."""
+    counts: dict[str, list[int]] = {}
+    for patch in found:
+        for code in sorted({c for c, level in patch.reasons if level != "high" or c in TUNABLE}):
+            counts.setdefault(code, [0, 0])[0 if patch.correct else 1] += 1
+    rows = ["| reason | on correct patches | on partial or wrong patches |", "|---|---:|---:|"]
+    rows += [f"| `{code}` | {right} | {wrong} |" for code, (right, wrong) in sorted(counts.items())]
+    return rows
+
+
 def _records(run: Path) -> list[dict[str, Any]]:
     path = run / "results.jsonl" if run.is_dir() else run
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -148,6 +160,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(figures(fitted_on, caps).line(f"fit: {args.fit.name}"))
     for run in args.evaluate:
         print(figures(patches(_records(run), reviews), caps).line(f"evaluate: {run.name}"))
+    print("")
+    print(f"What each reason meant on {args.fit.name}:")
+    print("")
+    print("\n".join(code_table(fitted_on)))
     return 0
 
 

@@ -292,9 +292,7 @@ class EvidenceCapture:
     def revise(self, hypothesis: Hypothesis, ahead: Sequence[Hypothesis]) -> PlanChange:
         return PlanChange()
 
-    def settle(
-        self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, disagreements: str
-    ) -> QATest | None:
+    def settle(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, disagreements: str) -> QATest | None:
         return None
 
     def second_patch(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> CandidatePatch | None:

@@ -54,3 +54,4 @@ def test_the_rule_fitted_on_one_run_is_reported_on_another(tmp_path: Path, capsy
     assert "caps at medium: ['review_partial', 'second_solution_differs']" in out
     # review_wrong never occurred in the fit: it caps nothing, and the other run's wrong patch stays high.
     assert "| evaluate: other.jsonl | 1 | 0 | 1 | 0/1" in out
+    assert "| `review_partial` | 1 | 2 |" in out  # e correct; d and f partial or wrong
