@@ -8,9 +8,10 @@ below it. This fits that choice on a calibration run (bench/calibration/tasks, b
 1. Each patch's level is recomputed from its recorded reasons: the reasons whose code is one of ``TUNABLE`` take
    the level the candidate rule gives them (``medium`` when the code caps, ``high`` when it does not); every other
    reason keeps its level.
-2. Every subset of ``TUNABLE`` that occurs in the data is tried as "the codes that cap"; the fitted rule is the one
-   with no partial or wrong patch at ``high`` and the most correct patches at ``high`` (ties: fewer caps). With no
-   such rule, the one with the fewest wrong at ``high``.
+2. Every subset of the ``TUNABLE`` codes that occur in the data is tried as "the codes that cap"; the fitted rule
+   is the one with no partial or wrong patch at ``high`` and the most correct patches at ``high`` (ties: fewer
+   caps). With no such rule, the one with the fewest wrong at ``high``. A code the fitting set never shows keeps the
+   product's level for it (``plausibility.PROBE_LEVELS``, ``REVIEW_LEVELS``): no data, no change.
 3. The fitted rule is then applied, unchanged, to the evaluation run (the 42 bugs of bench/realbugs): both sets'
    figures, each with its Wilson interval.
 
@@ -32,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from selfix_action.repair.plausibility import PROBE_LEVELS, REVIEW_LEVELS
 from selfix_bench.report import patch_digest
 from selfix_bench.stats import wilson_interval
 
@@ -109,14 +111,23 @@ def figures(found: Sequence[Patch], caps: frozenset[str]) -> Figures:
     )
 
 
-def fit(found: Sequence[Patch]) -> frozenset[str]:
+def product_levels() -> dict[str, str]:
+    """The level the product gives each tunable code today (``review_<verdict>`` codes from REVIEW_LEVELS)."""
+    levels = {code: str(level) for code, level in PROBE_LEVELS.items()}
+    levels.update({f"review_{verdict}": str(level) for verdict, level in REVIEW_LEVELS.items()})
+    return levels
+
+
+def fit(found: Sequence[Patch], defaults: Mapping[str, str] | None = None) -> frozenset[str]:
     """The codes that cap, fitted on ``found``: no wrong patch at high and the most correct ones there; ties to the
-    fewer caps, then the alphabetical first (deterministic)."""
+    fewer caps, then the alphabetical first (deterministic). A tunable code ``found`` never shows caps when its
+    level in ``defaults`` is below high."""
     present = sorted({code for p in found for code, _ in p.reasons if code in TUNABLE})
+    kept = frozenset(code for code in TUNABLE if code not in present and (defaults or {}).get(code, "high") != "high")
     best: tuple[tuple[int, int, int], frozenset[str]] | None = None
     for size in range(len(present) + 1):
         for combination in itertools.combinations(present, size):
-            caps = frozenset(combination)
+            caps = frozenset(combination) | kept
             result = figures(found, caps)
             key = (-result.high_wrong, result.high_correct, -size)
             if best is None or key > best[0]:
@@ -152,7 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for task, verdicts in json.loads(path.read_text(encoding="utf-8")).items():
             reviews.setdefault(task, {}).update(verdicts)
     fitted_on = patches(_records(args.fit), reviews)
-    caps = fit(fitted_on)
+    caps = fit(fitted_on, product_levels())
     print(f"fitted on {args.fit} ({len(fitted_on)} resolved patches): caps at medium: {sorted(caps) or 'none'}")
     print("")
     print("| set | resolved patches | correct | high | high right (Wilson 95%) | correct at high | wrong at high |")

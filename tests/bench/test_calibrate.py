@@ -51,7 +51,17 @@ def test_the_rule_fitted_on_one_run_is_reported_on_another(tmp_path: Path, capsy
     other.write_text(json.dumps(record("z", False, ("review_wrong", "medium"))) + "\n")
     assert main(["--fit", str(fit_run), "--evaluate", str(other)]) == 0
     out = capsys.readouterr().out
-    assert "caps at medium: ['review_partial', 'second_solution_differs']" in out
-    # review_wrong never occurred in the fit: it caps nothing, and the other run's wrong patch stays high.
-    assert "| evaluate: other.jsonl | 1 | 0 | 1 | 0/1" in out
+    assert "'review_partial'" in out and "'second_solution_differs'" in out
+    # review_wrong never occurred in the fit: it keeps the product's level (medium), and the other run's wrong
+    # patch is not high.
+    assert "'review_wrong'" in out
+    assert "| evaluate: other.jsonl | 1 | 0 | 0 | - |" in out
     assert "| `review_partial` | 1 | 2 |" in out  # e correct; d and f partial or wrong
+
+
+def test_a_code_the_fitting_set_never_shows_keeps_the_products_level() -> None:
+    found = patches(CALIBRATION, {})
+    # second_solution_differs occurs in CALIBRATION: fitted. inputs_outside_failed does not: medium, as given.
+    caps = fit(found, {"inputs_outside_failed": "medium", "review_wrong": "high"})
+    assert "inputs_outside_failed" in caps and "review_wrong" not in caps
+    assert {"second_solution_differs", "review_partial"} <= caps
