@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 from selfix_action.llm.imports import import_lines, test_helper_imports
-from selfix_action.llm.test_uses import built_classes, constructor_lines, used_helpers
+from selfix_action.llm.test_uses import built_classes, constructor_lines, find_class, used_helpers
 from selfix_action.repair.localize import FunctionSpan, enclosing_function, function_spans
 from selfix_action.repair.paths import is_test_path
 from selfix_action.repair.review import ReviewRequest
@@ -543,13 +543,9 @@ def _definitions_index(tree: ast.Module) -> set[int]:
 
 def _class_outline(tree: ast.Module, qualified: str) -> set[int]:
     """The class's header and its class-level statements (attributes), not its other methods."""
-    node: ast.AST = tree
-    for part in qualified.split("."):
-        found = next((c for c in ast.iter_child_nodes(node) if isinstance(c, ast.ClassDef) and c.name == part), None)
-        if found is None:
-            return set()
-        node = found
-    assert isinstance(node, ast.ClassDef)
+    node = find_class(tree, qualified)
+    if node is None:
+        return set()
     lines = set(range(node.lineno, node.body[0].lineno if node.body else node.lineno + 1))
     for stmt in node.body:
         if not isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Expr):

@@ -117,15 +117,22 @@ def class_with_constructor(node: ast.ClassDef) -> set[int]:
     return lines
 
 
-def constructor_lines(tree: ast.Module, qualified: str) -> set[int]:
-    """The constructor lines of the class ``qualified`` names (``Outer.Inner`` for a nested one)."""
+def find_class(tree: ast.Module, qualified: str) -> ast.ClassDef | None:
+    """The class ``qualified`` names (``Outer.Inner`` for a nested one), or None."""
     node: ast.AST = tree
     for part in qualified.split("."):
         found = next((c for c in ast.iter_child_nodes(node) if isinstance(c, ast.ClassDef) and c.name == part), None)
         if found is None:
-            return set()
+            return None
         node = found
-    assert isinstance(node, ast.ClassDef)
+    return node if isinstance(node, ast.ClassDef) else None
+
+
+def constructor_lines(tree: ast.Module, qualified: str) -> set[int]:
+    """The constructor lines of the class ``qualified`` names (``Outer.Inner`` for a nested one)."""
+    node = find_class(tree, qualified)
+    if node is None:
+        return set()
     lines: set[int] = set()
     for stmt in node.body:
         if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.name in CONSTRUCTORS:
