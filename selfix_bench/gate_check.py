@@ -3,8 +3,8 @@ was never evidence of the fix, whatever it did on the unpatched code.
 
 For every task of a run, the QA reproduction tests that exposed their hypothesis and the property tests that found
 their counterexample on the unpatched code (read from the run's transcripts) run on a fresh tree of the fixed
-commit, in the task's environment (Hypothesis from selfix's cache for the property tests, appended to
-``sys.path`` as the heal did):
+commit, in the product's sandbox with the task's environment (Hypothesis from selfix's cache for the property
+tests, appended to ``sys.path`` as the heal did):
 
     python -m selfix_bench.gate_check RUN_DIR TASKS_DIR --mirror-dir DIR
 
@@ -15,17 +15,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from selfix_action.repair.paths import QA_TEST_DIR
 from selfix_action.sandbox.hypothesis_lib import default_cache_root
+from selfix_action.sandbox.process import Limits
+from selfix_action.sandbox.pytest_sandbox import PytestSandbox
 from selfix_bench.kinds import load_bench_task
 from selfix_bench.realbugs import RealBugTask, set_mirror_dir
 
-QA_DIR = "_selfix_gate"
 TIMEOUT = 300
 
 
@@ -39,33 +40,34 @@ def gated_tests(transcript: Path) -> Iterator[tuple[str, str, str]]:
             yield "property", f"test_property_{event.get('hypothesis', 'h').lower()}.py", str(event["source"])
 
 
+def _python_version(python: str) -> str:
+    """``3.11`` for a virtual environment's interpreter, from its ``pyvenv.cfg`` (nothing is run)."""
+    config = Path(python).parent.parent / "pyvenv.cfg"
+    for line in config.read_text(encoding="utf-8").splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() in ("version", "version_info"):
+            return ".".join(value.strip().split(".")[:2])
+    return f"{sys.version_info[0]}.{sys.version_info[1]}"
+
+
 def run_on_fixed(task: RealBugTask, tests: Sequence[tuple[str, str, str]], workdir: Path) -> list[tuple[str, str]]:
-    """Each test's verdict on the fixed commit: "held", or "failed: <last line>"."""
+    """Each test's verdict on the fixed commit, run in the product's sandbox: "held", or "failed: <why>"."""
     tree = task.materialize(workdir / "fixed", fixed=True)
-    folder = tree / QA_DIR
-    folder.mkdir()
-    version = subprocess.run(
-        [task.python(), "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    ).stdout.strip()
-    hypothesis = default_cache_root({"HOME": str(Path.home())}) / f"py{version}"
-    (folder / "conftest.py").write_text(f"import sys\nsys.path.append({str(hypothesis)!r})\n", encoding="utf-8")
+    python = task.python()
+    hypothesis = default_cache_root({"HOME": str(Path.home())}) / f"py{_python_version(python)}"
+    conftest = {f"{QA_TEST_DIR}/conftest.py": f"import sys\nsys.path.append({str(hypothesis)!r})\n"}
     verdicts = []
-    for kind, name, source in tests:
-        (folder / name).write_text(source, encoding="utf-8")
-        proc = subprocess.run(
-            [task.python(), "-m", "pytest", "-q", "-p", "no:cacheprovider", f"{QA_DIR}/{name}"],
-            cwd=tree,
-            capture_output=True,
-            text=True,
-            timeout=TIMEOUT,
-            env={"PATH": "/usr/bin:/bin", "HOME": str(workdir), "PYTHONPATH": str(tree)},
-        )
-        last = (proc.stdout.strip().splitlines() or [""])[-1]
-        verdicts.append((kind, "held" if proc.returncode == 0 else f"failed: {last[:160]}"))
+    with PytestSandbox(tree, [python, "-m", "pytest"], limits=Limits(wall_seconds=TIMEOUT)) as sandbox:
+        for kind, name, source in tests:
+            path = f"{QA_TEST_DIR}/{name}"
+            run = sandbox.run_tests([path], extra_test_files={**conftest, path: source})
+            results = [r for n, r in run.results.items() if n.startswith(path)]
+            failed = [r for r in results if not r.ok]
+            if results and not failed:
+                verdicts.append((kind, "held"))
+            else:
+                why = f"{failed[0].exc_type}: {failed[0].message[:120]}" if failed else (run.error or "not run")[:160]
+                verdicts.append((kind, "failed: " + " ".join(why.split())))
     return verdicts
 
 
