@@ -191,7 +191,7 @@ def source_slices(evidence: Evidence, read_file: ReadFile) -> dict[str, set[int]
             for name in {span.name.rsplit(".", 1)[0] for span in spans if "." in span.name and lines & _span(span)}:
                 lines |= _class_outline(tree, name) | constructor_lines(tree, name)
     # The classes the failing tests build, with their constructors: what the objects under test hold.
-    for test_path, test_tree, node in _failing_test_nodes(evidence, read_file):
+    for test_path, test_tree, node, _ in _failing_test_nodes(evidence, read_file):
         for path, lines in built_classes(node, test_tree, test_path, read_file).items():
             if source_files(path):
                 if path not in wanted:
@@ -200,8 +200,11 @@ def source_slices(evidence: Evidence, read_file: ReadFile) -> dict[str, set[int]
     return wanted
 
 
-def _failing_test_nodes(evidence: Evidence, read_file: ReadFile) -> Iterator[tuple[str, ast.Module, ast.AST]]:
-    """(test file, its tree, the test function) of the first ``MAX_TEST_FUNCTIONS`` failing tests found."""
+def _failing_test_nodes(
+    evidence: Evidence, read_file: ReadFile
+) -> Iterator[tuple[str, ast.Module, ast.FunctionDef | ast.AsyncFunctionDef, ast.ClassDef | None]]:
+    """(test file, its tree, the test function, its class) of the first ``MAX_TEST_FUNCTIONS`` failing tests
+    found."""
     seen = 0
     for nodeid in evidence.f2p_tests:
         if seen >= MAX_TEST_FUNCTIONS:
@@ -216,7 +219,7 @@ def _failing_test_nodes(evidence: Evidence, read_file: ReadFile) -> Iterator[tup
         if tree is None or found is None:
             continue
         seen += 1
-        yield path, tree, found[0]
+        yield path, tree, found[0], found[1]
 
 
 def _read_once(read_file: ReadFile) -> ReadFile:
@@ -373,23 +376,7 @@ def test_slices(evidence: Evidence, read_file: ReadFile) -> dict[str, set[int]]:
     methods and attributes, the fixtures they ask for (from the test module or a conftest.py on its path) and
     the module's own helper functions they call; so QA tests can import and set up the same way."""
     wanted: dict[str, set[int]] = {}
-    seen = 0
-    for nodeid in evidence.f2p_tests:
-        if seen >= MAX_TEST_FUNCTIONS:
-            break
-        path, _, rest = nodeid.partition("::")
-        parts = [p.split("[")[0] for p in rest.split("::") if p]
-        try:
-            text = read_file(path)
-        except (OSError, UnicodeDecodeError):
-            continue
-        tree = _parse(text)
-        if tree is None or not parts:
-            continue
-        found = _find_test(tree, parts)
-        if found is None:
-            continue
-        node, owner = found
+    for path, tree, node, owner in _failing_test_nodes(evidence, read_file):
         lines = wanted.setdefault(path, set())
         lines |= _module_outline(tree)
         lines |= _node_lines(node, MAX_TEST_LINES)
@@ -425,7 +412,6 @@ def test_slices(evidence: Evidence, read_file: ReadFile) -> dict[str, set[int]]:
                     conf_lines |= _module_outline(conf_tree)
                     conf_lines |= _node_lines(stmt, MAX_TEST_LINES)
                     fixtures.discard(stmt.name)
-        seen += 1
     return wanted
 
 
