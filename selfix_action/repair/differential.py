@@ -61,13 +61,17 @@ def probed_tests(
     return tuple(dict.fromkeys(chosen))[:MAX_PROBED_TESTS]
 
 
+def ending(outcome: str) -> str:
+    """How a call ended: "returns", or the kind of exception it raised ("raises ValueError")."""
+    result = outcome.partition(" | arguments after: ")[0]
+    return result.split(":", 1)[0] if result.startswith("raises ") else result.split(" ", 1)[0]
+
+
 def _behaviour(outcome: str) -> tuple[str, str]:
     """What an outcome says of behaviour: the value returned, or only the kind of exception raised (its message
     is wording: two versions that both refuse an input refuse it alike), and the mutable arguments afterwards."""
     result, _, after = outcome.partition(" | arguments after: ")
-    if result.startswith("raises "):
-        result = result.split(":", 1)[0]
-    return result, after
+    return (ending(result) if result.startswith("raises ") else result), after
 
 
 # What a replay line says when the call never ran: rebuilding its arguments can run the code under test (a dict

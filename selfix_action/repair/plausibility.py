@@ -36,6 +36,7 @@ import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from selfix_action.repair.differential import ending
 from selfix_action.repair.report import (
     CONFIDENCE_ORDER,
     BehaviourEvidence,
@@ -656,12 +657,6 @@ def assess_confidence(
     )
 
 
-def _kind(outcome: str) -> str:
-    """How a call ended: "returns", or the exception it raised ("raises ValueError")."""
-    result = outcome.split(" | ", 1)[0]
-    return result.split(":", 1)[0] if result.startswith("raises ") else result.split(" ", 1)[0]
-
-
 def _shown(change: InputChange) -> str:
     name = change.function.rsplit(":", 1)[-1]
     return f"`{name}{change.input}`: {change.before} -> {change.after}"
@@ -690,7 +685,7 @@ def probe_reasons(probe: BehaviourEvidence | None) -> list[tuple[str, Confidence
         return []
     found: list[tuple[str, ConfidenceLevel, str]] = []
     outside = probe.outside
-    failed = [c for c in outside if _kind(c.before) != _kind(c.after)]
+    failed = [c for c in outside if ending(c.before) != ending(c.after)]
     if failed:
         found.append(
             (

@@ -71,7 +71,6 @@ class _Keeper(pickle.Pickler):
 
     def __init__(self, handle, strict=False):
         super().__init__(handle, protocol=_PROTOCOL)
-        self.stubbed = 0
         self.strict = strict  # also stand in for the test machinery's objects and instances of nameless classes
         self._classes = {}
 
@@ -107,7 +106,6 @@ class _Keeper(pickle.Pickler):
         return known
 
     def _stub(self, obj):
-        self.stubbed += 1
         kind = type(obj)
         return "{}.{}".format(getattr(kind, "__module__", "?"), getattr(kind, "__qualname__", kind.__name__))
 
@@ -138,7 +136,7 @@ def _pickled(value, strict):
     keeper.dump(value)
     if handle.tell() > _MAX_PAYLOAD:
         raise ValueError("arguments too large to keep")
-    return handle.getvalue(), keeper.stubbed
+    return handle.getvalue()
 
 
 def _dumps(call):
@@ -150,15 +148,12 @@ def _dumps(call):
         except Exception:
             continue
     positional, extra, keywords, more = call
-    stubbed = 0
 
     def kept(value):
-        nonlocal stubbed
         try:
             _pickled(value, True)
             return value
         except Exception:
-            stubbed += 1
             return Stub(type(value).__name__)
 
     call = (
@@ -167,8 +162,7 @@ def _dumps(call):
         {k: kept(v) for k, v in keywords.items()},
         {k: kept(v) for k, v in more.items()},
     )
-    payload, inner = _pickled(call, True)
-    return payload, stubbed + inner
+    return _pickled(call, True)
 
 
 def _loads(payload):
@@ -177,7 +171,7 @@ def _loads(payload):
 
 # -- recording ------------------------------------------------------------------------------------------------
 _SPEC = os.environ.get("SELFIX_CALLS_SPEC", "")
-_rec = {"targets": {}, "calls": [], "seen": set(), "counts": {}, "test": "", "max": 10, "out": ""}
+_rec = {"targets": {}, "calls": [], "seen": set(), "counts": {}, "unpicklable": 0, "test": "", "max": 10, "out": ""}
 
 
 def _load_spec():
@@ -228,9 +222,9 @@ def _profile(frame, event, arg):
     if _rec["counts"].get(name, 0) >= _rec["max"]:
         return
     try:
-        payload, _stubbed = _dumps(_arguments(frame))
-    except Exception:  # an argument that cannot be pickled (a socket, a lock, a generator): not replayable
-        _rec["counts"][name + " (unpicklable)"] = _rec["counts"].get(name + " (unpicklable)", 0) + 1
+        payload = _dumps(_arguments(frame))
+    except Exception:  # arguments too large to keep, or that fail even with stand-ins: not replayable
+        _rec["unpicklable"] += 1
         return
     digest = hashlib.sha1(payload).hexdigest()
     if (name, digest) in _rec["seen"]:
@@ -264,11 +258,10 @@ def pytest_unconfigure(config):
     sys.setprofile(None)
     if not _rec["out"]:
         return
-    skipped = {k: v for k, v in _rec["counts"].items() if k.endswith("(unpicklable)")}
     with open(_rec["out"], "wb") as handle:
         pickle.dump({"calls": _rec["calls"]}, handle, protocol=_PROTOCOL)
     # What selfix reads back in its own process: plain JSON, never the pickle.
-    summary = {"calls": len(_rec["calls"]), "unpicklable": sum(skipped.values()), "python": sys.executable}
+    summary = {"calls": len(_rec["calls"]), "unpicklable": _rec["unpicklable"], "python": sys.executable}
     with open(_rec["out"] + ".json", "w", encoding="utf-8") as handle:
         json.dump(summary, handle)
 
