@@ -718,7 +718,7 @@ class HealingLoop:
             versions["second"] = second.files
         second_diff = unified_diff(originals, second.files) if second is not None else ""
         run: CallProbe | None = None
-        if self.budget.allows(len(versions) + 2) is not None:
+        if self.budget.allows(len(versions) + 3) is not None:  # the recording, two unpatched replays, one per version
             probe = BehaviourEvidence(note="the budget had no room left for the behaviour probe")
         else:
             run = self.sandbox.probe_calls(targets, tests, versions)
