@@ -18,7 +18,7 @@ from selfix_action.llm.imports import import_lines, test_helper_imports
 from selfix_action.llm.test_uses import built_classes, constructor_lines, find_class, used_helpers
 from selfix_action.repair.localize import FunctionSpan, enclosing_function, function_spans
 from selfix_action.repair.paths import is_test_path
-from selfix_action.repair.review import ReviewRequest
+from selfix_action.repair.review import ReviewedCode, ReviewRequest
 from selfix_action.repair.values import Evidence, Hypothesis, Location, Verification
 from selfix_action.untrusted import NOTICE as UNTRUSTED_NOTICE
 from selfix_action.untrusted import block, inline
@@ -718,8 +718,9 @@ def ask_offer(asks_left: int) -> str:
 
 # -- the reviewer -----------------------------------------------------------------------------------------
 def reviewer_context(request: ReviewRequest) -> str:
-    """What the Reviewer reads before its question: the failing tests as the evidence has them and the code the
-    patch edits, whole, as the patch leaves it. Its own context, not the other roles' shared one."""
+    """What the Reviewer reads before its question: the failing tests as the evidence has them, the code the
+    patch edits, whole, as the patch leaves it, and how an edited method's class builds its objects. Its own
+    context, not the other roles' shared one."""
     out = ["## The failing tests the patch was made for"]
     for failure in request.failures[:MAX_FAILURES]:
         out.append(f"- {inline(failure.nodeid)}: {failure.status.value} {inline(failure.exc_type, 100)}".rstrip())
@@ -732,12 +733,18 @@ def reviewer_context(request: ReviewRequest) -> str:
     if len(request.failures) > MAX_FAILURES:
         out.append(f"- ... and {len(request.failures) - MAX_FAILURES} more failing test(s)")
     out.append("\n## The edited code, as the patch leaves it")
-    for code in request.code:
-        lines = code.source.splitlines()
-        where = f"{code.symbol} (lines {code.start}-{code.start + len(lines) - 1})" if code.symbol else "module level"
-        numbered = "\n".join(f"{code.start + n:>5} | {line}" for n, line in enumerate(lines))
-        out.append(f"### {inline(code.file)}: {inline(where)}\n" + block(f"file {code.file}", numbered, code=True))
+    out += [_reviewed(code) for code in request.code if code.edited]
+    builders = [_reviewed(code) for code in request.code if not code.edited]
+    if builders:
+        out += ["\n## How the edited methods' classes build an object (not edited by the patch)", *builders]
     return "\n".join(out)
+
+
+def _reviewed(code: ReviewedCode) -> str:
+    lines = code.source.splitlines()
+    where = f"{code.symbol} (lines {code.start}-{code.start + len(lines) - 1})" if code.symbol else "module level"
+    numbered = "\n".join(f"{code.start + n:>5} | {line}" for n, line in enumerate(lines))
+    return f"### {inline(code.file)}: {inline(where)}\n" + block(f"file {code.file}", numbered, code=True)
 
 
 def reviewer_request(request: ReviewRequest) -> str:
@@ -757,9 +764,10 @@ The patch:
 
 Passing the tests is not being right. Judge whether the patch fixes the root cause completely: complete (every
 input of the kind the failure shows now behaves correctly), partial (the reported case is fixed but a sibling case
-of the same bug, another type, value or path, still fails) or wrong (it does not fix the root cause, or it breaks
-correct behaviour). For partial or wrong, name a concrete input or case the patched code still gets wrong. Judge
-from the code shown; do not propose a new patch."""
+of the same bug, another type, value or path, still fails, or a second place the fix needs, such as how the
+object is built, is left as it was) or wrong (it does not fix the root cause, or it breaks correct behaviour).
+For partial or wrong, name a concrete input or case the patched code still gets wrong. Judge from the code shown;
+do not propose a new patch."""
 
 
 def settle_request(hypothesis: Hypothesis, path: str, disagreements: str, environment: str = "") -> str:

@@ -9,6 +9,7 @@ piece of evidence for the confidence rule (``plausibility.REVIEW_LEVELS``), neve
 
 from __future__ import annotations
 
+import ast
 import difflib
 from collections.abc import Mapping
 from typing import Literal
@@ -35,6 +36,9 @@ class ReviewedCode(_Frozen):
     symbol: str  # qualified function name; "" for module-level code
     start: int  # first line shown, in the patched file
     source: str  # the lines shown, as they read
+    # False for a class's constructor shown beside its edited method: how the object is built is where the
+    # other half of a partial fix often lies (a base class' __init__ never called), and it reads unedited.
+    edited: bool = True
 
 
 class ReviewRequest(_Frozen):
@@ -83,7 +87,57 @@ def edited_code(originals: Mapping[str, str], files: Mapping[str, str]) -> tuple
             seen.add(key)
             lines = after[start - 1 : min(end, start - 1 + MAX_CODE_LINES)]
             shown.append(ReviewedCode(file=path, symbol=symbol, start=start, source="".join(lines)))
-    return tuple(shown)
+    edited = {(code.file, code.symbol) for code in shown}
+    builders = [
+        builder
+        for path in sorted(files)
+        for builder in _constructors(path, files[path], {s for f, s in edited if f == path and s})
+        if (builder.file, builder.symbol) not in edited
+    ]
+    return tuple(shown) + tuple(dict.fromkeys(builders))
+
+
+CONSTRUCTORS = ("__new__", "__init__", "__post_init__")
+
+
+def _constructors(path: str, source: str, symbols: set[str]) -> list[ReviewedCode]:
+    """For each edited method, how its class builds an object, unedited: the class statement (its bases and
+    decorators) and the class's own constructors. A class defined in a function is left out."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    lines = source.splitlines(keepends=True)
+    classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
+    shown: list[ReviewedCode] = []
+    for symbol in sorted(symbols):
+        owner, _, method = symbol.rpartition(".")
+        node = classes.get(owner)
+        if node is None or "." in owner or method in CONSTRUCTORS:
+            continue
+        first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+        header_end = node.body[0].lineno - 1 if node.body else node.lineno
+        if node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant):
+            header_end = node.body[0].end_lineno or header_end  # the docstring says what the class is
+        shown.append(
+            ReviewedCode(
+                file=path, symbol=owner, start=first, source="".join(lines[first - 1 : header_end]), edited=False
+            )
+        )
+        for child in node.body:
+            if isinstance(child, ast.FunctionDef) and child.name in CONSTRUCTORS:
+                start = min([child.lineno, *(d.lineno for d in child.decorator_list)])
+                end = min(child.end_lineno or child.lineno, start - 1 + MAX_CODE_LINES)
+                shown.append(
+                    ReviewedCode(
+                        file=path,
+                        symbol=f"{owner}.{child.name}",
+                        start=start,
+                        source="".join(lines[start - 1 : end]),
+                        edited=False,
+                    )
+                )
+    return shown
 
 
 def review_request(

@@ -311,3 +311,64 @@ def test_qa_settles_a_disagreement_from_the_table_of_inputs(calc: CachedSandbox)
     assert "Role: QA, settling a disagreement." in text and "`returns 'ab'`" in text
     assert "add subtracts instead of adding" in text
     assert engine.usage().by_role["settler"].calls == 1
+
+
+SHAPES = '''\
+class Shape:
+    def __init__(self, name):
+        self.name = name
+
+
+class Square(Shape):
+    """A square of one side."""
+
+    def __init__(self, side):
+        self.side = side
+
+    def area(self):
+        return self.side + self.side
+
+    def label(self):
+        return self.name
+'''
+
+
+def test_an_edited_method_is_shown_with_its_class_statement_and_constructor_unedited() -> None:
+    # luigi-2's partial fix: the method was right, the class' __init__ never called its base's. A reviewer shown
+    # only the edited method cannot see that half; it sees how the class builds an object, marked unedited.
+    patched = SHAPES.replace("self.side + self.side", "self.side * self.side")
+    model = QueuedModel({REVIEW_TOOL: [PARTIAL]})
+    request = review_request(
+        failures=(FAILURE,),
+        hypothesis=HYPOTHESIS,
+        diff=unified_diff({"shapes.py": SHAPES}, {"shapes.py": patched}),
+        originals={"shapes.py": SHAPES},
+        files={"shapes.py": patched},
+    )
+    assert [(c.symbol, c.edited) for c in request.code] == [
+        ("Square.area", True),
+        ("Square", False),
+        ("Square.__init__", False),
+    ]
+    engine_over(model).review(request)
+    ((context, _),) = model.prompts(REVIEW_TOOL)
+    edited, _, builders = context.partition("How the edited methods' classes build an object (not edited")
+    assert "shapes.py: Square.area (lines 12-13)" in edited and "Square.__init__" not in edited
+    assert "    6 | class Square(Shape):" in builders and '"""A square of one side."""' in builders
+    assert "shapes.py: Square.__init__ (lines 9-10)" in builders and "self.side = side" in builders
+    assert "def label" not in context and "class Shape:" not in context
+
+
+def test_an_edited_constructor_or_function_brings_no_class_context() -> None:
+    patched = SHAPES.replace("self.side = side", "self.side = abs(side)")
+    request = review_request(
+        failures=(FAILURE,),
+        hypothesis=HYPOTHESIS,
+        diff="",
+        originals={"shapes.py": SHAPES, "calc.py": ORIGINAL},
+        files={"shapes.py": patched, "calc.py": PATCHED},
+    )
+    assert [(c.file, c.symbol, c.edited) for c in request.code] == [
+        ("calc.py", "add", True),
+        ("shapes.py", "Square.__init__", True),
+    ]
