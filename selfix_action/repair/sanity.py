@@ -161,6 +161,18 @@ class ProjectSignatures:
     def file_of(self, module: str) -> str | None:
         return self._modules().get(module)
 
+    def patched_by(self, files: Mapping[str, str]) -> ProjectSignatures:
+        """The project as a candidate leaves it: its files' definitions read from ``files``, the others' shared
+        with this one. A patch that adds a parameter to a function in one module and passes it from another is
+        checked against the signature it gives the function, not the one it replaces."""
+        edited = {path: text for path, text in files.items() if path.endswith(".py")}
+        if not edited:
+            return self
+        overlay = ProjectSignatures(lambda path: edited[path] if path in edited else self._read(path), self._source_files)
+        overlay._by_module, overlay._claimed, overlay._files = self._modules(), self._claimed, self.files()
+        overlay._defs = {path: defs for path, defs in self._defs.items() if path not in edited}
+        return overlay
+
     def definitions(self, path: str) -> dict[str, ast.AST]:
         """Names bound exactly once at the top of ``path``, to the def or class that binds them."""
         if path not in self._defs:
@@ -788,11 +800,10 @@ class SanityChecker:
 
     def issues(self, files: Mapping[str, str]) -> list[SanityIssue]:
         found: list[SanityIssue] = []
-        for path in sorted(files):
-            if not path.endswith(".py"):
-                continue
+        changed = {path: text for path, text in files.items() if path.endswith(".py")}
+        changed = {path: text for path, text in changed.items() if self._original(path)[0] != text}
+        project = self.project.patched_by(changed)
+        for path in sorted(changed):
             original, parsed = self._original(path)
-            if original == files[path]:
-                continue
-            found += file_issues(path, original, files[path], self.project, parsed)
+            found += file_issues(path, original, changed[path], project, parsed)
         return found

@@ -193,6 +193,21 @@ def test_checker_reads_each_original_once_and_skips_unchanged_and_other_files() 
     assert reads.count("pkg/shapes.py") == 1 and "README.md" not in reads
 
 
+def test_a_call_is_checked_against_the_signature_the_same_patch_gives_another_module() -> None:
+    # A real fix's shape (black's async keywords): a parameter added to a function in one module and passed from
+    # another. Checked against the unpatched helper, the call was refused and a sound fix never ran.
+    checker = SanityChecker(SOURCES.get, lambda: list(SOURCES))
+    call = ORIGINAL.replace("return unit\n", "return helper(unit, 2, grammar=3)\n")
+    widened = HELPERS.replace("def helper(a, b):", "def helper(a, b, grammar=None):")
+    assert checker.issues({"pkg/shapes.py": call, "pkg/helpers.py": widened}) == []
+    # The same call without the helper's new parameter is still refused, and the unpatched project is unchanged.
+    assert [i.kind for i in checker.issues({"pkg/shapes.py": call})] == ["arity"]
+    narrowed = HELPERS.replace("def helper(a, b):", "def helper(a):")
+    kept = ORIGINAL.replace("return unit\n", "return helper(unit, 2)\n")
+    assert [i.kind for i in checker.issues({"pkg/shapes.py": kept, "pkg/helpers.py": narrowed})] == ["arity"]
+    assert checker.issues({"pkg/shapes.py": kept}) == []
+
+
 def test_changed_span_covers_every_change() -> None:
     assert changed_span("a\nb\nc\n", "a\nB\nc\n") == ((2, 2), (2, 2))
     assert changed_span("a\nc\n", "a\nb\nc\n") == ((2, 2), (2, 2))  # an insertion: the line after stands for it
