@@ -46,6 +46,13 @@ TUNABLE = (
     "review_wrong",
 )
 _ORDER = {"low": 0, "medium": 1, "high": 2}
+# The older coverage signal, split by what the behaviour probe saw: passing tests run other lines after the patch,
+# yet every call those tests made to the edited functions ends as before (the probe's summary says "none of them
+# a passing test's call"). Then the changed lines change no outcome at the functions' boundary.
+CALLS_KEPT = "p2p_behaviour_changed/calls_kept"
+# With --older, a code below high that the fitting set shows on fewer patches than this keeps its level: one or
+# two patches are no evidence that it may be lifted.
+MIN_SUPPORT = 5
 
 
 @dataclass(frozen=True)
@@ -54,12 +61,16 @@ class Patch:
     correct: bool
     reasons: tuple[tuple[str, str], ...]  # (code, level as recorded)
 
-    def level(self, caps: frozenset[str]) -> str:
-        """The patch's level when the codes in ``caps`` cap at medium and the other tunable codes cap nothing."""
+    def level(self, caps: frozenset[str], tunable: Iterable[str] = TUNABLE) -> str:
+        """The patch's level when the codes in ``caps`` cap and the other tunable codes cap nothing (issue 33's
+        codes cap at medium; an older one at the level it was recorded with)."""
+        tuned = frozenset(tunable)
         levels = []
         for code, level in self.reasons:
             if code in TUNABLE:
                 level = "medium" if code in caps else "high"
+            elif code in tuned and code not in caps:
+                level = "high"  # an older code lifted; capped, it keeps the level it was recorded with
             levels.append(level)
         return min(levels, key=lambda lv: _ORDER.get(lv, 0)) if levels else "low"
 
@@ -72,7 +83,18 @@ def patches(records: Iterable[Mapping[str, Any]], reviews: Mapping[str, Mapping[
         review = reviews.get(str(record.get("id")), {}).get(patch_digest(str(record.get("patch", ""))), {})
         correct = bool(record.get("correct")) or review.get("verdict") == "correct"
         confidence = record.get("confidence") or {}
-        reasons = tuple((str(r.get("code")), str(r.get("level"))) for r in confidence.get("reasons", []))
+        recorded = confidence.get("reasons", [])
+        kept = any(
+            r.get("code") == "inputs_probed" and "none of them a passing test's call" in str(r.get("text", ""))
+            for r in recorded
+        )
+        reasons = tuple(
+            (
+                CALLS_KEPT if kept and r.get("code") == "p2p_behaviour_changed" else str(r.get("code")),
+                str(r.get("level")),
+            )
+            for r in recorded
+        )
         found.append(Patch(str(record.get("id")), correct, reasons))
     return found
 
@@ -101,8 +123,9 @@ class Figures:
         )
 
 
-def figures(found: Sequence[Patch], caps: frozenset[str]) -> Figures:
-    high = [p for p in found if p.level(caps) == "high"]
+def figures(found: Sequence[Patch], caps: frozenset[str], tunable: Iterable[str] = TUNABLE) -> Figures:
+    tunable = tuple(tunable)
+    high = [p for p in found if p.level(caps, tunable) == "high"]
     return Figures(
         patches=len(found),
         correct=sum(p.correct for p in found),
@@ -118,17 +141,34 @@ def product_levels() -> dict[str, str]:
     return levels
 
 
-def fit(found: Sequence[Patch], defaults: Mapping[str, str] | None = None) -> frozenset[str]:
+def older_codes(found: Sequence[Patch]) -> tuple[str, ...]:
+    """The codes below high ``found`` shows that are not issue 33's (coverage, patterns, localization...), the
+    coverage signal split by the probe (``CALLS_KEPT``)."""
+    return tuple(sorted({c for p in found for c, level in p.reasons if level != "high" and c not in TUNABLE}))
+
+
+def fit(
+    found: Sequence[Patch],
+    defaults: Mapping[str, str] | None = None,
+    tunable: Sequence[str] = TUNABLE,
+    min_support: int = 1,
+) -> frozenset[str]:
     """The codes that cap, fitted on ``found``: no wrong patch at high and the most correct ones there; ties to the
     fewer caps, then the alphabetical first (deterministic). A tunable code ``found`` never shows caps when its
-    level in ``defaults`` is below high."""
-    present = sorted({code for p in found for code, _ in p.reasons if code in TUNABLE})
-    kept = frozenset(code for code in TUNABLE if code not in present and (defaults or {}).get(code, "high") != "high")
+    level in ``defaults`` is below high, and so does one it shows on fewer than ``min_support`` patches (an older
+    code, not one of ``TUNABLE``, keeps the level it was recorded with)."""
+    support = {code: sum(any(c == code for c, _ in p.reasons) for p in found) for code in tunable}
+    present = sorted(code for code in tunable if support[code] >= min_support)
+    kept = frozenset(
+        code
+        for code in tunable
+        if code not in present and (code not in TUNABLE or (defaults or {}).get(code, "high") != "high")
+    )
     best: tuple[tuple[int, int, int], frozenset[str]] | None = None
     for size in range(len(present) + 1):
         for combination in itertools.combinations(present, size):
             caps = frozenset(combination) | kept
-            result = figures(found, caps)
+            result = figures(found, caps, tunable)
             key = (-result.high_wrong, result.high_correct, -size)
             if best is None or key > best[0]:
                 best = (key, caps)
@@ -157,20 +197,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--fit", type=Path, required=True, help="the calibration run (a results folder or file)")
     parser.add_argument("--evaluate", type=Path, action="append", default=[], help="a run to report the rule on")
     parser.add_argument("--reviews", type=Path, action="append", default=[], help="reviewed verdicts (JSON)")
+    parser.add_argument(
+        "--older",
+        action="store_true",
+        help=f"also fit the older codes below high (coverage, patterns...) seen on at least {MIN_SUPPORT} patches",
+    )
     args = parser.parse_args(argv)
     reviews: dict[str, dict[str, Any]] = {}
     for path in args.reviews:
         for task, verdicts in json.loads(path.read_text(encoding="utf-8")).items():
             reviews.setdefault(task, {}).update(verdicts)
     fitted_on = patches(_records(args.fit), reviews)
-    caps = fit(fitted_on, product_levels())
-    print(f"fitted on {args.fit} ({len(fitted_on)} resolved patches): caps at medium: {sorted(caps) or 'none'}")
+    older = older_codes(fitted_on) if args.older else ()
+    tunable = (*TUNABLE, *older)
+    caps = fit(fitted_on, product_levels(), tunable, MIN_SUPPORT if args.older else 1)
+    print(f"fitted on {args.fit} ({len(fitted_on)} resolved patches): caps: {sorted(caps) or 'none'}")
+    if args.older:
+        lifted = sorted(set(older) - caps)
+        print(f"older codes fitted too (lifted only when seen on {MIN_SUPPORT}+ patches): lifted: {lifted or 'none'}")
     print("")
     print("| set | resolved patches | correct | high | high right (Wilson 95%) | correct at high | wrong at high |")
     print("|---|---:|---:|---:|---|---|---:|")
-    print(figures(fitted_on, caps).line(f"fit: {args.fit.name}"))
+    print(figures(fitted_on, caps, tunable).line(f"fit: {args.fit.name}"))
     for run in args.evaluate:
-        print(figures(patches(_records(run), reviews), caps).line(f"evaluate: {run.name}"))
+        print(figures(patches(_records(run), reviews), caps, tunable).line(f"evaluate: {run.name}"))
     print("")
     print(f"What each reason meant on {args.fit.name}:")
     print("")

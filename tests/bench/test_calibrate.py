@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from selfix_bench.calibrate import Patch, figures, fit, main, patches
+from selfix_bench.calibrate import TUNABLE, Patch, figures, fit, main, older_codes, patches
 
 
 def record(task: str, correct: bool, *codes: tuple[str, str]) -> dict:
@@ -65,3 +65,42 @@ def test_a_code_the_fitting_set_never_shows_keeps_the_products_level() -> None:
     caps = fit(found, {"inputs_outside_failed": "medium", "review_wrong": "high"})
     assert "inputs_outside_failed" in caps and "review_wrong" not in caps
     assert {"second_solution_differs", "review_partial"} <= caps
+
+
+def probed(task: str, correct: bool, coverage: str, calls_kept: bool) -> dict:
+    """A record whose coverage signal says passing tests ran other lines; the probe says whether their calls to
+    the edited functions all ended as before."""
+    found = record(task, correct, ("p2p_behaviour_changed", coverage))
+    text = "8 input(s) replayed: 1 changed outcome, " + (
+        "none of them a passing test's call" if calls_kept else "2 of them a passing test's call"
+    )
+    found["confidence"]["reasons"].append({"code": "inputs_probed", "level": "high", "text": text})
+    return found
+
+
+def test_older_codes_are_fitted_only_with_enough_patches_and_the_coverage_signal_is_split_by_the_probe(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = [
+        *(probed(f"kept-{n}", True, "low", calls_kept=True) for n in range(5)),  # the probe explains the change
+        *(probed(f"moved-{n}", False, "low", calls_kept=False) for n in range(3)),  # it does not
+        record("rare", True, ("pattern:clone_unchanged", "medium")),  # one patch: no evidence to lift it
+        record("plain", True),
+    ]
+    found = patches(run, {})
+    assert {code for p in found for code, _ in p.reasons} >= {"p2p_behaviour_changed/calls_kept"}
+    older = older_codes(found)
+    assert older == ("p2p_behaviour_changed", "p2p_behaviour_changed/calls_kept", "pattern:clone_unchanged")
+    caps = fit(found, {}, (*TUNABLE, *older), min_support=5)
+    assert "p2p_behaviour_changed/calls_kept" not in caps  # 5 correct, 0 wrong: lifted
+    assert {"p2p_behaviour_changed", "pattern:clone_unchanged"} <= caps  # 3 wrong; too rare to judge
+    result = figures(found, caps, (*TUNABLE, *older))
+    assert (result.high, result.high_wrong) == (6, 0)
+    # A capped older code keeps the level it was recorded with (low here), not medium.
+    assert found[5].level(caps, (*TUNABLE, *older)) == "low"
+    path = tmp_path / "run.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in run) + "\n")
+    assert main(["--fit", str(path), "--older"]) == 0
+    out = capsys.readouterr().out
+    assert "lifted: ['p2p_behaviour_changed/calls_kept']" in out
+    assert "| `p2p_behaviour_changed/calls_kept` | 5 | 0 |" in out
