@@ -168,7 +168,9 @@ class ProjectSignatures:
         edited = {path: text for path, text in files.items() if path.endswith(".py")}
         if not edited:
             return self
-        overlay = ProjectSignatures(lambda path: edited[path] if path in edited else self._read(path), self._source_files)
+        overlay = ProjectSignatures(
+            lambda path: edited[path] if path in edited else self._read(path), self._source_files
+        )
         overlay._by_module, overlay._claimed, overlay._files = self._modules(), self._claimed, self.files()
         overlay._defs = {path: defs for path, defs in self._defs.items() if path not in edited}
         return overlay

@@ -338,7 +338,8 @@ def private_dirs(area: Path) -> dict[str, str]:
     ``$TMPDIR``. The caller's home is hidden at bwrap, replaced at landlock, and read-only or missing for the
     sandbox uid (65534's is ``/nonexistent``): without these, a test that passed in CI failed here, at every
     level, for the sandbox's sake; at the levels without a filesystem boundary (unshare, none) it wrote into
-    the real home. The dirs live as long as ``area`` (one heal), like a CI job's home.
+    the real home. The dirs live as long as ``area`` (one heal), like a CI job's home, but for the cache, which
+    the test sandbox empties before each run (``PytestSandbox._empty_cache``).
     """
     home = area / "home"
     dirs = {

@@ -693,6 +693,20 @@ class PytestSandbox:
             "results": str(results_file),
         }
 
+    def _empty_cache(self) -> None:
+        """Empty the tests' ``~/.cache`` before a run (or a batch of candidate checks).
+
+        A CI job runs the suite once, on a fresh runner; selfix runs it for every candidate with the same private
+        home. A cache one run left there was read by the next: black's cache of formatted files made each
+        candidate after the first report "1 file left unchanged" and fail a sound fix. The home starts empty
+        (the setup command has its own), so nothing a run needs is lost; the rest of the home is kept."""
+        cache = Path(self._private_env["XDG_CACHE_HOME"])
+        for entry in list(cache.iterdir()) if cache.is_dir() else ():
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+
     @staticmethod
     def _pytest_args(deselect: Sequence[str], stop_first: bool) -> list[str]:
         """The options selfix adds to the test command; the tests themselves go through ``_selection``."""
@@ -718,6 +732,7 @@ class PytestSandbox:
         args = self._pytest_args(deselect, stop_first)
         select = self._selection(nodeids)
         self.runs += 1
+        self._empty_cache()
         try:
             proc = self._run_warm(args, nodeids, select, results_file, coverage, stop_first) if warm else None
             if proc is not None:
@@ -849,6 +864,7 @@ class PytestSandbox:
         """
         runs: dict[int, TestRun] = {}
         hot: list[tuple[int, list[str], dict]] = []
+        self._empty_cache()
         for index, check in enumerate(checks):
             self._remember(check.files)
             args = self._pytest_args((), True)

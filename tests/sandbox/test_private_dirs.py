@@ -129,3 +129,42 @@ def test_the_real_home_is_neither_written_nor_hidden_less(level: Isolation | Non
         assert not (home / "planted").exists()
     else:  # no filesystem boundary: a test that names the path on purpose reaches it (documented)
         assert statuses["test_former_home"] is TestStatus.PASSED
+
+
+# black's shape: a tool caches, under ~/.cache, what it did to a file; a later run of other code reads that.
+CACHING = {
+    "tool.py": "def version():\n    return 1\n",
+    "tests/test_tool.py": """
+        import os
+        import pathlib
+
+        import tool
+
+
+        def test_no_earlier_run_left_a_cache():
+            cache = pathlib.Path(os.environ["XDG_CACHE_HOME"]) / "tool" / "seen"
+            earlier = cache.read_text() if cache.exists() else None
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            cache.write_text(str(tool.version()))
+            assert earlier is None, "version " + earlier + " left its cache"
+        """,
+}
+
+
+def test_each_run_starts_with_an_empty_cache_cold_warm_and_hot(make_sandbox) -> None:  # type: ignore[no-untyped-def]
+    from selfix_action.repair.values import CandidateCheck
+
+    sandbox = make_sandbox(CACHING)
+    nodeid = "tests/test_tool.py::test_no_earlier_run_left_a_cache"
+    # Cold runs, then the warm worker's forks (the whole suite), then its hot checks (named tests).
+    for warm, named in ((False, True), (False, True), (True, False), (True, False), (True, True)):
+        run = sandbox.run_tests([nodeid] if named else None, warm=warm)
+        assert run.results[nodeid].status is TestStatus.PASSED, run.output_tail
+    # Candidates checked in the hot worker, one batch after another (each a forked child of one process).
+    for version in (2, 3):
+        files = {"tool.py": f"def version():\n    return {version}\n"}
+        [run] = sandbox.check_candidates([CandidateCheck(files=files, nodeids=(nodeid,))])
+        assert run.results[nodeid].status is TestStatus.PASSED, run.output_tail
+    assert (sandbox.warm_runs, sandbox.hot_runs) == (5, 3)
+    # The rest of the home is the job's for the whole heal, as in CI.
+    assert (Path(sandbox._private_env["HOME"]) / ".cache").is_dir()
