@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import math
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -120,6 +121,11 @@ def localize(
         _static_scores(failures, spans, test_sources or {}, scores)
         note = "no per-test coverage: ranking from tracebacks and the functions the failing tests call"
 
+    # A test module that failed to collect: the project modules it imports.
+    for failure in failures:
+        if "::" not in failure.nodeid:
+            _score_failed_import(failure, spans, (test_sources or {}).get(failure.nodeid, ""), scores)
+
     # Tracebacks: the frames in the project's source where the failure actually happened.
     for failure in failures:
         source_frames = [f for f in failure.frames if f.file in sources]
@@ -182,6 +188,48 @@ def _static_scores(
                 for inner in span.called_names:
                     for callee in by_name.get(inner, []):
                         mark(callee, 0.15)
+
+
+MODULE_NAMED_BY_ERROR = 0.5  # the module an ImportError names ("cannot import name 'b' from 'pkg.mod'")
+MODULE_IMPORTED = 0.2  # another project module the test module imports
+
+
+def _score_failed_import(
+    failure: TestResult, spans: Mapping[str, list[FunctionSpan]], test_source: str, scores: dict[tuple[str, int], float]
+) -> None:
+    """A test module that failed to collect (its node id is its path): nothing ran, so no coverage and no frame
+    in the project. Its suspects are the project modules it imports, first the one the error names; their
+    top-level statements are marked (the missing name is added, or a changed one restored, at the top level)."""
+    named = set(re.findall(r"""from '([\w.]+)'|No module named '([\w.]+)'|module '([\w.]+)' has no""", failure.message))
+    by_error = {module for groups in named for module in groups if module}
+    imported: set[str] = set()
+    try:
+        tree = ast.parse(test_source) if test_source else None
+    except SyntaxError:
+        tree = None
+    for node in ast.walk(tree) if tree is not None else ():
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            imported.add(node.module)
+            imported.update(f"{node.module}.{alias.name}" for alias in node.names)  # a submodule imported by name
+        elif isinstance(node, ast.Import):
+            imported.update(alias.name for alias in node.names)
+    for module in by_error | imported:
+        weight = MODULE_NAMED_BY_ERROR if module in by_error else MODULE_IMPORTED
+        for file in _module_files(module, spans):
+            for line in _top_level_lines(spans[file], file):
+                scores[(file, line)] = max(scores[(file, line)], weight)
+
+
+def _module_files(module: str, files: Iterable[str]) -> list[str]:
+    """The project files that can be ``module`` (``pkg/mod.py``, ``pkg/mod/__init__.py``, also below ``src/``)."""
+    stem = module.replace(".", "/")
+    wanted = (f"{stem}.py", f"{stem}/__init__.py")
+    return sorted(f for f in files if any(f == w or f.endswith("/" + w) for w in wanted))
+
+
+def _top_level_lines(file_spans: Sequence[FunctionSpan], file: str) -> list[int]:
+    """The first line of each top-level function (a def is where a missing name's neighbours are)."""
+    return sorted({span.start for span in file_spans if "." not in span.name} or {1})
 
 
 def _names_in_test(source: str, test_name: str) -> set[str]:

@@ -139,10 +139,27 @@ def resolve_reported(cases: Sequence[ReportedTest], collected: Iterable[str]) ->
             # (i=1)"): one case per subtest, where pytest has the one test that runs them all.
             found, _ = _best(parent, by_name)
         if found is None:
+            found = _module_error(case, by_name) or None
+        if found is None:
             unresolved.append((case, why))
             continue
         nodeids[found] = None
     return Resolution(tuple(nodeids), tuple(unresolved))
+
+
+def _module_error(case: ReportedTest, by_name: dict[str, list[_Collected]]) -> str:
+    """The collection error of the module ``case`` is in, when that module does not import here: a test CI ran
+    (or the developers' new test) whose module fails at import on this checkout, say for a name the code lacks.
+    The module stands for its tests (``verify.not_passing``). "" when it is not so."""
+    if not case.classname:
+        return ""
+    parts = case.classname.split(".")
+    for end in range(len(parts), 0, -1):  # the classname's classes dropped one by one: the module is a prefix
+        module = ReportedTest("", ".".join(parts[:end]), case.file)
+        found, _ = _best(module, by_name)
+        if found is not None and "::" not in found:
+            return found
+    return ""
 
 
 _SUBTEST = re.compile(r"^(?P<name>[^\s\[\]()]+) [\[(].*[\])]$")

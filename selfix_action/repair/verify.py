@@ -710,11 +710,13 @@ def _real_failure(result: TestResult) -> bool:
 
 
 def not_passing(run: TestRun, nodeids: Sequence[str]) -> list[str]:
-    """Requested tests that did not pass (a QA file path stands for every test in it); no result is no pass."""
+    """Requested tests that did not pass; no result is no pass. A QA file path, or a test module's path (a
+    collection error is reported under it), stands for every test in it: the module must now collect, and each
+    of its tests pass."""
     broken = []
     for nodeid in nodeids:
-        if nodeid.startswith(QA_TEST_DIR):
-            matched = [r for n, r in run.results.items() if n.startswith(nodeid)]
+        if nodeid.startswith(QA_TEST_DIR) or "::" not in nodeid:
+            matched = [r for n, r in run.results.items() if _within(n, nodeid)]
             if not matched or any(r.status is not TestStatus.PASSED for r in matched):
                 broken.append(nodeid)
         else:
@@ -722,6 +724,13 @@ def not_passing(run: TestRun, nodeids: Sequence[str]) -> list[str]:
             if result is None or result.status is not TestStatus.PASSED:
                 broken.append(nodeid)
     return broken
+
+
+def _within(found: str, asked: str) -> bool:
+    """``found`` is a result of the file (or QA folder) ``asked``, or its collection error."""
+    if asked.startswith(QA_TEST_DIR):
+        return found.startswith(asked)
+    return found == asked or found.startswith(asked + "::")
 
 
 def describe(run: TestRun, nodeid: str) -> str:

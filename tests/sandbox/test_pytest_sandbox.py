@@ -285,21 +285,18 @@ def test_selected_tests_run_alone_with_a_test_path_in_the_command(tmp_path: Path
 
 @pytest.mark.parametrize(
     ("case", "code"),
-    [("usage-error", 4), ("internal-error", 3), ("collection-error", 2), ("no-test-ran", 5)],
+    [("usage-error", 4), ("internal-error", 3), ("no-test-ran", 5)],
 )
 def test_a_run_pytest_could_not_finish_never_reads_as_passed(
     tmp_path: Path, pytest_python: str, case: str, code: int
 ) -> None:
-    """Asked for ``test_b``, pytest ends with a usage error, an internal error, an interrupted collection or no
-    test at all: ``test_b`` never comes back as passed, and the run (or the sandbox's error) says what happened."""
+    """Asked for ``test_b``, pytest ends with a usage error, an internal error or no test at all: ``test_b`` never
+    comes back as passed, and the run (or the sandbox's error) says what happened."""
     files, options, asked = dict(TWO_TESTS), [], ["tests/test_x.py::test_b"]
     if case == "usage-error":
         options = ["--no-such-option"]
     elif case == "internal-error":
         files["conftest.py"] = "def pytest_collection_modifyitems(items):\n    raise RuntimeError('boom')\n"
-    elif case == "collection-error":  # pytest runs no test when a module it was given cannot be collected
-        files["tests/test_bad.py"] = "def test_c(:\n    pass\n"
-        asked.append("tests/test_bad.py")
     else:
         options = ["-k", "nothing_is_called_this"]
     repo = write_project(tmp_path / "p", files)
@@ -311,6 +308,24 @@ def test_a_run_pytest_could_not_finish_never_reads_as_passed(
             return
     assert "tests/test_x.py::test_b" not in run.passing()
     assert f"exit {code}" in run.error
+
+
+def test_a_module_that_cannot_be_collected_is_an_error_and_the_other_tests_still_run(
+    tmp_path: Path, pytest_python: str
+) -> None:
+    """pytest alone runs no test when one module it collects fails at import (exit 2, "Interrupted"); selfix's
+    runs go on with the others (``--continue-on-collection-errors``), the module an error of its own, the run's
+    exit 1 and a note saying so."""
+    files = {**TWO_TESTS, "tests/test_bad.py": "def test_c(:\n    pass\n"}
+    repo = write_project(tmp_path / "p", files)
+    with PytestSandbox(repo, [pytest_python, "-m", "pytest"], scratch_parent=tmp_path) as sandbox:
+        run = sandbox.run_tests(["tests/test_x.py::test_b", "tests/test_bad.py"])
+        notes = sandbox.config_overrides
+    assert run.results["tests/test_x.py::test_b"].status is TestStatus.PASSED
+    bad = run.results["tests/test_bad.py"]
+    assert bad.status is TestStatus.ERROR and bad.exc_type == "CollectionError" and "SyntaxError" in bad.message
+    assert run.returncode == 1 and "tests/test_bad.py" in run.failing()
+    assert any("failed to collect" in note for note in notes)
 
 
 @pytest.mark.slow

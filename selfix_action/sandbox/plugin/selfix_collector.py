@@ -256,6 +256,9 @@ def _overrides(config):
             changed.append(f"seed {RANDOMLY_SEED} in every run")
         if changed:
             notes.append(f"pytest-randomly: {', '.join(changed)} (every run sees the same order and random state)")
+    # A test module that fails to import interrupts pytest before any test runs: the CI report holds that one
+    # error, and selfix would have no passing test to guard. The other modules' tests run (said when it happens).
+    option.continue_on_collection_errors = True
     # -x / --maxfail: selfix needs every asked test's result (a baseline's, a confirmation's); it asks for the
     # first failure only itself (its own -x, with SELFIX_STOP_FIRST=1).
     if option.maxfail and os.environ.get("SELFIX_STOP_FIRST") != "1":
@@ -566,6 +569,10 @@ def pytest_runtest_logfinish(nodeid, location):
 
 def pytest_collectreport(report):
     if report.failed:
+        if not _state.get("collection_error_noted"):
+            _state["collection_error_noted"] = True
+            note = "a test module failed to collect -> the other modules' tests still run"
+            _emit({"event": "config_overrides", "notes": [note]})
         _emit(
             {
                 "event": "result",
