@@ -649,7 +649,7 @@ def patcher_request(
     reproduction = ""
     if hypothesis.reproduction:
         reproduction = "\n\nIts reproduction test, run on the current code:\n" + block(
-            "QA test result", hypothesis.reproduction, limit=1200
+            "QA test result", hypothesis.reproduction, limit=REPRODUCTION_LIMIT
         )
     places = "that location" if not hypothesis.also else f"the {len(hypothesis.locations())} places it names"
     previous = ""
@@ -672,6 +672,9 @@ file (indentation included, line numbers excluded) and must match exactly one pl
 few surrounding lines if needed. Edit only the project's source files. Never edit tests, conftest.py,
 configuration or CI files.{ask_offer(asks_left)}{correction}"""
 
+
+# What the Patcher reads of the hypothesis' reproduction test: its outcome on the unpatched code and its source.
+REPRODUCTION_LIMIT = 3000
 
 # What the second Patcher is asked besides the first's request (issue 33): a capable model given the same request
 # writes the same program (on the benchmark's 42 bugs, the same one in most heals), which tells nothing; the

@@ -201,8 +201,12 @@ def _agreement(hypothesis: Hypothesis, exposure: Exposure, originals: dict[str, 
 
 
 def _reproduction(exposure: Exposure) -> str:
-    """What a hypothesis' own QA test showed on the unpatched code, in a line or a few."""
-    return f"{exposure.how}\n{exposure.output}".strip() if exposure.output else exposure.how
+    """What a hypothesis' own QA test showed on the unpatched code, then the test itself: a candidate that fails
+    it is told only its assertion's output, and a Patcher that cannot read what the test checks guesses."""
+    shown = f"{exposure.how}\n{exposure.output}".strip() if exposure.output else exposure.how
+    if exposure.qa is not None:
+        shown += f"\n\nThe test ({QA_TEST_DIR}/{exposure.qa.path}):\n{exposure.qa.source.rstrip()}"
+    return shown
 
 
 MAX_REVIEWED_CHANGES = 20  # rows of the behaviour table the reviewer is shown

@@ -81,6 +81,9 @@ def test_seed_walkthrough_anthropic(project_sandbox: Callable[..., CachedSandbox
     second_patch = provider.calls("propose_edits")[1].prompt_text()
     assert "pass_to_pass" in second_patch and "test_almost_eighteen_is_not_adult" in second_patch
     assert "age > ADULT_AGE - 1" in second_patch
+    # Each Patcher request shows the reproduction test itself, not only how it failed: what the patch must satisfy.
+    first_patch = provider.calls("propose_edits")[0].prompt_text()
+    assert "The test (_selfix_qa/test_qa_h2.py):" in first_patch and "assert is_adult(18) is True" in first_patch
 
     # Usage per role, as reported.
     usage = report.usage
