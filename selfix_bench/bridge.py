@@ -73,19 +73,36 @@ def show(request: dict[str, Any]) -> str:
         content = message.get("content")
         text = content if isinstance(content, str) else json.dumps(content, indent=1)
         parts.append(f"===== {message.get('role', '?')} =====\n{text}")
-    parts.append(f"===== answer as: {kind} {name} =====\n{json.dumps(schema, indent=1)}")
+    # Compact: the schemas are most of a request, and a reader's tool cuts a long output (readers lost code to it).
+    parts.append(f"===== answer as: {kind} {name} =====\n{json.dumps(schema, separators=(',', ':'))}")
     return "\n\n".join(parts)
+
+
+def schema_problem(error: jsonschema.ValidationError) -> str:
+    """Where and why an answer fails its schema. For a value that must match one of several schemas (the
+    per-file ``anyOf`` of an edit), each branch's own first problem: "matched none of the schemas" alone does not
+    say that a text is 12 characters over its limit."""
+    where = "/".join(str(p) for p in error.absolute_path) or "(top)"
+    branches = list(
+        dict.fromkeys(
+            f"{'/'.join(str(p) for p in e.absolute_path) or '(top)'}: {e.message[:200]}" for e in error.context or ()
+        )
+    )
+    if branches:
+        return f"at {where}, no alternative fits; " + "; ".join(branches[:4])
+    return f"at {where}: {error.message}"
 
 
 def answer(folder: Path, number: int, value: Any) -> dict[str, Any]:
     """The bridge's answer file for ``value``, checked against request ``number``'s schema (ValueError if not)."""
     kind, name, schema = expected(_request(folder, number))
     if schema:
-        try:
-            jsonschema.validate(value, schema)
-        except jsonschema.ValidationError as exc:
-            where = "/".join(str(p) for p in exc.absolute_path) or "(top)"
-            raise ValueError(f"the answer does not fit the schema at {where}: {exc.message}") from exc
+        # Not jsonschema.validate: its best match descends into one alternative of an anyOf and names only that
+        # one's problem ("'b.py' was expected"), hiding the one that matters.
+        validator = jsonschema.validators.validator_for(schema)(schema)
+        first = next(iter(sorted(validator.iter_errors(value), key=lambda e: list(map(str, e.absolute_path)))), None)
+        if first is not None:
+            raise ValueError(f"the answer does not fit the schema: {schema_problem(first)}")
     if kind == "tool":
         return {"tool_calls": [{"name": name, "arguments": value}]}
     return {"content": json.dumps(value)}

@@ -11,9 +11,10 @@ import threading
 import time
 from pathlib import Path
 
+import jsonschema
 import pytest
 
-from selfix_bench.bridge import main, pending
+from selfix_bench.bridge import main, pending, schema_problem
 
 BRIDGE = Path(__file__).resolve().parents[3] / "shared" / "tools" / "model_bridge.py"
 SCHEMA = {
@@ -76,3 +77,28 @@ def test_readers_sharing_a_bridge_never_claim_the_same_request(tmp_path: Path) -
     assert main(["next", str(tmp_path)]) == 0  # request 2, the one still pending
     assert (tmp_path / "claim-002").is_dir()
     assert main(["next", str(tmp_path)]) == 3  # claimed already: nothing left for another reader
+
+
+def test_a_refused_answer_names_each_alternatives_own_problem() -> None:
+    # The Patcher's per-file schema: an edit is one of several objects (one per file, each with its own bounds).
+    edit_schema = {
+        "anyOf": [
+            {
+                "type": "object",
+                "properties": {"file": {"const": "a.py"}, "replace": {"type": "string", "maxLength": 5}},
+                "required": ["file", "replace"],
+            },
+            {
+                "type": "object",
+                "properties": {"file": {"const": "b.py"}, "replace": {"type": "string", "maxLength": 50}},
+                "required": ["file", "replace"],
+            },
+        ]
+    }
+    schema = {"type": "object", "properties": {"edits": {"type": "array", "items": edit_schema}}}
+    [refused] = jsonschema.Draft202012Validator(schema).iter_errors(
+        {"edits": [{"file": "a.py", "replace": "too long a text"}]}
+    )
+    problem = schema_problem(refused)
+    assert problem.startswith("at edits/0, no alternative fits; ")
+    assert "edits/0/replace: 'too long a text' is too long" in problem and "'b.py' was expected" in problem
