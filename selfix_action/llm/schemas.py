@@ -217,7 +217,9 @@ class ProjectBounds:
 
     files: Mapping[str, int] = field(default_factory=dict)  # source file shown to the model -> number of lines
     hypotheses: int = 3
-    edits: int = 4
+    # A real fix can take more places than a toy one (fastapi-1's: an encoder's two new options, threaded through
+    # its recursive calls and the route that calls it); minimization keeps only the hunks the tests need.
+    edits: int = 8
     asks: bool = True  # the Detective and the Patcher may ask for more context (False: no ``asks`` field)
 
 

@@ -482,3 +482,10 @@ def test_the_patcher_asks_in_the_json_schema_mode_the_measurement_bridge_uses(
     answer = patcher[1].body["messages"][-1]["content"]
     assert "    5 |     assert tally" in answer and "Ask 1: file tests/test_tally.py lines 4-5" in answer
     assert trace_log.steps("ask")[0]["role"] == "patcher" and engine.asked_files == {"tests/test_tally.py"}
+
+
+def test_a_patcher_answer_may_hold_up_to_eight_edits_in_the_schema() -> None:
+    from selfix_action.llm.schemas import PATCHER_TOOL, ProjectBounds, tool_specs
+
+    [patcher] = [t for t in tool_specs(ProjectBounds({"a.py": 10})) if t.name == PATCHER_TOOL]
+    assert patcher.schema["properties"]["edits"]["maxItems"] == 8
