@@ -21,11 +21,13 @@ from selfix_action.cli import main
 from selfix_action.llm.asks import RepositoryView, evidence_test_files
 from selfix_action.llm.factory import build_engine
 from selfix_action.llm.schemas import (
+    PATCHER_TOOL,
     AskAnswer,
     DetectiveAnswer,
     PatcherAnswer,
     ProjectBounds,
     constrained_schema,
+    tool_specs,
 )
 from selfix_action.repair.loop import HealingLoop
 from selfix_action.repair.report import StopReason
@@ -485,7 +487,5 @@ def test_the_patcher_asks_in_the_json_schema_mode_the_measurement_bridge_uses(
 
 
 def test_a_patcher_answer_may_hold_up_to_eight_edits_in_the_schema() -> None:
-    from selfix_action.llm.schemas import PATCHER_TOOL, ProjectBounds, tool_specs
-
     [patcher] = [t for t in tool_specs(ProjectBounds({"a.py": 10})) if t.name == PATCHER_TOOL]
     assert patcher.schema["properties"]["edits"]["maxItems"] == 8
