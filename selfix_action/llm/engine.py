@@ -25,6 +25,7 @@ from pydantic import BaseModel, ValidationError
 from selfix_action.llm.asks import AskReply, RepositoryView, ask_heading, evidence_test_files, reply_message
 from selfix_action.llm.budget import Budget
 from selfix_action.llm.edits import Edit, EditError, apply_edits, normalize_path
+from selfix_action.llm.named import named_definitions
 from selfix_action.llm.prompts import (
     SYSTEM_PROMPT,
     build_context,
@@ -323,8 +324,7 @@ class LLMEngine:
         history: Sequence[Verification],
     ) -> Iterator[CandidatePatch]:
         editable = set(sandbox.source_files())
-        places = locations_slice(hypothesis.locations(), sandbox.read_file)
-        code = render_slices(places, sandbox.read_file)
+        places, code = patcher_code(hypothesis, sandbox)
         attempts: list[str] = []  # what was tried for this hypothesis and how it failed, fed back each time
         implicated = ""  # the code the last failed attempt's output points at, beside the places named
 
@@ -403,7 +403,7 @@ class LLMEngine:
         answer after the corrective re-ask."""
         self._context_of(evidence, sandbox)  # the shared context's pieces: the sandbox to read, the tools' bounds
         editable = set(sandbox.source_files())
-        code = render_slices(locations_slice(hypothesis.locations(), sandbox.read_file), sandbox.read_file)
+        _, code = patcher_code(hypothesis, sandbox)
         request = second_patcher_request(hypothesis, code, asks_left=self._asks_left())
 
         def validate(response: ModelResponse) -> tuple[PatcherAnswer, dict[str, str]]:
@@ -795,6 +795,22 @@ def _line_count(read_file: Callable[[str], str], path: str) -> int | None:
         return max(1, len(read_file(path).splitlines()))
     except (OSError, UnicodeDecodeError, ValueError):
         return None
+
+
+def patcher_code(hypothesis: Hypothesis, sandbox: Sandbox) -> tuple[dict[str, set[int]], str]:
+    """What a Patcher reads of the code (the lines shown, and their text): every place the hypothesis names, then
+    the project's definitions its text names beside them (``llm/named.py``)."""
+    places = locations_slice(hypothesis.locations(), sandbox.read_file)
+    code = render_slices(places, sandbox.read_file)
+    named = named_definitions(hypothesis, sandbox.source_files(), sandbox.read_file, places)
+    if named:
+        code += "\n\nThe project's definitions the hypothesis names, beside those places:\n" + render_slices(
+            named, sandbox.read_file
+        )
+    shown = {path: set(lines) for path, lines in places.items()}
+    for path, lines in named.items():
+        shown.setdefault(path, set()).update(lines)
+    return shown, code
 
 
 def _implicated(verdict: Verification, places: Mapping[str, set[int]], sandbox: Sandbox) -> str:
