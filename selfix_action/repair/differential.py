@@ -12,6 +12,8 @@ code's own variation (time, randomness, ids) and are left out.
 
 from __future__ import annotations
 
+import ast
+import re
 from collections.abc import Collection, Mapping, Sequence
 
 from selfix_action.repair.localize import enclosing_function, function_spans
@@ -79,6 +81,46 @@ def _behaviour(outcome: str) -> tuple[str, str]:
 NOT_RUN = ("cannot rebuild the call", "cannot import", "function not found")
 
 
+# An object recorded on the unpatched code lacks the attributes the patch adds to its class (a new dataclass
+# field, a new ``self.x = ...`` in ``__init__``): replayed on the patch, its methods raise AttributeError for
+# them. That is the recording's age, not the patch's behaviour (readers saw such rows in the reviewer's table).
+_MISSING_ATTRIBUTE = re.compile(r"^raises AttributeError: .*has no attribute '(\w+)'")
+
+
+def added_attributes(originals: Mapping[str, str], files: Mapping[str, str]) -> frozenset[str]:
+    """The attribute names a version's files give a class that the original files never give one: assigned to
+    ``self.<name>`` in a method, or declared in a class body (a dataclass field)."""
+
+    def attributes(text: str) -> set[str]:
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            return set()
+        found: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                if isinstance(node.value, ast.Name) and node.value.id == "self":
+                    found.add(node.attr)
+            elif isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                        found.add(item.target.id)
+                    elif isinstance(item, ast.Assign):
+                        found.update(t.id for t in item.targets if isinstance(t, ast.Name))
+        return found
+
+    added: set[str] = set()
+    for path, text in files.items():
+        if path.endswith(".py"):
+            added |= attributes(text) - attributes(originals.get(path, ""))
+    return frozenset(added)
+
+
+def _missing_added(outcome: str, added: Collection[str]) -> bool:
+    matched = _MISSING_ATTRIBUTE.match(outcome)
+    return matched is not None and matched.group(1) in added
+
+
 def _by_key(lines: Sequence[ProbeLine]) -> dict[tuple[str, int, str], ProbeLine]:
     return {line.key: line for line in lines}
 
@@ -91,16 +133,22 @@ def compare(
     *,
     unstable: Collection[tuple[str, int, str]] = (),
     raising: list[InputChange] | None = None,
+    added: Mapping[str, Collection[str]] | None = None,
 ) -> tuple[list[InputChange], int]:
     """The inputs whose outcome differs between versions ``old`` and ``new`` (leaving out ``unstable`` ones), and
     how many inputs both versions ran. ``raising`` (when given) collects the failing tests' inputs that raise
-    alike on both."""
+    alike on both. ``added``: each version's new attributes (``added_attributes``); a call that fails on one of
+    them ran on an object recorded before the version gave its class that attribute, and is no outcome."""
     first, second = _by_key(probe.versions.get(old, ())), _by_key(probe.versions.get(new, ()))
     changes: list[InputChange] = []
     compared = 0
     for key, line in first.items():
         other = second.get(key)
         if other is None or key in unstable or line.outcome.startswith(NOT_RUN) or other.outcome.startswith(NOT_RUN):
+            continue
+        if added and (
+            _missing_added(line.outcome, added.get(old, ())) or _missing_added(other.outcome, added.get(new, ()))
+        ):
             continue
         compared += 1
         change = InputChange(
@@ -145,6 +193,7 @@ def behaviour_evidence(
     second: str = "",
     second_source: str = "",
     second_diff: str = "",
+    added: Mapping[str, Collection[str]] | None = None,
 ) -> BehaviourEvidence:
     """The probe's evidence on ``patch`` (against the unpatched code) and, when ``second`` names a version, on where
     the second solution and the patch disagree."""
@@ -152,11 +201,11 @@ def behaviour_evidence(
         return BehaviourEvidence(recorded=probe.recorded, note=probe.note or "the probe did not run")
     unstable = unstable_inputs(probe)
     raising: list[InputChange] = []
-    changed, compared = compare(probe, BEFORE, patch, failing, unstable=unstable, raising=raising)
+    changed, compared = compare(probe, BEFORE, patch, failing, unstable=unstable, raising=raising, added=added)
     disagreements: list[InputChange] = []
     note = probe.note
     if second and second in probe.versions:
-        disagreements, _ = compare(probe, patch, second, failing, unstable=unstable)
+        disagreements, _ = compare(probe, patch, second, failing, unstable=unstable, added=added)
     elif second:
         note = note or "the second solution could not be replayed"
     return BehaviourEvidence(

@@ -36,7 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from selfix_action.repair.config import LoopConfig
-from selfix_action.repair.differential import behaviour_evidence, probe_targets, probed_tests
+from selfix_action.repair.differential import added_attributes, behaviour_evidence, probe_targets, probed_tests
 from selfix_action.repair.evidence import Reproduction, gather_evidence, reproduce
 from selfix_action.repair.localize import enclosing_function, function_spans
 from selfix_action.repair.patches import changed_line_count, hunks, program_key, unified_diff
@@ -733,6 +733,7 @@ class HealingLoop:
                 second="second" if second is not None else "",
                 second_source=source,
                 second_diff=second_diff,
+                added={name: added_attributes(originals, files) for name, files in versions.items()},
             )
         if why:
             probe = probe.model_copy(update={"note": "; ".join(filter(None, (probe.note, why)))})

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from selfix_action.repair.differential import behaviour_evidence, probe_targets, probed_tests
+from selfix_action.repair.differential import added_attributes, behaviour_evidence, probe_targets, probed_tests
 from selfix_action.repair.loop import HealingLoop, LoopConfig
 from selfix_action.repair.plausibility import probe_reasons
 from selfix_action.repair.protocols import Sandbox
@@ -70,6 +70,43 @@ def test_outcomes_compare_by_value_and_exception_kind_and_unstable_inputs_are_le
         update={"changed": (evidence.changed[0].model_copy(update={"after": "raises KeyError: 'x'"}),)}
     )
     assert [(code, level) for code, level, _ in probe_reasons(raising)] == [("inputs_outside_failed", "medium")]
+
+
+ORIGINAL_SHOP = (
+    "class Cart:\n    def __init__(self):\n        self.items = []\n\n    def total(self):\n        return 0\n"
+)
+PATCHED_SHOP = ORIGINAL_SHOP.replace("self.items = []", "self.items = []\n        self.discount = 0").replace(
+    "return 0", "return sum(self.items) - self.discount"
+)
+
+
+def test_a_call_failing_on_an_attribute_the_patch_adds_is_the_recordings_age_not_a_change() -> None:
+    # The Cart was recorded on the unpatched code, so it has no `discount`; replayed on the patch, total() raises
+    # for it. Readers saw such rows in the reviewer's table as the patch's doing.
+    added = {"patch": added_attributes({"shop.py": ORIGINAL_SHOP}, {"shop.py": PATCHED_SHOP})}
+    assert added == {"patch": frozenset({"discount"})}
+    probe = CallProbe(
+        versions={
+            version: (
+                line("as recorded", outcome),
+                line("argument 1 None", "raises TypeError: None" if version != "patch" else "returns 3", call=2),
+            )
+            for version, outcome in (
+                ("before", "returns 0"),
+                ("before again", "returns 0"),
+                ("patch", "raises AttributeError: 'Cart' object has no attribute 'discount'"),
+            )
+        },
+        recorded=1,
+    )
+    assert [c.variation for c in behaviour_evidence(probe, set()).changed] == ["as recorded", "argument 1 None"]
+    evidence = behaviour_evidence(probe, set(), added=added)
+    assert evidence.compared == 1 and [c.variation for c in evidence.changed] == ["argument 1 None"]
+    # Another attribute missing is still the patch's behaviour.
+    assert len(behaviour_evidence(probe, set(), added={"patch": frozenset({"rebate"})}).changed) == 2
+    dataclass_field = "from dataclasses import dataclass\n\n\n@dataclass\nclass Line:\n    qty: int\n"
+    grown = dataclass_field + "    unit: str = 'pc'\n"
+    assert added_attributes({"l.py": dataclass_field}, {"l.py": grown}) == frozenset({"unit"})
 
 
 def test_no_probe_no_reason() -> None:
