@@ -8,10 +8,11 @@ below it. This fits that choice on a calibration run (bench/calibration/tasks, b
 1. Each patch's level is recomputed from its recorded reasons: the reasons whose code is one of ``TUNABLE`` take
    the level the candidate rule gives them (``medium`` when the code caps, ``high`` when it does not); every other
    reason keeps its level.
-2. Every subset of the ``TUNABLE`` codes that occur in the data is tried as "the codes that cap"; the fitted rule
-   is the one with no partial or wrong patch at ``high`` and the most correct patches at ``high`` (ties: fewer
-   caps). With no such rule, the one with the fewest wrong at ``high``. A code the fitting set never shows keeps the
-   product's level for it (``plausibility.PROBE_LEVELS``, ``REVIEW_LEVELS``): no data, no change.
+2. Every subset of the ``TUNABLE`` codes that occur on at least ``MIN_SUPPORT`` patches is tried as "the codes
+   that cap"; the fitted rule is the one with no partial or wrong patch at ``high`` and the most correct patches
+   at ``high`` (ties: fewer caps). With no such rule, the one with the fewest wrong at ``high``. A code the
+   fitting set shows less often keeps the product's level for it (``plausibility.PROBE_LEVELS``,
+   ``REVIEW_LEVELS``): too little data, no change. ``--older`` fits the older codes below high the same way.
 3. The fitted rule is then applied, unchanged, to the evaluation run (the 42 bugs of bench/realbugs): both sets'
    figures, each with its Wilson interval.
 
@@ -50,8 +51,8 @@ _ORDER = {"low": 0, "medium": 1, "high": 2}
 # yet every call those tests made to the edited functions ends as before (the probe's summary says "none of them
 # a passing test's call"). Then the changed lines change no outcome at the functions' boundary.
 CALLS_KEPT = "p2p_behaviour_changed/calls_kept"
-# With --older, a code below high that the fitting set shows on fewer patches than this keeps its level: one or
-# two patches are no evidence that it may be lifted.
+# A code the fitting set shows on fewer patches than this keeps its level (the product's, or for an older code the
+# one it was recorded with): one to four patches are no evidence to lift a cap or add one.
 MIN_SUPPORT = 5
 
 
@@ -200,7 +201,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--older",
         action="store_true",
-        help=f"also fit the older codes below high (coverage, patterns...) seen on at least {MIN_SUPPORT} patches",
+        help="also fit the older codes below high (coverage, patterns...)",
     )
     args = parser.parse_args(argv)
     reviews: dict[str, dict[str, Any]] = {}
@@ -210,11 +211,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     fitted_on = patches(_records(args.fit), reviews)
     older = older_codes(fitted_on) if args.older else ()
     tunable = (*TUNABLE, *older)
-    caps = fit(fitted_on, product_levels(), tunable, MIN_SUPPORT if args.older else 1)
+    caps = fit(fitted_on, product_levels(), tunable, MIN_SUPPORT)
     print(f"fitted on {args.fit} ({len(fitted_on)} resolved patches): caps: {sorted(caps) or 'none'}")
     if args.older:
         lifted = sorted(set(older) - caps)
-        print(f"older codes fitted too (lifted only when seen on {MIN_SUPPORT}+ patches): lifted: {lifted or 'none'}")
+        print(f"older codes fitted too: lifted: {lifted or 'none'}")
     print("")
     print("| set | resolved patches | correct | high | high right (Wilson 95%) | correct at high | wrong at high |")
     print("|---|---:|---:|---:|---|---|---:|")

@@ -104,3 +104,18 @@ def test_older_codes_are_fitted_only_with_enough_patches_and_the_coverage_signal
     out = capsys.readouterr().out
     assert "lifted: ['p2p_behaviour_changed/calls_kept']" in out
     assert "| `p2p_behaviour_changed/calls_kept` | 5 | 0 |" in out
+
+
+def test_a_code_seen_on_fewer_than_five_patches_keeps_the_products_level(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # One correct patch the reviewer called wrong: lifting review_wrong would gain it, but one patch is no evidence.
+    run = [record("a", True, ("review_wrong", "medium")), *(record(f"p{n}", True) for n in range(4))]
+    path = tmp_path / "run.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in run) + "\n")
+    assert main(["--fit", str(path)]) == 0
+    assert "'review_wrong'" in capsys.readouterr().out.splitlines()[0]  # still caps, as the product has it
+    five = [record(f"w{n}", True, ("review_wrong", "medium")) for n in range(5)]
+    path.write_text("\n".join(json.dumps(r) for r in five) + "\n")
+    assert main(["--fit", str(path)]) == 0
+    assert "'review_wrong'" not in capsys.readouterr().out.splitlines()[0]  # five correct ones: lifted
