@@ -5,9 +5,10 @@ entity declarations and external references refused, a size cap, and a nesting-d
 builds the report object model on top of that safe parse (``JUnitXml.fromfile(..., parse_func=...)``).
 
 Shapes handled: pytest (``xunit1`` with ``file``/``line`` attributes, ``xunit2`` without),
-unittest-xml-reporting, jest-junit, Maven Surefire (``TEST-*.xml`` with a ``<testsuite>`` root, including
-``<flakyFailure>``/``<rerunFailure>``), go-junit-report, ``<testsuite>`` nested in ``<testsuite>``, and a bare
-``<testsuite>`` root.
+unittest-xml-reporting, jest-junit, vitest, mocha's xunit and mocha-junit-reporter (its ``file`` on the suite),
+node's test runner (describe blocks as nested suites, top-level tests right under ``<testsuites>``), Maven
+Surefire (``TEST-*.xml`` with a ``<testsuite>`` root, including ``<flakyFailure>``/``<rerunFailure>``),
+go-junit-report, ``<testsuite>`` nested in ``<testsuite>``, and a bare ``<testsuite>`` root.
 
 Conventions:
 
@@ -94,6 +95,9 @@ class TestCaseResult(BaseModel, frozen=True):
     message: str
     text: str
     runs: tuple[Outcome, ...] = ()  # one outcome per run the file records, in file order
+    # The names of the <testsuite> elements around the case, outermost first: node's test runner writes a
+    # describe block as a nested <testsuite> and nothing of it in the case itself.
+    suites: tuple[str, ...] = ()
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -262,17 +266,29 @@ def _load(path: str, max_bytes: int, max_depth: int) -> JUnitXml:
 # Test cases
 
 
-def _walk_suite(suite: TestSuite, counter: Iterator[int]) -> Iterator[tuple[int, _Case]]:
-    suite_id = next(counter)
+class _Where(NamedTuple):
+    """Where a case sits: its suite's id (cases merge only within one suite), the suites' names outermost first,
+    and the nearest suite's ``file`` attribute (mocha-junit-reporter puts the test file there, not on the case)."""
+
+    suite_id: int
+    suites: tuple[str, ...]
+    file: str | None
+
+
+def _walk_suite(suite: TestSuite, counter: Iterator[int], outer: _Where) -> Iterator[tuple[_Where, _Case]]:
+    where = _Where(next(counter), (*outer.suites, suite.name or ""), suite._elem.get("file") or outer.file)
     for case in suite.iterchildren(_Case):
-        yield suite_id, case
+        yield where, case
     for inner in suite.iterchildren(TestSuite):
-        yield from _walk_suite(inner, counter)
+        yield from _walk_suite(inner, counter, where)
 
 
-def _walk(xml: JUnitXml, counter: Iterator[int]) -> Iterator[tuple[int, _Case]]:
+def _walk(xml: JUnitXml, counter: Iterator[int]) -> Iterator[tuple[_Where, _Case]]:
+    top = _Where(next(counter), (), None)
+    for case in xml.iterchildren(_Case):  # node's test runner writes a top-level test() right under <testsuites>
+        yield top, case
     for suite in xml.iterchildren(TestSuite):
-        yield from _walk_suite(suite, counter)
+        yield from _walk_suite(suite, counter, top)
     for inner in xml.iterchildren(JUnitXml):  # <testsuites> inside <testsuites>: rare but seen
         yield from _walk(inner, counter)
 
@@ -352,7 +368,7 @@ def _runs(case: _Case) -> list[Outcome]:
     return [*before, _element_outcome(case), *after]
 
 
-def _result(report: str, group: list[_Case]) -> TestCaseResult:
+def _result(report: str, group: list[_Case], where: _Where) -> TestCaseResult:
     first = group[0]
     results: list[FinalResult] = [r for case in group for r in case.result]
     attempts = [attempt for case in group for attempt in _attempts(case)]
@@ -371,7 +387,7 @@ def _result(report: str, group: list[_Case]) -> TestCaseResult:
 
     classname = first.classname or ""
     name = first.name or ""
-    file = first.file.replace("\\", "/") if first.file else None
+    file = (first.file or where.file or "").replace("\\", "/") or None
     return TestCaseResult(
         report=report,
         classname=classname,
@@ -384,6 +400,7 @@ def _result(report: str, group: list[_Case]) -> TestCaseResult:
         message=message,
         text="\n\n".join(t for t in texts if t),
         runs=runs,
+        suites=where.suites,
     )
 
 
@@ -394,13 +411,13 @@ def parse_report(
     report = str(path)
     xml = _load(report, max_bytes, max_depth)
     counter = itertools.count()
-    groups: dict[tuple[int, str, str, str], list[_Case]] = {}
-    for index, (suite_id, case) in enumerate(_walk(xml, counter)):
+    groups: dict[tuple[int, str, str, str], tuple[_Where, list[_Case]]] = {}
+    for index, (where, case) in enumerate(_walk(xml, counter)):
         # An unnamed case is its own result: merging every nameless case of a suite would hide runs.
         name = case.name or f"\0{index}"
-        key = (suite_id, case.classname or "", name, case.file or "")
-        groups.setdefault(key, []).append(case)
-    return [_result(report, group) for group in groups.values()]
+        key = (where.suite_id, case.classname or "", name, case.file or "")
+        groups.setdefault(key, (where, []))[1].append(case)
+    return [_result(report, group, where) for where, group in groups.values()]
 
 
 def parse_reports(

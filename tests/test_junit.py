@@ -611,3 +611,21 @@ def test_unnamed_cases_are_each_counted(tmp_path: Path) -> None:
 def test_one_run_per_plain_case() -> None:
     cases = parse_report(fixture("pytest_xunit1.xml"))
     assert cases and all(c.runs == (c.outcome,) and not c.flaky for c in cases)
+
+
+def test_node_test_runner_top_level_tests_and_describe_blocks_are_kept() -> None:
+    # node --test --test-reporter=junit (Node 20): a describe block is a nested <testsuite>, the case says only
+    # its own title, and a top-level test() sits right under <testsuites>. Before, that one was lost.
+    cases = {c.name: c for c in parse_report(fixture("node_test_runner.xml"))}
+    assert set(cases) == {"adds two numbers", "adds zero (identity)", "top level"}
+    assert cases["adds two numbers"].suites == ("math", "add") and cases["adds two numbers"].outcome is Outcome.FAILED
+    assert cases["top level"].suites == () and cases["top level"].outcome is Outcome.PASSED
+    assert all(c.file is None and c.classname == "test" for c in cases.values())
+
+
+def test_mocha_junit_reporters_file_on_the_suite_is_the_cases_file() -> None:
+    cases = parse_report(fixture("mocha_junit_reporter.xml"))
+    assert [(c.name, c.file, c.suites) for c in cases] == [
+        ("math add adds two numbers", "/home/runner/work/app/app/test/math.test.js", ("add",)),
+        ("math add adds zero (identity)", "/home/runner/work/app/app/test/math.test.js", ("add",)),
+    ]

@@ -21,6 +21,7 @@ CASE_KEYS = {
     "text",
     "runs",
     "flaky",
+    "suites",
 }
 
 
@@ -103,6 +104,7 @@ def test_json_output() -> None:
         "text": divide["text"],
         "runs": ["failed"],
         "flaky": False,
+        "suites": ["pytest"],
     }
     assert divide["text"].endswith("tests/test_calc.py:9: AssertionError")
     java = next(c for c in data["cases"] if c["name"] == "dividesByZero")
