@@ -5,6 +5,7 @@ into a cache; without node, npm or the registry the test skips, saying which."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -66,20 +67,26 @@ def runners() -> Path:
     if shutil.which("node") is None or shutil.which("npm") is None:
         pytest.skip("node and npm are not on PATH")
     marker = CACHE / "installed"
-    if not marker.is_file():
-        CACHE.mkdir(parents=True, exist_ok=True)
-        (CACHE / "package.json").write_text('{"name": "runners", "private": true}\n')
-        try:
-            done = subprocess.run(
-                ["npm", "install", "--no-audit", "--no-fund", "--ignore-scripts", *PACKAGES],
-                cwd=CACHE, capture_output=True, text=True, timeout=600,
-            )  # fmt: skip
-        except subprocess.TimeoutExpired:
-            pytest.skip("npm install of the runners took over 10 minutes")
-        if done.returncode != 0:
-            pytest.skip(f"npm could not install the runners (no registry?): {done.stderr.strip()[-300:]}")
-        marker.write_text(" ".join(PACKAGES))
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with (CACHE.parent / "node-runners.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # two xdist workers must not install into one folder at once
+        if not marker.is_file():
+            _install(marker)
     return CACHE
+
+
+def _install(marker: Path) -> None:
+    (CACHE / "package.json").write_text('{"name": "runners", "private": true}\n')
+    try:
+        done = subprocess.run(
+            ["npm", "install", "--no-audit", "--no-fund", "--ignore-scripts", *PACKAGES],
+            cwd=CACHE, capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        pytest.skip("npm install of the runners took over 10 minutes")
+    if done.returncode != 0:
+        pytest.skip(f"npm could not install the runners (no registry?): {done.stderr.strip()[-300:]}")
+    marker.write_text(" ".join(PACKAGES))
 
 
 @pytest.fixture
