@@ -32,7 +32,7 @@ from selfix_action.heal.outputs import (
     prepare_out_dir,
     write_report_files,
 )
-from selfix_action.heal.project import in_repository, project_folder, project_patterns
+from selfix_action.heal.project import in_repository, javascript_refusal, project_folder, project_patterns
 from selfix_action.heal.request import HealRequest
 from selfix_action.junit import Outcome, TestCaseResult, parse_reports
 from selfix_action.learn.hooks import learn_from_run, open_memory, outcome_fields, trace_header
@@ -258,6 +258,8 @@ def heal(
     # The heal runs on the project's folder as its CI runs it (its paths, its pytest rootdir); what leaves it is
     # put back in repository-relative paths (in_repository) below.
     project = _in_folder(request, repo, folder.path)
+    if (javascript := javascript_refusal(project.repo)) is not None:
+        raise InputError(javascript)
     # Everything that can be refused (a missing key, unavailable isolation, a linked output folder) is refused
     # before any output is written.
     out_dir = inside(request.repo, request.out_dir)

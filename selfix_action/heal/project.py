@@ -23,6 +23,7 @@ from pathlib import Path, PurePosixPath
 from selfix_action.errors import InputError
 from selfix_action.repair.loop import HealResult
 from selfix_action.repair.reported import ReportedTest
+from selfix_action.toolchains.node import detect_project
 
 # Files that make a folder a Python project (or its pytest configuration).
 PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "pytest.ini", "tox.ini")
@@ -163,3 +164,29 @@ def moved_diff(diff: str, folder: str) -> str:
             line = f"{line[:6]}{folder}/{line[6:]}"
         out.append(line)
     return "".join(out)
+
+
+# Folders a JavaScript project holds that say nothing of its own language (installed packages, build output).
+_NOT_THE_PROJECT = frozenset({"node_modules", ".git", "dist", "build", "coverage", ".next", ".venv", "venv"})
+
+
+def javascript_refusal(folder: Path) -> str | None:
+    """Why selfix cannot heal the project in ``folder`` yet, when it is a JavaScript or TypeScript project: a
+    ``package.json`` and not one Python file. A repository that holds both (a Python backend beside a frontend)
+    is healed as before. Without this, such a project got "pytest collected no test" (issue 34 builds the rest)."""
+    manifest = folder / "package.json"
+    if not manifest.is_file():
+        return None
+    for _folder, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if d not in _NOT_THE_PROJECT]
+        if any(name.endswith(".py") for name in files):
+            return None
+    try:
+        project = detect_project(manifest.read_text(encoding="utf-8", errors="replace"), os.listdir(folder))
+        runs = f"tests run by {project.runner}, packages by {project.package_manager}"
+    except InputError as exc:
+        runs = str(exc)
+    return (
+        f"{folder.name or folder} is a JavaScript/TypeScript project (package.json; {runs}) with no Python "
+        "file: selfix heals Python projects (pytest) today; healing JavaScript and TypeScript is not built yet"
+    )

@@ -8,8 +8,15 @@ from pathlib import Path
 
 import pytest
 
+from selfix_action.cli import main
 from selfix_action.errors import InputError
-from selfix_action.heal.project import checked_folder, moved_diff, project_folder, project_patterns
+from selfix_action.heal.project import (
+    checked_folder,
+    javascript_refusal,
+    moved_diff,
+    project_folder,
+    project_patterns,
+)
 from selfix_action.repair.reported import ReportedTest
 from tests.helpers.projects import write_project
 
@@ -85,3 +92,34 @@ def test_the_diff_moves_its_headers_only() -> None:
         "--- a/sql comment\n+x = 1\n"
         "diff --git a/backend/new.py b/backend/new.py\n--- /dev/null\n+++ b/backend/new.py\n@@ -0,0 +1 @@\n+y = 2\n"
     )
+
+
+JS_PROJECT = {
+    "package.json": '{"name": "calc", "scripts": {"test": "mocha"}}\n',
+    "package-lock.json": "{}\n",
+    "src/math.js": "module.exports = { add: (a, b) => a - b };\n",
+    "test/math.test.js": "it('adds', () => {});\n",
+    "node_modules/node-gyp/gyp/pylib/gyp/common.py": "x = 1\n",  # installed packages say nothing of the project
+}
+
+
+def test_a_javascript_project_is_said_to_be_one_and_a_mixed_repository_is_healed_as_before(tmp_path: Path) -> None:
+    js = write_project(tmp_path / "js", JS_PROJECT)
+    refusal = javascript_refusal(js)
+    assert refusal is not None and "JavaScript/TypeScript project" in refusal
+    assert "tests run by mocha, packages by npm" in refusal and "not built yet" in refusal
+    mixed = write_project(tmp_path / "mixed", {**JS_PROJECT, "backend/app.py": "x = 1\n"})
+    assert javascript_refusal(mixed) is None
+    assert javascript_refusal(write_project(tmp_path / "py", {"tests/test_x.py": "def test_x():\n    pass\n"})) is None
+    odd = write_project(tmp_path / "odd", {"package.json": '{"scripts": {"test": "ava"}}'})
+    assert "no test runner selfix knows" in (javascript_refusal(odd) or "")
+
+
+def test_selfix_fix_on_a_javascript_project_exits_2_saying_so_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    js = write_project(tmp_path / "js", JS_PROJECT)
+    before = sorted(p.relative_to(js) for p in js.rglob("*"))
+    assert main(["fix", str(js)]) == 2
+    assert "is a JavaScript/TypeScript project" in capsys.readouterr().err
+    assert sorted(p.relative_to(js) for p in js.rglob("*")) == before
