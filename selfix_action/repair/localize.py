@@ -215,7 +215,12 @@ def _score_failed_import(
             imported.update(alias.name for alias in node.names)
     for module in by_error | imported:
         weight = MODULE_NAMED_BY_ERROR if module in by_error else MODULE_IMPORTED
-        for file in _module_files(module, spans):
+        files = _module_files(module, spans)
+        parts = module.split(".")
+        while not files and module in by_error and len(parts) > 1:
+            parts.pop()  # a project module that does not exist yet ("No module named 'shop.vat'"): its package
+            files = _module_files(".".join(parts), spans)
+        for file in files:
             for line in _top_level_lines(spans[file], file):
                 scores[(file, line)] = max(scores[(file, line)], weight)
 

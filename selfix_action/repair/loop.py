@@ -36,6 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from selfix_action.repair.config import LoopConfig
+from selfix_action.repair.dependencies import missing_dependencies
 from selfix_action.repair.differential import added_attributes, behaviour_evidence, probe_targets, probed_tests
 from selfix_action.repair.evidence import Reproduction, gather_evidence, reproduce
 from selfix_action.repair.localize import enclosing_function, function_spans
@@ -316,6 +317,17 @@ class HealingLoop:
             if not remaining:
                 return self._finish(Stop(StopReason.ENVIRONMENT, services.detail), repro)
             self.notes.append(f"{len(services.tests)} failing test(s) left out as the environment's: {services.detail}")
+            repro = dataclasses.replace(repro, f2p=remaining)
+        # A test module that cannot import a package the project does not provide: the same, for a dependency.
+        failures = [repro.baseline.results[n] for n in repro.f2p]
+        if missing := missing_dependencies(failures, self._is_project_module):
+            self._environment_tests = (*self._environment_tests, *missing.tests)
+            self._environment_problem = "; ".join(filter(None, (self._environment_problem, missing.detail)))
+            self.trace("environment_tests", missing.detail, tests=list(missing.tests), modules=list(missing.modules))
+            remaining = tuple(n for n in repro.f2p if n not in missing.tests)
+            if not remaining:
+                return self._finish(Stop(StopReason.ENVIRONMENT, missing.detail), repro)
+            self.notes.append(f"{len(missing.tests)} failing test(s) left out as the environment's: {missing.detail}")
             repro = dataclasses.replace(repro, f2p=remaining)
 
         # 2. Localize: rank suspicious lines and functions from coverage spectra and tracebacks.
@@ -1005,6 +1017,17 @@ class HealingLoop:
             rejections_by_stage=by_stage,
             property_test=self.properties.records.get(hypothesis.id),
         )
+
+    def _is_project_module(self, name: str) -> bool:
+        """Is ``name`` a top-level module or package of the checkout (its sources, its tests, below ``src/``)?"""
+        for path in (f"{name}.py", f"{name}/__init__.py", f"src/{name}.py", f"src/{name}/__init__.py"):
+            try:
+                self.sandbox.read_file(path)
+            except (OSError, UnicodeDecodeError, ValueError):
+                continue
+            return True
+        tops = {path.removeprefix("src/").split("/")[0].removesuffix(".py") for path in self.sandbox.source_files()}
+        return name in tops  # a namespace package (no __init__.py)
 
     def _finish(
         self,

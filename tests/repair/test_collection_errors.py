@@ -111,3 +111,40 @@ def test_a_ci_report_of_one_collection_error_heals_with_the_other_modules_tests_
     assert "tests/test_net.py::test_net" in report_.p2p_tests  # the rest of the suite ran, and guards the fix
     assert report_.patch is not None and "+def vat(gross):" in report_.patch.diff
     assert any("failed to collect" in note for note in overrides)
+
+
+def test_a_module_missing_a_dependency_the_project_does_not_provide_is_the_environments(tmp_path: Path) -> None:
+    # CI ran the module's tests (its report names them one by one); here the interpreter lacks a package the
+    # workflow installed elsewhere. No patch of the project's code is the fix: the heal stops before any engine.
+    files = {
+        **PROJECT,
+        "tests/test_vat.py": "import yaml_not_installed_here\n\n\ndef test_vat():\n    assert True\n",
+    }
+    repo = write_project(tmp_path / "repo", files)
+    reported = [ReportedTest("tests.test_vat", "test_vat")]
+    engine = ScriptedEngine([], {}, {})
+    with PytestSandbox(repo, [sys.executable, "-m", "pytest"], scratch_parent=tmp_path) as sandbox:
+        report = HealingLoop(sandbox, engine).run(reported).report
+    assert report.stop_reason is StopReason.ENVIRONMENT, report.notes
+    assert "cannot import yaml_not_installed_here, which the project does not provide" in report.environment_problem
+    assert any("install it in the workflow" in note for note in report.notes)
+    assert report.patch is None
+
+
+def test_a_missing_module_of_the_project_itself_is_still_a_bug_to_heal(tmp_path: Path) -> None:
+    files = {**PROJECT, "tests/test_vat.py": "from shop.vat import vat\n\n\ndef test_vat():\n    assert vat(12) == 2\n"}
+    repo = write_project(tmp_path / "repo", files)
+    hypothesis = Hypothesis(
+        id="H1",
+        rank=1,
+        title="shop lacks its vat module",
+        confidence=0.9,
+        file="shop/prices.py",
+        symbol="net",
+        lines=(1, 2),
+    )
+    vat_module = "from shop.prices import net\n\n\ndef vat(gross):\n    return gross - net(gross)\n"
+    engine = ScriptedEngine([hypothesis], {"H1": None}, {"H1": [{"shop/vat.py": vat_module}]})
+    with PytestSandbox(repo, [sys.executable, "-m", "pytest"], scratch_parent=tmp_path) as sandbox:
+        report = HealingLoop(sandbox, engine).run([ReportedTest("tests.test_vat", "test_vat")]).report
+    assert report.stop_reason is StopReason.HEALED, (report.stop_reason, report.notes)
