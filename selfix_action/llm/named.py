@@ -54,23 +54,17 @@ def named_definitions(
             if found.kind != "assignment":
                 by_name.setdefault(found.qualname.rsplit(".", 1)[-1], []).append(found)
     wanted: dict[str, set[int]] = {}
+    taken = 0
     for name in named_in(hypothesis):
         matches = by_name.get(name, [])
         if len(matches) != 1:
             continue  # unknown here, or ambiguous: not worth the tokens
         found = matches[0]
-        if found.start in shown.get(found.path, set()):
-            continue
-        end = min(found.end, found.start + MAX_NAMED_LINES - 1)
-        wanted.setdefault(found.path, set()).update(range(found.start, end + 1))
-        if sum(1 for _ in _starts(wanted)) >= MAX_NAMED:
+        lines = set(range(found.start, min(found.end, found.start + MAX_NAMED_LINES - 1) + 1))
+        if lines & (shown.get(found.path, set()) | wanted.get(found.path, set())):
+            continue  # shown already, in part (a class around the method the hypothesis names)
+        wanted.setdefault(found.path, set()).update(lines)
+        taken += 1
+        if taken == MAX_NAMED:
             break
     return wanted
-
-
-def _starts(wanted: Mapping[str, set[int]]) -> Iterable[tuple[str, int]]:
-    """One entry per contiguous block of lines (a definition each)."""
-    for path, lines in wanted.items():
-        for line in sorted(lines):
-            if line - 1 not in lines:
-                yield path, line

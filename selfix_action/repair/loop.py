@@ -306,29 +306,20 @@ class HealingLoop:
                 Stop(StopReason.NOT_REPRODUCIBLE if repro.flaky else StopReason.NO_FAILING_TESTS), repro
             )
 
-        # A test that could not reach the database or cache its CI job starts fails for its environment: all of
-        # them, the heal stops there, before any engine; some of them, they are left out (as an engine's
-        # environment diagnosis would leave them).
+        # A test that could not reach the database or cache its CI job starts, or whose module cannot import a
+        # package the project does not provide, fails for its environment: all of them, the heal stops there,
+        # before any engine; some of them, they are left out (as an engine's environment diagnosis would leave them).
         if services := unreachable_services([repro.baseline.results[n] for n in repro.f2p], self.config.allow_ports):
-            self._environment_tests = services.tests
-            self._environment_problem = services.detail
             self.trace("environment_tests", services.detail, tests=list(services.tests), ports=list(services.ports))
-            remaining = tuple(n for n in repro.f2p if n not in services.tests)
-            if not remaining:
-                return self._finish(Stop(StopReason.ENVIRONMENT, services.detail), repro)
-            self.notes.append(f"{len(services.tests)} failing test(s) left out as the environment's: {services.detail}")
-            repro = dataclasses.replace(repro, f2p=remaining)
-        # A test module that cannot import a package the project does not provide: the same, for a dependency.
+            repro, stop = self._leave_out_environment(repro, services.tests, services.detail)
+            if stop is not None:
+                return self._finish(stop, repro)
         failures = [repro.baseline.results[n] for n in repro.f2p]
         if missing := missing_dependencies(failures, self._is_project_module):
-            self._environment_tests = (*self._environment_tests, *missing.tests)
-            self._environment_problem = "; ".join(filter(None, (self._environment_problem, missing.detail)))
             self.trace("environment_tests", missing.detail, tests=list(missing.tests), modules=list(missing.modules))
-            remaining = tuple(n for n in repro.f2p if n not in missing.tests)
-            if not remaining:
-                return self._finish(Stop(StopReason.ENVIRONMENT, missing.detail), repro)
-            self.notes.append(f"{len(missing.tests)} failing test(s) left out as the environment's: {missing.detail}")
-            repro = dataclasses.replace(repro, f2p=remaining)
+            repro, stop = self._leave_out_environment(repro, missing.tests, missing.detail)
+            if stop is not None:
+                return self._finish(stop, repro)
 
         # 2. Localize: rank suspicious lines and functions from coverage spectra and tracebacks.
         if (stop := budget.allows()) is not None:  # TIME_LIMIT
@@ -733,6 +724,9 @@ class HealingLoop:
         if second is not None:
             versions["second"] = second.files
         second_diff = unified_diff(originals, second.files) if second is not None else ""
+        # The attributes each version gives a class: a recorded object lacks them, and a call failing on one is
+        # no outcome (differential.added_attributes).
+        added = {name: added_attributes(originals, files) for name, files in versions.items()}
         run: CallProbe | None = None
         if self.budget.allows(len(versions) + 3) is not None:  # the recording, two unpatched replays, one per version
             probe = BehaviourEvidence(note="the budget had no room left for the behaviour probe")
@@ -745,12 +739,12 @@ class HealingLoop:
                 second="second" if second is not None else "",
                 second_source=source,
                 second_diff=second_diff,
-                added={name: added_attributes(originals, files) for name, files in versions.items()},
+                added=added,
             )
         if why:
             probe = probe.model_copy(update={"note": "; ".join(filter(None, (probe.note, why)))})
         if run is not None and second is not None and probe.disagreements:
-            winner, probe = self._settle_disagreement(winner, second, hypothesis, qa, evidence, run, probe)
+            winner, probe = self._settle_disagreement(winner, second, hypothesis, qa, evidence, run, probe, added)
         self.trace(
             "behaviour",
             f"{probe.compared} input(s) replayed: {len(probe.changed)} changed outcome with the patch "
@@ -776,6 +770,7 @@ class HealingLoop:
         evidence: Evidence,
         run: CallProbe,
         probe: BehaviourEvidence,
+        added: dict[str, frozenset[str]],
     ) -> tuple[_Winner, BehaviourEvidence]:
         """Ask the engine's QA for a test of the right outcome on the inputs where the two solutions differ, and run
         it on both: the one it passes on stays (the second one is confirmed on the whole suite first, then takes
@@ -829,6 +824,7 @@ class HealingLoop:
             second="patch",
             second_source="the first patch, which QA's settling test showed wrong",
             second_diff=unified_diff(originals, winner.files),
+            added=added,
         ).model_copy(
             update={
                 "settled": "QA's settling test fails on the first patch and passes on the second solution, which "
@@ -1017,6 +1013,18 @@ class HealingLoop:
             rejections_by_stage=by_stage,
             property_test=self.properties.records.get(hypothesis.id),
         )
+
+    def _leave_out_environment(
+        self, repro: Reproduction, tests: Sequence[str], detail: str
+    ) -> tuple[Reproduction, Stop | None]:
+        """Leave ``tests`` out as the environment's (said in the report), or stop when no failing test remains."""
+        self._environment_tests = (*self._environment_tests, *tests)
+        self._environment_problem = "; ".join(filter(None, (self._environment_problem, detail)))
+        remaining = tuple(n for n in repro.f2p if n not in tests)
+        if not remaining:
+            return repro, Stop(StopReason.ENVIRONMENT, detail)
+        self.notes.append(f"{len(tests)} failing test(s) left out as the environment's: {detail}")
+        return dataclasses.replace(repro, f2p=remaining), None
 
     def _is_project_module(self, name: str) -> bool:
         """Is ``name`` a top-level module or package of the checkout (its sources, its tests, below ``src/``)?"""
