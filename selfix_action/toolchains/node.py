@@ -87,7 +87,7 @@ def _runner_in(script: str) -> str:
         name = PurePosixPath(word).name
         if name in ("jest", "vitest", "mocha"):
             return name
-        if name == "--test" or word == "node:test":
+        if name == "--test":
             return "node"
     return ""
 
