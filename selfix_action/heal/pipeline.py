@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import TextIO
 
 from selfix_action.errors import ExitCode, InputError, SandboxError
-from selfix_action.heal.engines import build_engine
+from selfix_action.heal.engines import auto_provider, build_engine
 from selfix_action.heal.next_step import with_next_step
 from selfix_action.heal.outputs import (
     OutputPaths,
@@ -32,7 +33,7 @@ from selfix_action.heal.outputs import (
     prepare_out_dir,
     write_report_files,
 )
-from selfix_action.heal.project import in_repository, javascript_refusal, project_folder, project_patterns
+from selfix_action.heal.project import in_repository, node_project, project_folder, project_patterns
 from selfix_action.heal.request import HealRequest
 from selfix_action.junit import Outcome, TestCaseResult, parse_reports
 from selfix_action.learn.hooks import learn_from_run, open_memory, outcome_fields, trace_header
@@ -42,8 +43,10 @@ from selfix_action.repair.protocols import Engine
 from selfix_action.repair.report import STOP_EXPLANATIONS, HealReport, StopReason
 from selfix_action.repair.reported import ReportedTest
 from selfix_action.sandbox.isolation import Isolation, detect_isolation
+from selfix_action.sandbox.node_sandbox import NodeSandbox
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox, is_python
 from selfix_action.sandbox.setup import SetupResult, project_env_source, run_setup_command
+from selfix_action.toolchains.node import NodeProject, reported_name, test_command
 
 Trace = Callable[..., None]
 Warn = Callable[[str], None]
@@ -69,6 +72,7 @@ class HealContext:
     memory: Memory | None
     junit_failing: tuple[ReportedTest, ...]  # the CI report's tests, resolved against the checkout by the loop
     junit_passing: tuple[ReportedTest, ...]
+    node: NodeProject | None = None  # a JavaScript/TypeScript project: its tests run on the Node sandbox
 
     @property
     def repo(self) -> Path:
@@ -124,8 +128,20 @@ def heal_status(report: HealReport, *, patched: bool) -> str:
     return "not_healed"
 
 
-def open_sandbox(request: HealRequest, isolation: Isolation) -> PytestSandbox:
-    """The scratch copy of ``request``'s repository its test runs use, within ``isolation`` (a context manager)."""
+def open_sandbox(
+    request: HealRequest, isolation: Isolation, node: NodeProject | None = None
+) -> PytestSandbox | NodeSandbox:
+    """The scratch copy of ``request``'s repository its test runs use, within ``isolation`` (a context manager):
+    pytest's, or for a Node project (``node``) the runner its package.json names."""
+    if node is not None:
+        return NodeSandbox(
+            request.repo,
+            request.test_cmd,
+            node,
+            limits=request.limits,
+            env_source=request.env_source,
+            isolation=isolation,
+        )
     return PytestSandbox(
         request.repo,
         request.test_cmd,
@@ -142,7 +158,7 @@ def heal_in_sandbox(context: HealContext) -> HealResult:
     request = context.request
     isolation = context.isolation
     context.trace("sandbox", isolation.summary(), isolation=isolation.report())
-    with open_sandbox(request, isolation) as sandbox:
+    with open_sandbox(request, isolation, context.node) as sandbox:
         config = request.loop.model_copy(update={"allow_ports": request.isolation.allow_ports})
         loop = HealingLoop(sandbox, context.engine, config, trace=context.trace, repo_label=request.repo_label)
         result = loop.run(context.junit_failing, context.junit_passing)
@@ -174,7 +190,19 @@ def _reported_test(case: TestCaseResult) -> ReportedTest:
     return ReportedTest(case.classname, case.name, case.file, case.nodeid)
 
 
-def failure_sets(paths: Sequence[Path], *, strict: bool, warn: Warn) -> tuple[Reported, Reported]:
+def node_reported(runner: str) -> Callable[[TestCaseResult], ReportedTest]:
+    """A Node runner's JUnit case as a reported test: its file when the report says, its full title."""
+
+    def name(case: TestCaseResult) -> ReportedTest:
+        named = reported_name(runner, case)
+        return ReportedTest("", case.name, named.file, None, full_title=named.full_title)
+
+    return name
+
+
+def failure_sets(
+    paths: Sequence[Path], *, strict: bool, warn: Warn, name: Callable[[TestCaseResult], ReportedTest] = _reported_test
+) -> tuple[Reported, Reported]:
     """F2P (failed or errored cases) and P2P (passed cases) from JUnit reports, parsed once.
 
     The cases are resolved to node ids by the loop, against the tests collected in the checkout
@@ -194,11 +222,11 @@ def failure_sets(paths: Sequence[Path], *, strict: bool, warn: Warn) -> tuple[Re
     failing = [c for c in named if c.outcome in (Outcome.FAILED, Outcome.ERROR)]
     passing = [c for c in named if c.outcome is Outcome.PASSED]
     # One test can appear in several reports (a rerun job, a matrix): failing in any run makes it F2P only.
-    f2p = tuple(dict.fromkeys(_reported_test(c) for c in failing))
+    f2p = tuple(dict.fromkeys(name(c) for c in failing))
     failing_keys = {(t.classname, t.name) for t in f2p}
     flaky = sorted(
         {
-            _reported_test(c).label
+            name(c).label
             for c in named
             if (c.classname, c.name) in failing_keys and (c.flaky or c.outcome is Outcome.PASSED)
         }
@@ -206,7 +234,7 @@ def failure_sets(paths: Sequence[Path], *, strict: bool, warn: Warn) -> tuple[Re
     if flaky:
         shown = ", ".join(flaky[:3]) + (f" and {len(flaky) - 3} more" if len(flaky) > 3 else "")
         warn(f"{len(flaky)} failing test(s) also passed in another run of the report(s) (flaky): {shown}")
-    p2p = tuple(dict.fromkeys(_reported_test(c) for c in passing if (c.classname, c.name) not in failing_keys))
+    p2p = tuple(dict.fromkeys(name(c) for c in passing if (c.classname, c.name) not in failing_keys))
     return f2p, p2p
 
 
@@ -258,8 +286,12 @@ def heal(
     # The heal runs on the project's folder as its CI runs it (its paths, its pytest rootdir); what leaves it is
     # put back in repository-relative paths (in_repository) below.
     project = _in_folder(request, repo, folder.path)
-    if (javascript := javascript_refusal(project.repo)) is not None:
-        raise InputError(javascript)
+    node = node_project(project.repo)
+    if node is not None:  # JavaScript/TypeScript: the same loop, on the Node half of the toolchain seam
+        project = _for_node(project, node)
+        failing, passing = failure_sets(
+            request.junit, strict=request.junit_strict, warn=warned, name=node_reported(node.runner)
+        )
     # Everything that can be refused (a missing key, unavailable isolation, a linked output folder) is refused
     # before any output is written.
     out_dir = inside(request.repo, request.out_dir)
@@ -268,7 +300,7 @@ def heal(
     memory: Memory | None = None
     recorded = False
     engine_setup = build_engine(
-        request.engine,
+        project.engine,
         hypotheses=request.loop.max_hypotheses,
         time_limit=request.loop.time_limit_seconds,
         protected_paths=request.loop.protected_paths,
@@ -292,7 +324,7 @@ def heal(
                 warned(f"memory disabled: {request.memory_path} goes through a symbolic link in the repository")
             elif memory_path is not None:
                 memory = open_memory(memory_path, warned)
-            context = HealContext(project, engine, isolation, trace, memory, failing, passing)
+            context = HealContext(project, engine, isolation, trace, memory, failing, passing, node)
             result = in_repository(healer(context), folder.path)
             if folder.path:
                 result = dataclasses.replace(
@@ -321,6 +353,37 @@ def heal(
     for message in view_warnings:
         warned(message)
     return HealOutcome(result, paths, tuple(warnings), memory_recorded=recorded)
+
+
+def _for_node(request: HealRequest, node: NodeProject) -> HealRequest:
+    """The request for a Node project: its own test command (from package.json when none was given: a pytest
+    command is selfix's default, not the project's), an LLM engine (the offline engine's templates are Python's),
+    and node itself, which the action's Docker image does not carry."""
+    source = request.env_source if request.env_source is not None else os.environ
+    if shutil.which("node", path=source.get("PATH")) is None:
+        raise InputError(
+            "this is a JavaScript/TypeScript project and node is not installed where selfix runs: use the composite "
+            "variant of the action (uses: selfix-action/selfix-action/composite@v1), which runs on the runner's "
+            "node after actions/setup-node, or install node in the job"
+        )
+    engine = request.engine
+    if engine.kind == "offline":
+        raise InputError(
+            "the offline engine heals Python only (its repair templates read Python's syntax tree): a "
+            "JavaScript/TypeScript project needs the LLM engine (--engine anthropic, openai or auto with a key)"
+        )
+    if engine.kind == "auto":
+        provider = auto_provider(engine) or ("openai" if engine.replay is not None else None)
+        if provider is None:
+            raise InputError(
+                "--engine auto found no model key, and the offline engine heals Python only: a JavaScript/TypeScript "
+                "project needs an LLM engine (ANTHROPIC_API_KEY or OPENAI_API_KEY, or --api-key)"
+            )
+        engine = dataclasses.replace(engine, kind=provider)
+    test_cmd = request.test_cmd
+    if not test_cmd or (is_python(Path(test_cmd[0])) and "pytest" in test_cmd):
+        test_cmd = test_command(node)
+    return dataclasses.replace(request, test_cmd=test_cmd, engine=engine)
 
 
 def _in_folder(request: HealRequest, repo: Path, folder: str) -> HealRequest:

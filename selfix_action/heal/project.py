@@ -23,7 +23,7 @@ from pathlib import Path, PurePosixPath
 from selfix_action.errors import InputError
 from selfix_action.repair.loop import HealResult
 from selfix_action.repair.reported import ReportedTest
-from selfix_action.toolchains.node import detect_project
+from selfix_action.toolchains.node import NodeProject, detect_project
 
 # Files that make a folder a Python project (or its pytest configuration).
 PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "pytest.ini", "tox.ini")
@@ -170,10 +170,11 @@ def moved_diff(diff: str, folder: str) -> str:
 _NOT_THE_PROJECT = frozenset({"node_modules", ".git", "dist", "build", "coverage", ".next", ".venv", "venv"})
 
 
-def javascript_refusal(folder: Path) -> str | None:
-    """Why selfix cannot heal the project in ``folder`` yet, when it is a JavaScript or TypeScript project: a
-    ``package.json`` and not one Python file. A repository that holds both (a Python backend beside a frontend)
-    is healed as before. Without this, such a project got "pytest collected no test" (issue 34 builds the rest)."""
+def node_project(folder: Path) -> NodeProject | None:
+    """The Node project in ``folder`` when it is a JavaScript or TypeScript project: a ``package.json`` and not one
+    Python file (installed packages and build output do not count). A repository that holds both (a Python
+    backend beside a frontend) is a Python project. InputError when its package.json names no runner selfix
+    knows."""
     manifest = folder / "package.json"
     if not manifest.is_file():
         return None
@@ -182,11 +183,6 @@ def javascript_refusal(folder: Path) -> str | None:
         if any(name.endswith(".py") for name in files):
             return None
     try:
-        project = detect_project(manifest.read_text(encoding="utf-8", errors="replace"), os.listdir(folder))
-        runs = f"tests run by {project.runner}, packages by {project.package_manager}"
+        return detect_project(manifest.read_text(encoding="utf-8", errors="replace"), os.listdir(folder))
     except InputError as exc:
-        runs = str(exc)
-    return (
-        f"{folder.name or folder} is a JavaScript/TypeScript project (package.json; {runs}) with no Python "
-        "file: selfix heals Python projects (pytest) today; healing JavaScript and TypeScript is not built yet"
-    )
+        raise InputError(f"{folder.name or folder} is a JavaScript/TypeScript project, but {exc}") from exc

@@ -7,12 +7,12 @@ Edits to tests, test configuration and CI files are refused, like unknown files 
 
 from __future__ import annotations
 
-import ast
 import difflib
 import re
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 
+from selfix_action.repair.languages import syntax_problem
 from selfix_action.repair.paths import protected_reason
 
 # "  12 | code": the numbering we show in prompts, which models sometimes copy into their search text.
@@ -78,13 +78,11 @@ def apply_edits(
     if not changed:
         raise EditError("the edits change nothing: the replacement text equals the search text")
     for path, text in changed.items():
-        try:
-            ast.parse(text)
-        except SyntaxError as exc:
+        if (problem := syntax_problem(path, text)) is not None:
             raise EditError(
-                f"after the edits {path} no longer parses: {exc.msg} at line {exc.lineno}. "
-                "Check indentation and brackets in the replacement."
-            ) from exc
+                f"after the edits {path} no longer parses: {problem}. Check indentation and brackets in the "
+                "replacement."
+            )
     return changed
 
 

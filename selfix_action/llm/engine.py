@@ -34,8 +34,10 @@ from selfix_action.llm.prompts import (
     detective_request,
     frames_slice,
     locations_slice,
+    node_qa_request,
     patcher_request,
     qa_environment,
+    qa_file,
     qa_request,
     render_slices,
     reviewer_context,
@@ -69,6 +71,7 @@ from selfix_action.providers.base import (
     ModelResponse,
     PreflightResult,
 )
+from selfix_action.repair.languages import has_node_test, is_node_file, syntax_problem
 from selfix_action.repair.patches import changed_line_count, program_key
 from selfix_action.repair.protocols import EngineStopped, Sandbox
 from selfix_action.repair.report import Confidence, PreflightUsage, StopReason, Usage
@@ -290,15 +293,19 @@ class LLMEngine:
     def qa_test(
         self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, feedback: str = ""
     ) -> QATest | None:
-        path = f"test_qa_{hypothesis.id.lower()}.py"
-
+        path = qa_file(evidence, f"test_qa_{hypothesis.id.lower()}")
+        request = (
+            node_qa_request(hypothesis, path, evidence, feedback)
+            if evidence.toolchain
+            else qa_request(hypothesis, path, feedback, qa_environment(evidence, sandbox.read_file))
+        )
         answer = self._ask(
             "qa",
             QA_TOOL,
-            qa_request(hypothesis, path, feedback, qa_environment(evidence, sandbox.read_file)),
+            request,
             evidence,
             sandbox,
-            _qa_answer,
+            _qa_answer_for(path),
         )
         if answer is None:
             self.trace(
@@ -431,9 +438,9 @@ class LLMEngine:
     def settle(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, disagreements: str) -> QATest | None:
         """QA, once more: a test of the right outcome on the inputs where two verified patches differ (usage role
         "settler"); None when no usable test came."""
-        path = f"test_settle_{hypothesis.id.lower()}.py"
+        path = qa_file(evidence, f"test_settle_{hypothesis.id.lower()}")
         request = settle_request(hypothesis, path, disagreements, qa_environment(evidence))
-        answer = self._ask("settler", QA_TOOL, request, evidence, sandbox, _qa_answer)
+        answer = self._ask("settler", QA_TOOL, request, evidence, sandbox, _qa_answer_for(path))
         if answer is None:
             return None
         source = answer.test_source if answer.test_source.endswith("\n") else answer.test_source + "\n"
@@ -830,17 +837,29 @@ def _parse(response: ModelResponse, schema: type[A]) -> A:
         raise InvalidAnswer(f"the arguments do not match the schema: {validation_message(exc)}") from exc
 
 
-def _qa_answer(response: ModelResponse) -> QAAnswer:
-    """A QA answer whose test module can be run (the reproduction test's and the settling test's)."""
-    answer = _parse(response, QAAnswer)
-    problem = qa_source_problem(answer.test_source)
-    if problem:
-        raise InvalidAnswer(problem)
-    return answer
+def _qa_answer_for(path: str) -> Callable[[ModelResponse], QAAnswer]:
+    """The parser of a QA answer whose test (saved as ``path``) can be run: the reproduction test's and the
+    settling test's."""
+
+    def parse(response: ModelResponse) -> QAAnswer:
+        answer = _parse(response, QAAnswer)
+        problem = qa_source_problem(answer.test_source, path)
+        if problem:
+            raise InvalidAnswer(problem)
+        return answer
+
+    return parse
 
 
-def qa_source_problem(source: str) -> str | None:
-    """Why ``source`` cannot be a QA test module, or None."""
+def qa_source_problem(source: str, path: str = "test_qa.py") -> str | None:
+    """Why ``source`` cannot be a QA test saved as ``path`` (a pytest module, or a JavaScript spec file), or
+    None."""
+    if is_node_file(path):
+        if (problem := syntax_problem(path, source)) is not None:
+            return f"test_source does not parse: {problem}"
+        if not has_node_test(path, source):
+            return "test_source declares no test (an it(...) or test(...) call)"
+        return None
     try:
         tree = ast.parse(source)
     except SyntaxError as exc:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 from selfix_action.llm.imports import import_lines, test_helper_imports
 from selfix_action.llm.test_uses import built_classes, constructor_lines, find_class, used_helpers
+from selfix_action.repair.languages import is_node_file, node_outline, node_test_lines
 from selfix_action.repair.localize import FunctionSpan, enclosing_function, function_spans
 from selfix_action.repair.paths import is_test_path
 from selfix_action.repair.review import ReviewedCode, ReviewRequest
@@ -92,6 +93,11 @@ def build_context(
 def _python_line(evidence: Evidence) -> list[str]:
     """The interpreter the tests run on, when the baseline run reported it: a fix and a QA test must be valid for
     it (no ``match`` on 3.8, no ``X | Y`` annotations evaluated before 3.10)."""
+    if evidence.toolchain:
+        return [
+            f"This is a JavaScript/TypeScript project; its tests run with {inline(evidence.toolchain, 80)}: code you "
+            "write must run there, in the language and module style (require or import) of the file it goes in."
+        ]
     if not evidence.python_version:
         return []
     return [f"The project's tests run on Python {inline(evidence.python_version, 40)}: code you write must run there."]
@@ -174,10 +180,10 @@ def source_slices(evidence: Evidence, read_file: ReadFile) -> dict[str, set[int]
             text = read_file(path)
         except (OSError, UnicodeDecodeError):
             continue
-        tree = _parse(text)
+        tree = _parse(text) if not is_node_file(path) else None
         spans = _with_decorators(function_spans(path, text), tree)
         lines = wanted.setdefault(path, set())
-        lines |= _module_outline(tree)
+        lines |= _outline(path, text, tree)
         by_rank = [item.line for item in ranked if item.file == path]
         windows = by_rank + [item.line for item in wider if item.file == path]
         decorated = _decorator_starts(tree)
@@ -345,9 +351,10 @@ def locations_slice(locations: Sequence[Location], read_file: ReadFile) -> dict[
             wanted.setdefault(path, set()).update(lines)
     for path, lines in wanted.items():
         try:
-            lines |= _module_outline(_parse(read_file(path)))
+            text = read_file(path)
         except (OSError, UnicodeDecodeError):
             continue
+        lines |= _outline(path, text, None if is_node_file(path) else _parse(text))
     return wanted
 
 
@@ -368,14 +375,14 @@ def frames_slice(text: str, read_file: ReadFile, skip: dict[str, set[int]]) -> d
     return wanted
 
 
-FILE_LINE = re.compile(r"([\w./-]+\.py)\W{1,2}(\d+)")
+FILE_LINE = re.compile(r"([\w./-]+\.(?:py|[cm]?[jt]sx?))\W{1,2}(\d+)")
 
 
 def test_slices(evidence: Evidence, read_file: ReadFile) -> dict[str, set[int]]:
     """The failing test functions with what they use: their module's imports, their class's header, setup
     methods and attributes, the fixtures they ask for (from the test module or a conftest.py on its path) and
     the module's own helper functions they call; so QA tests can import and set up the same way."""
-    wanted: dict[str, set[int]] = {}
+    wanted: dict[str, set[int]] = _node_test_slices(evidence, read_file)
     for path, tree, node, owner in _failing_test_nodes(evidence, read_file):
         lines = wanted.setdefault(path, set())
         lines |= _module_outline(tree)
@@ -412,6 +419,22 @@ def test_slices(evidence: Evidence, read_file: ReadFile) -> dict[str, set[int]]:
                     conf_lines |= _module_outline(conf_tree)
                     conf_lines |= _node_lines(stmt, MAX_TEST_LINES)
                     fixtures.discard(stmt.name)
+    return wanted
+
+
+def _node_test_slices(evidence: Evidence, read_file: ReadFile) -> dict[str, set[int]]:
+    """A JavaScript project's failing tests: each test's call (``it``/``test``), the setup hooks of the describe
+    blocks around it and the spec file's imports."""
+    wanted: dict[str, set[int]] = {}
+    for nodeid in [n for n in evidence.f2p_tests if is_node_file(n.partition("::")[0])][:MAX_TEST_FUNCTIONS]:
+        path, _, rest = nodeid.partition("::")
+        try:
+            text = read_file(path)
+        except (OSError, UnicodeDecodeError, ValueError):
+            continue
+        lines = node_test_lines(path, text, tuple(rest.split(" > ")) if rest else (), MAX_TEST_LINES)
+        if lines:
+            wanted.setdefault(path, node_outline(path, text, MAX_MODULE_LINES)).update(lines)
     return wanted
 
 
@@ -504,6 +527,13 @@ def _function_lines(start: int, end: int, ranked: Sequence[int]) -> set[int]:
     for line in inside[:MAX_WINDOWS]:
         lines |= set(range(max(start, line - WINDOW), min(end, line + WINDOW) + 1))
     return lines
+
+
+def _outline(path: str, text: str, tree: ast.Module | None) -> set[int]:
+    """A module's imports and constants, read with its language's parser."""
+    if is_node_file(path):
+        return node_outline(path, text, MAX_MODULE_LINES)
+    return _module_outline(tree)
 
 
 def _module_outline(tree: ast.Module | None) -> set[int]:
@@ -634,6 +664,47 @@ only the example above: draw the inputs from the whole class the hypothesis name
 sibling types), never only the failing example. selfix runs it with its own bounded, reproducible settings: no
 @settings raising max_examples, no network, no files outside tmp_path or tempfile. Leave property_source empty
 when the claim is about one input only.{retry}"""
+
+
+def qa_file(evidence: Evidence, stem: str) -> str:
+    """Where a reproduction test is saved, under ``_selfix_qa/``: a pytest module for a Python project; for a
+    JavaScript one, a spec file beside the first failing test's (its relative imports then read the same),
+    named the way the runners find tests."""
+    spec = next((n.partition("::")[0] for n in evidence.f2p_tests if is_node_file(n.partition("::")[0])), "")
+    if not evidence.toolchain or not spec:
+        return f"{stem}.py"
+    folder, _, name = spec.rpartition("/")
+    suffix = "." + name.rsplit(".", 1)[-1]
+    return f"{folder + '/' if folder else ''}{stem.replace('_', '-')}.test{suffix}"
+
+
+def node_qa_request(hypothesis: Hypothesis, path: str, evidence: Evidence, feedback: str = "") -> str:
+    """The QA request for a JavaScript/TypeScript project: a spec file for the project's own runner."""
+    retry = ""
+    if feedback:
+        retry = (
+            "\n\nYour previous reproduction test for this hypothesis did not run as a test: it failed in its own "
+            "code, not in the project's. Write a corrected one.\n" + block("QA test output", feedback, limit=2500)
+        )
+    spec = next((n.partition("::")[0] for n in evidence.f2p_tests), "")
+    return f"""\
+Role: QA.
+Hypothesis under test:
+{describe_hypothesis(hypothesis)}
+
+Write a small test file for the project's own test runner ({inline(evidence.toolchain, 80)}). It is saved as
+{inline(path)}, in the same folder as the failing test {inline(spec)}, and run by that runner alone: import or
+require the project's modules with the same relative paths and module style as that file, and use the same
+test functions (describe/it or test) and assertion library it uses (shown above). It must FAIL on the current
+code with an assertion failure (or the error the hypothesis predicts), and PASS once the hypothesized fix is
+applied. It must not fail because of a missing module, a typo or a ReferenceError in its own code. Prefer the
+project's own objects to fakes. Use one or two tests, no network, no files outside the OS temp folder, no
+global state left behind. How it is judged: on the current code it reproduces the hypothesis when at least one
+of its tests fails with an assertion error or an error thrown in the project's code; it is a broken test when it
+fails only in its own code (a missing module, a ReferenceError, a syntax error). Once the fix is applied, EVERY
+test in it must pass, so assert nothing the fix does not make true. If the hypothesis is wrong, an honest test
+passes on the current code: that is how we rule it out. Leave property_source empty: property tests are run
+for Python projects only.{retry}"""
 
 
 def patcher_request(

@@ -203,6 +203,7 @@ def gather_evidence(
         pytest_plugins=baseline.pytest_plugins,
         root_fixtures=baseline.root_fixtures,
         python_version=baseline.python_version,
+        toolchain=baseline.toolchain,
         covering_tests={p: {ln: tuple(sorted(t)) for ln, t in lines.items()} for p, lines in covering.items()},
     )
 

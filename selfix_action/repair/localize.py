@@ -14,54 +14,14 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from selfix_action.repair.languages import FunctionSpan, function_spans
+
+__all__ = ["FunctionSpan", "Localization", "enclosing_function", "function_spans", "localize", "ochiai"]
 from selfix_action.repair.values import SuspiciousFunction, SuspiciousLine, TestResult
 
 INNERMOST_FRAME_BONUS = 0.3
 OUTER_FRAME_BONUS = 0.1
 MAX_LINES = 300
-
-
-@dataclass(frozen=True)
-class FunctionSpan:
-    file: str
-    name: str  # qualified: Class.method
-    start: int
-    end: int
-    statement_lines: frozenset[int]
-    called_names: frozenset[str]
-
-
-def function_spans(file: str, source: str) -> list[FunctionSpan]:
-    """Every function and method in ``source`` with its statement lines, innermost last."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return []
-    spans: list[FunctionSpan] = []
-
-    def visit(node: ast.AST, prefix: str) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
-                name = f"{prefix}{child.name}"
-                lines = {n.lineno for stmt in child.body for n in ast.walk(stmt) if isinstance(n, ast.stmt)}
-                called = set()
-                for n in ast.walk(child):
-                    if isinstance(n, ast.Call):
-                        func = n.func
-                        if isinstance(func, ast.Name):
-                            called.add(func.id)
-                        elif isinstance(func, ast.Attribute):
-                            called.add(func.attr)
-                    elif isinstance(n, ast.Name):
-                        called.add(n.id)  # classes instantiated or functions passed around
-                end = child.end_lineno or child.lineno
-                spans.append(FunctionSpan(file, name, child.lineno, end, frozenset(lines), frozenset(called)))
-                visit(child, name + ".")
-            elif isinstance(child, ast.ClassDef):
-                visit(child, f"{prefix}{child.name}.")
-
-    visit(tree, "")
-    return spans
 
 
 def enclosing_function(spans: Sequence[FunctionSpan], line: int) -> FunctionSpan | None:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import ast
 import difflib
 import hashlib
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+
+from selfix_action.repair.languages import normalized_syntax
 
 NO_NEWLINE = "\\ No newline at end of file\n"
 
@@ -95,10 +96,7 @@ def program_key(files: Mapping[str, str], normalized: Mapping[str, str] | None =
     for path in sorted(files):
         text = (normalized or {}).get(path)
         if text is None:
-            try:
-                text = ast.dump(ast.parse(files[path]))
-            except (SyntaxError, ValueError):
-                text = files[path]
+            text = normalized_syntax(path, files[path]) or files[path]
         digest.update(path.encode() + b"\0" + text.encode() + b"\0")
     return digest.hexdigest()
 

@@ -34,6 +34,9 @@ class ReportedTest:
     name: str
     file: str | None = None  # xunit1's file attribute: the path relative to the rootdir CI's pytest had
     guess: str | None = None
+    # A JavaScript runner's test: its describe blocks' and its own titles joined by spaces (what jest -t and
+    # mocha --grep match), resolved against the collected ids' titles, the file narrowing when the report has it.
+    full_title: str | None = None
 
     @classmethod
     def from_nodeid(cls, nodeid: str) -> ReportedTest:
@@ -44,6 +47,8 @@ class ReportedTest:
     @property
     def label(self) -> str:
         """How the report names it, for messages: the node id its names suggest, else classname and name."""
+        if self.full_title is not None:
+            return f"{self.file}: {self.full_title}" if self.file else self.full_title
         if self.guess:
             return self.guess
         return f"{self.classname}::{self.name}" if self.classname else self.name
@@ -121,7 +126,8 @@ def _module_suffix_names(name: str) -> Iterable[str]:
 def resolve_reported(cases: Sequence[ReportedTest], collected: Iterable[str]) -> Resolution:
     """Resolve each case to the collected test it names (see the module's docstring)."""
     by_name: dict[str, list[_Collected]] = {}
-    for nodeid in collected:
+    collected_ids = list(collected)
+    for nodeid in collected_ids:
         classname, name = junit_names(nodeid)
         by_name.setdefault(name, []).append((nodeid, classname, name))
         if not classname:  # collection errors: index the module's dotted suffixes as well
@@ -129,7 +135,17 @@ def resolve_reported(cases: Sequence[ReportedTest], collected: Iterable[str]) ->
                 by_name.setdefault(suffix, []).append((nodeid, classname, name))
     nodeids: dict[str, None] = {}
     unresolved: list[tuple[ReportedTest, str]] = []
+    by_title: dict[str, list[str]] = {}
     for case in dict.fromkeys(cases):
+        if case.full_title is not None:
+            if not by_title:
+                by_title = _titles(collected_ids)
+            titled, why = _by_title(case, by_title)
+            if titled is None:
+                unresolved.append((case, why))
+            else:
+                nodeids[titled] = None
+            continue
         found: str | None = case.guess  # a node id that is here as it stands
         if found is None or all(found != hit[0] for hit in by_name.get(case.name, ())):
             found, why = _best(case, by_name)
@@ -145,6 +161,39 @@ def resolve_reported(cases: Sequence[ReportedTest], collected: Iterable[str]) ->
             continue
         nodeids[found] = None
     return Resolution(tuple(nodeids), tuple(unresolved))
+
+
+TITLE_JOIN = " > "  # how a JavaScript test's titles are joined in its id (``toolchains.node.node_test_id``)
+
+
+def _titles(collected: Iterable[str]) -> dict[str, list[str]]:
+    index: dict[str, list[str]] = {}
+    for nodeid in collected:
+        _path, sep, rest = nodeid.partition("::")
+        if sep:
+            index.setdefault(" ".join(rest.split(TITLE_JOIN)), []).append(nodeid)
+    return index
+
+
+def _file(nodeid: str) -> str:
+    return nodeid.partition("::")[0]
+
+
+def _by_title(case: ReportedTest, by_title: dict[str, list[str]]) -> tuple[str | None, str]:
+    assert case.full_title is not None
+    named = by_title.get(case.full_title, [])
+    if case.file:
+        reported = case.file.replace("\\", "/").removeprefix("./")
+        named = [
+            n
+            for n in named
+            if _path_suffix(reported, n.partition("::")[0]) or _path_suffix(n.partition("::")[0], reported)
+        ]
+    if not named:
+        return None, "no test run here has that title" + (f" in {case.file}" if case.file else "")
+    if len(named) > 1:
+        return None, f"ambiguous: {len(named)} tests run here have that title ({', '.join(named[:3])})"
+    return named[0], ""
 
 
 def _module_error(case: ReportedTest, by_name: dict[str, list[_Collected]]) -> str:

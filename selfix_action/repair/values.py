@@ -67,6 +67,7 @@ class TestRun(Frozen):
     pytest_plugins: tuple[str, ...] = ()
     root_fixtures: tuple[tuple[str, str], ...] = ()
     python_version: str = ""  # the interpreter the tests ran on ("3.8.18"), as the collector reported it
+    toolchain: str = ""  # a JavaScript project's runner and node ("mocha 10.8.2 on Node v20.20.2"); "" for pytest
     # Why the run could not report on every test it was asked for: the sandbox could not run it, or pytest ended
     # with a usage error, an internal error, an interruption (collection errors) or no test collected. A test
     # without a result was not run: it never reads as passed. Empty for an ordinary run (tests passed or failed).
@@ -109,6 +110,7 @@ class Evidence(Frozen):
     pytest_plugins: tuple[str, ...] = ()
     root_fixtures: tuple[tuple[str, str], ...] = ()
     python_version: str = ""  # the interpreter the tests run on: a fix must be valid Python for it
+    toolchain: str = ""  # a JavaScript project's runner and node version: QA tests are written for that runner
     # p2p test -> lines it covers, to pick the passing tests that guard an edited line
     covering_tests: dict[str, dict[int, tuple[str, ...]]] = Field(default_factory=dict)
 

@@ -38,7 +38,7 @@ from selfix_action.repair.localize import FunctionSpan, function_spans
 from selfix_action.repair.patches import hunks, program_key, without_hunk
 from selfix_action.repair.paths import (
     QA_TEST_DIR,
-    is_source_path,
+    is_code_path,
     is_test_path,
     patch_violations,
     protected_reason,
@@ -64,7 +64,9 @@ CANDIDATE_RUNS = 2  # at most, per candidate: F2P (and the QA test), then the gu
 CONFIRM_RUNS = 2  # kept back for confirmation: the minimized patch, then the candidate as verified if that breaks
 # A QA test must fail the way the hypothesis predicts, not because it cannot even be imported.
 BROKEN_TEST_EXCEPTIONS = frozenset(
+    # ReferenceError: JavaScript's NameError (a name the test never bound)
     {"ImportError", "ModuleNotFoundError", "SyntaxError", "IndentationError", "CollectionError", "NameError"}
+    | {"ReferenceError"}
 )
 _SHORT = {
     StopReason.TIME_LIMIT: "time limit",
@@ -678,7 +680,7 @@ def _raised_in_project(result: TestResult) -> bool:
     if not result.frames:
         return False
     innermost = result.frames[-1].file
-    return not innermost.startswith(QA_TEST_DIR + "/") and is_source_path(innermost) and not is_test_path(innermost)
+    return not innermost.startswith(QA_TEST_DIR + "/") and is_code_path(innermost) and not is_test_path(innermost)
 
 
 # An error about an object of a class: the class is the QA test's own stand-in when the test module defines it.

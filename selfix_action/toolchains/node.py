@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -105,6 +106,25 @@ class NodeTestName:
         return " ".join(self.titles)
 
 
+TITLE_JOIN = " > "
+
+
+def node_test_id(name: NodeTestName) -> str:
+    """The test's id in selfix's runs and reports: ``<spec file>::<title> > <title>``; a spec file alone (its
+    load failed) is its path."""
+    if not name.titles:
+        return name.file or ""
+    return f"{name.file or ''}::{TITLE_JOIN.join(name.titles)}"
+
+
+def split_test_id(nodeid: str) -> NodeTestName:
+    """``node_test_id`` read back (a title holding " > " reads as two: the sandbox keeps the names it made)."""
+    file, sep, rest = nodeid.partition("::")
+    if not sep:
+        return NodeTestName(file or None, ())
+    return NodeTestName(file or None, tuple(rest.split(TITLE_JOIN)))
+
+
 def reported_name(runner: str, case: TestCaseResult, root: str = "") -> NodeTestName:
     """How ``runner``'s JUnit report names ``case`` (see the module's docstring). ``root``: the checkout's path in
     CI, taken off an absolute file."""
@@ -170,3 +190,31 @@ def report_args(
             f"--test-reporter-destination={report}",
         ], env
     raise InputError(f"unknown test runner {runner!r}: one of {', '.join(RUNNERS)}")
+
+
+_SHELL_OPERATORS = ("&&", "||", ";", "|", ">", "<", "$(", "`")
+_RUNNER_WORDS = {"jest": "jest", "vitest": "vitest", "mocha": "mocha", "_mocha": "mocha"}
+
+
+def test_command(project: NodeProject) -> tuple[str, ...]:
+    """The command selfix runs the project's tests with when none is given: the test script's own runner words
+    (``mocha -t 5000 test/*.test.js``, ``vitest run``, ``node --test test/``) when the script is one plain
+    command; the runner alone when it is more (``npm run build && jest``: selfix runs no build step; the
+    workflow builds before selfix runs)."""
+    script = project.test_script
+    if script and not any(op in script for op in _SHELL_OPERATORS):
+        try:
+            words = shlex.split(script)
+        except ValueError:
+            words = []
+        while words and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[0]):  # NODE_ENV=test jest
+            words = words[1:]
+        if words[:1] == ["cross-env"]:
+            words = words[1:]
+            while words and "=" in words[0]:
+                words = words[1:]
+        if words and (PurePosixPath(words[0]).name in _RUNNER_WORDS or words[0] == "node"):
+            return tuple(words)
+    if project.runner == "node":
+        return ("node", "--test")
+    return (project.runner,)

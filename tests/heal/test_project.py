@@ -12,8 +12,8 @@ from selfix_action.cli import main
 from selfix_action.errors import InputError
 from selfix_action.heal.project import (
     checked_folder,
-    javascript_refusal,
     moved_diff,
+    node_project,
     project_folder,
     project_patterns,
 )
@@ -103,23 +103,24 @@ JS_PROJECT = {
 }
 
 
-def test_a_javascript_project_is_said_to_be_one_and_a_mixed_repository_is_healed_as_before(tmp_path: Path) -> None:
+def test_a_javascript_project_is_found_and_a_mixed_repository_is_healed_as_python(tmp_path: Path) -> None:
     js = write_project(tmp_path / "js", JS_PROJECT)
-    refusal = javascript_refusal(js)
-    assert refusal is not None and "JavaScript/TypeScript project" in refusal
-    assert "tests run by mocha, packages by npm" in refusal and "not built yet" in refusal
+    found = node_project(js)
+    assert found is not None and (found.runner, found.package_manager) == ("mocha", "npm")
     mixed = write_project(tmp_path / "mixed", {**JS_PROJECT, "backend/app.py": "x = 1\n"})
-    assert javascript_refusal(mixed) is None
-    assert javascript_refusal(write_project(tmp_path / "py", {"tests/test_x.py": "def test_x():\n    pass\n"})) is None
+    assert node_project(mixed) is None
+    assert node_project(write_project(tmp_path / "py", {"tests/test_x.py": "def test_x():\n    pass\n"})) is None
     odd = write_project(tmp_path / "odd", {"package.json": '{"scripts": {"test": "ava"}}'})
-    assert "no test runner selfix knows" in (javascript_refusal(odd) or "")
+    with pytest.raises(InputError, match="JavaScript/TypeScript project, but no test runner selfix knows"):
+        node_project(odd)
 
 
-def test_selfix_fix_on_a_javascript_project_exits_2_saying_so_and_writes_nothing(
+def test_selfix_fix_on_a_javascript_project_with_the_offline_engine_exits_2_saying_why_and_writes_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     js = write_project(tmp_path / "js", JS_PROJECT)
     before = sorted(p.relative_to(js) for p in js.rglob("*"))
     assert main(["fix", str(js)]) == 2
-    assert "is a JavaScript/TypeScript project" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "the offline engine heals Python only" in err and "needs the LLM engine" in err
     assert sorted(p.relative_to(js) for p in js.rglob("*")) == before

@@ -1,0 +1,384 @@
+"""What the pure core needs to know of a source file's language: which language a path holds, its functions
+(localization groups suspicious lines by them, the engines show them whole) and whether a text still parses.
+
+Python is read with ``ast``; JavaScript and TypeScript with tree-sitter's grammars (a real parser, never
+regular expressions: a ``}`` in a template string or a regex literal does not end a function). Pure: texts in,
+values out.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cache
+from pathlib import PurePosixPath
+from typing import Any
+
+PYTHON = "python"
+JAVASCRIPT = "javascript"
+TYPESCRIPT = "typescript"
+
+JS_SUFFIXES = frozenset({".js", ".mjs", ".cjs", ".jsx"})
+TS_SUFFIXES = frozenset({".ts", ".mts", ".cts", ".tsx"})
+NODE_SUFFIXES = JS_SUFFIXES | TS_SUFFIXES
+
+
+def language_of(path: str) -> str:
+    """The language a file's suffix names: python, javascript, typescript, or "" for anything else."""
+    suffix = PurePosixPath(path).suffix
+    if suffix == ".py":
+        return PYTHON
+    if suffix in JS_SUFFIXES:
+        return JAVASCRIPT
+    if suffix in TS_SUFFIXES:
+        return TYPESCRIPT
+    return ""
+
+
+def is_node_file(path: str) -> bool:
+    return PurePosixPath(path).suffix in NODE_SUFFIXES
+
+
+@dataclass(frozen=True)
+class FunctionSpan:
+    file: str
+    name: str  # qualified: Class.method
+    start: int
+    end: int
+    statement_lines: frozenset[int]
+    called_names: frozenset[str]
+
+
+def function_spans(file: str, source: str) -> list[FunctionSpan]:
+    """Every function and method in ``source`` with its statement lines, outer before inner; [] when the text
+    does not parse or the language is not one selfix reads."""
+    if is_node_file(file):
+        return _node_spans(file, source)
+    return _python_spans(file, source)
+
+
+def syntax_problem(path: str, text: str) -> str | None:
+    """Why ``text`` no longer parses as ``path``'s language ("line 3: ..."), None when it parses (or the
+    language is not one selfix reads)."""
+    if path.endswith(".py"):
+        try:
+            ast.parse(text)
+        except SyntaxError as exc:
+            return f"{exc.msg} at line {exc.lineno}"
+        except ValueError as exc:
+            return str(exc)
+        return None
+    if not is_node_file(path):
+        return None
+    tree = _parse(path, text)
+    if not tree.root_node.has_error:
+        return None
+    bad = next(_errors(tree.root_node), None)
+    if bad is None:
+        return "does not parse"
+    line = bad.start_point[0] + 1
+    what = f"missing {bad.type}" if bad.is_missing else "unexpected text"
+    return f"{what} at line {line}"
+
+
+def normalized_syntax(path: str, text: str) -> str | None:
+    """The syntax tree as text with comments and layout left out (two edits that differ only there are one
+    program); None when it does not parse."""
+    if path.endswith(".py"):
+        try:
+            return ast.dump(ast.parse(text))
+        except (SyntaxError, ValueError):
+            return None
+    if not is_node_file(path):
+        return None
+    tree = _parse(path, text)
+    if tree.root_node.has_error:
+        return None
+    parts: list[str] = []
+    _flatten(tree.root_node, parts)
+    return " ".join(parts)
+
+
+# -- Python ------------------------------------------------------------------------------------------------
+def _python_spans(file: str, source: str) -> list[FunctionSpan]:
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    spans: list[FunctionSpan] = []
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                name = f"{prefix}{child.name}"
+                lines = {n.lineno for stmt in child.body for n in ast.walk(stmt) if isinstance(n, ast.stmt)}
+                called = set()
+                for n in ast.walk(child):
+                    if isinstance(n, ast.Call):
+                        func = n.func
+                        if isinstance(func, ast.Name):
+                            called.add(func.id)
+                        elif isinstance(func, ast.Attribute):
+                            called.add(func.attr)
+                    elif isinstance(n, ast.Name):
+                        called.add(n.id)  # classes instantiated or functions passed around
+                end = child.end_lineno or child.lineno
+                spans.append(FunctionSpan(file, name, child.lineno, end, frozenset(lines), frozenset(called)))
+                visit(child, name + ".")
+            elif isinstance(child, ast.ClassDef):
+                visit(child, f"{prefix}{child.name}.")
+
+    visit(tree, "")
+    return spans
+
+
+# -- JavaScript and TypeScript (tree-sitter) ---------------------------------------------------------------
+_FUNCTION_TYPES = frozenset(
+    {
+        "function_declaration",
+        "generator_function_declaration",
+        "function_expression",
+        "function",  # older grammars' name for a function expression
+        "generator_function",
+        "arrow_function",
+        "method_definition",
+    }
+)
+_CLASS_TYPES = frozenset({"class_declaration", "class", "abstract_class_declaration"})
+_STATEMENT_SUFFIXES = ("_statement", "_declaration")
+
+
+@cache
+def _parser(grammar: str) -> Any:
+    # Imported here: a Python-only heal never loads the grammars.
+    import tree_sitter
+
+    if grammar == "tsx":
+        import tree_sitter_typescript
+
+        language = tree_sitter.Language(tree_sitter_typescript.language_tsx())
+    elif grammar == "typescript":
+        import tree_sitter_typescript
+
+        language = tree_sitter.Language(tree_sitter_typescript.language_typescript())
+    else:
+        import tree_sitter_javascript
+
+        language = tree_sitter.Language(tree_sitter_javascript.language())
+    return tree_sitter.Parser(language)
+
+
+def _parse(path: str, text: str) -> Any:
+    suffix = PurePosixPath(path).suffix
+    grammar = "tsx" if suffix == ".tsx" else "typescript" if suffix in TS_SUFFIXES else "javascript"
+    return _parser(grammar).parse(text.encode("utf-8"))
+
+
+def _errors(node: Any) -> Iterator[Any]:
+    if node.type == "ERROR" or node.is_missing:
+        yield node
+        return
+    for child in node.children:
+        if child.has_error or child.is_missing:
+            yield from _errors(child)
+
+
+def _flatten(node: Any, parts: list[str]) -> None:
+    if node.type == "comment":
+        return
+    if node.child_count == 0:
+        parts.append(node.text.decode("utf-8", "replace"))
+        return
+    parts.append(f"({node.type}")
+    for child in node.children:
+        _flatten(child, parts)
+    parts.append(")")
+
+
+def _text(node: Any) -> str:
+    return str(node.text.decode("utf-8", "replace"))
+
+
+def _function_name(node: Any) -> str:
+    """The name a function is known by: its own, the variable, property or member it is assigned to, the
+    object key it sits under; "" for an anonymous callback."""
+    named = node.child_by_field_name("name")
+    if named is not None and node.type != "function_expression":
+        return _text(named)
+    parent = node.parent
+    if parent is None:
+        return _text(named) if named is not None else ""
+    if parent.type == "variable_declarator":
+        target = parent.child_by_field_name("name")
+        return _text(target) if target is not None else ""
+    if parent.type in ("assignment_expression", "augmented_assignment_expression"):
+        target = parent.child_by_field_name("left")
+        if target is None:
+            return ""
+        # ``Foo.prototype.bar = function`` is Foo's method bar; ``module.exports.x =`` / ``exports.x =`` is x.
+        name = _text(target).replace(".prototype.", ".")
+        for prefix in ("module.exports.", "exports."):
+            name = name.removeprefix(prefix)
+        return name
+    if parent.type == "pair":
+        key = parent.child_by_field_name("key")
+        return _text(key).strip("'\"") if key is not None else ""
+    if parent.type in ("public_field_definition", "field_definition"):
+        key = parent.child_by_field_name("name") or parent.child_by_field_name("property")
+        return _text(key) if key is not None else ""
+    return _text(named) if named is not None else ""
+
+
+def _node_spans(file: str, source: str) -> list[FunctionSpan]:
+    tree = _parse(file, source)
+    spans: list[FunctionSpan] = []
+
+    def visit(node: Any, prefix: str) -> None:
+        for child in node.children:
+            if child.type in _CLASS_TYPES:
+                name = child.child_by_field_name("name")
+                visit(child, f"{prefix}{_text(name)}." if name is not None else prefix)
+            elif child.type in _FUNCTION_TYPES and (name := _function_name(child)):
+                qualified = name if "." in name else f"{prefix}{name}"
+                body = child.child_by_field_name("body")
+                lines: set[int] = set()
+                called: set[str] = set()
+                if body is not None:
+                    _statements(body, lines, called)
+                start, end = child.start_point[0] + 1, child.end_point[0] + 1
+                if body is not None and body.type != "statement_block":  # ``x => expr``: the expression
+                    lines.add(body.start_point[0] + 1)
+                spans.append(FunctionSpan(file, qualified, start, end, frozenset(lines), frozenset(called)))
+                visit(child, qualified + ".")
+            else:
+                visit(child, prefix)
+
+    visit(tree.root_node, "")
+    spans.sort(key=lambda span: (span.start, -span.end))
+    return spans
+
+
+def _statements(node: Any, lines: set[int], called: set[str]) -> None:
+    """The first line of each statement inside a function's body, and the names it calls or mentions (not
+    those of functions nested inside: theirs are their own)."""
+    for child in node.children:
+        kind = child.type
+        if kind in _FUNCTION_TYPES:
+            continue
+        if kind.endswith(_STATEMENT_SUFFIXES) or kind in ("lexical_declaration", "variable_declaration"):
+            lines.add(child.start_point[0] + 1)
+        if kind == "call_expression" or kind == "new_expression":
+            target = child.child_by_field_name("function") or child.child_by_field_name("constructor")
+            if target is not None:
+                if target.type == "member_expression":
+                    prop = target.child_by_field_name("property")
+                    if prop is not None:
+                        called.add(_text(prop))
+                elif target.type == "identifier":
+                    called.add(_text(target))
+        elif kind == "identifier":
+            called.add(_text(child))
+        _statements(child, lines, called)
+
+
+# -- what the engines show of a JavaScript/TypeScript file --------------------------------------------------
+_TEST_CALLS = frozenset({"it", "test", "specify", "xit", "fit"})
+_SUITE_CALLS = frozenset({"describe", "context", "suite"})
+_SETUP_CALLS = frozenset({"before", "beforeEach", "beforeAll", "after", "afterEach", "afterAll", "setup"})
+MAX_OUTLINE_LINES = 3  # a top-level constant longer than this is not shown in an outline
+
+
+def node_outline(path: str, text: str, limit: int = 30) -> set[int]:
+    """A module's imports and ``require`` bindings whole, then its short top-level constants, in ``limit`` lines:
+    what a slice of one of its functions needs beside it (is the helper the fix needs imported?)."""
+    if not is_node_file(path):
+        return set()
+    tree = _parse(path, text)
+    imports: set[int] = set()
+    constants: set[int] = set()
+    for node in tree.root_node.children:
+        first, last = node.start_point[0] + 1, node.end_point[0] + 1
+        span = set(range(first, last + 1))
+        body = _text(node)
+        if node.type == "import_statement" or ("require(" in body and last - first < 6):
+            imports |= span
+        elif node.type in ("lexical_declaration", "variable_declaration") and last - first < MAX_OUTLINE_LINES:
+            constants |= span
+        elif node.type == "expression_statement" and body.strip(";'\" ") == "use strict":
+            imports |= span
+    lines = set(sorted(imports)[:limit])
+    for line in sorted(constants):
+        if len(lines) >= limit:
+            break
+        lines.add(line)
+    return lines
+
+
+def _call_name(node: Any) -> str:
+    target = node.child_by_field_name("function")
+    if target is None:
+        return ""
+    if target.type == "member_expression":  # it.only, describe.each
+        target = target.child_by_field_name("object")
+    return _text(target) if target is not None and target.type == "identifier" else ""
+
+
+def _first_string(node: Any) -> str | None:
+    arguments = node.child_by_field_name("arguments")
+    if arguments is None:
+        return None
+    for child in arguments.children:
+        if child.type in ("string", "template_string"):
+            return _text(child)[1:-1]
+        if child.type not in ("(", ","):
+            return None
+    return None
+
+
+def node_test_lines(path: str, text: str, titles: tuple[str, ...], limit: int = 30) -> set[int]:
+    """The lines of the test ``titles`` names in a spec file (its ``it``/``test`` call, at most ``limit`` lines)
+    and the setup hooks of the describe blocks around it; empty when it is not found (a title built at run time)."""
+    if not is_node_file(path) or not titles:
+        return set()
+    tree = _parse(path, text)
+    found: set[int] = set()
+
+    def visit(node: Any, depth: int, hooks: list[Any]) -> bool:
+        for child in node.children:
+            if child.type == "call_expression":
+                name, title = _call_name(child), _first_string(child)
+                if name in _SUITE_CALLS and depth < len(titles) - 1 and title == titles[depth]:
+                    inner_hooks = [*hooks]
+                    if visit(child, depth + 1, inner_hooks):
+                        return True
+                    continue
+                if name in _TEST_CALLS and title == titles[-1]:
+                    first, last = child.start_point[0] + 1, child.end_point[0] + 1
+                    found.update(range(first, min(last, first + limit - 1) + 1))
+                    for hook in hooks:
+                        hook_first = hook.start_point[0] + 1
+                        found.update(range(hook_first, min(hook.end_point[0] + 1, hook_first + 15) + 1))
+                    return True
+                if name in _SETUP_CALLS:
+                    hooks.append(child)
+            if child.type not in ("call_expression",) and visit(child, depth, hooks):
+                return True
+            if child.type == "call_expression" and _call_name(child) not in _TEST_CALLS | _SUITE_CALLS:
+                if visit(child, depth, hooks):
+                    return True
+        return False
+
+    visit(tree.root_node, 0, [])
+    return found
+
+
+def has_node_test(path: str, text: str) -> bool:
+    """Whether a spec file declares a test (an ``it``/``test``/``specify`` call)."""
+    stack = [_parse(path, text).root_node]
+    while stack:
+        node = stack.pop()
+        if node.type == "call_expression" and _call_name(node) in _TEST_CALLS:
+            return True
+        stack.extend(node.children)
+    return False

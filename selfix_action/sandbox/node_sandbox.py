@@ -1,0 +1,663 @@
+"""Run a Node project's tests (jest, vitest, mocha, node's test runner) on a scratch copy: the JavaScript and
+TypeScript half of the sandbox, behind the same ``Sandbox`` protocol as ``PytestSandbox``.
+
+Every run goes through ``process.run_process`` with the same isolation, limits and allowlisted environment as
+pytest's: no network, no secret, the repository and the caller's home hidden. Dependencies are the workflow's
+business: ``node_modules`` is copied with the project (or from the nearest folder above it that has one, a
+workspace's root) and nothing is ever installed or fetched here.
+
+A test is named ``<spec file>::<title> > <title> > ...`` (the describe blocks, then the test). Results come
+from selfix's own reporters where the runner takes one (``node_plugin/``: mocha's, with per-test V8 coverage
+taken in the test process, and node's test runner's), from jest's ``--json`` and from vitest's JUnit report.
+A QA test (``_selfix_qa/<path>``) is written at ``<path>`` in the copy, beside the tests whose imports it
+copies, and its results are named back under ``_selfix_qa/``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import glob
+import json
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from selfix_action.errors import InputError, SandboxError
+from selfix_action.junit import JUnitError, Outcome, parse_report
+from selfix_action.repair.languages import JS_SUFFIXES
+from selfix_action.repair.paths import IGNORED_DIR_NAMES, QA_TEST_DIR, is_node_source_path
+from selfix_action.repair.values import (
+    CallProbe,
+    CandidateCheck,
+    Frame,
+    ProbeTarget,
+    PropertyLibrary,
+    TestResult,
+    TestRun,
+    TestStatus,
+)
+from selfix_action.sandbox.isolation import Isolation, former_home
+from selfix_action.sandbox.process import Limits, ProcessResult, memory_cap, private_dirs, run_process, sandbox_env
+from selfix_action.toolchains.node import NodeProject, NodeTestName, node_test_id, split_test_id
+
+PLUGIN_DIR = Path(__file__).resolve().parent / "node_plugin"
+MOCHA_REPORTER = "selfix_mocha_reporter.js"
+NODE_REPORTER = "selfix_node_reporter.mjs"
+SYNTAX_CHECK_SECONDS = 60.0
+_FRAME = re.compile(
+    r"^\s*at (?:(?P<function>.+?) \()?(?P<path>(?:file://)?[^\s()]+?):(?P<line>\d+):(?P<col>\d+)\)?\s*$"
+)
+_STATUS = {"passed": TestStatus.PASSED, "failed": TestStatus.FAILED, "error": TestStatus.ERROR}
+_COPY_SKIPPED = frozenset({".git", ".hg", ".svn", ".selfix", ".nyc_output", "coverage"})
+
+
+def _copy_ignore(directory: str, names: list[str]) -> set[str]:
+    return {name for name in names if name in _COPY_SKIPPED}
+
+
+class NodeSandbox:
+    """A scratch copy of a Node project and the means to run its tests there."""
+
+    def __init__(
+        self,
+        repo: Path,
+        test_cmd: Sequence[str],
+        project: NodeProject,
+        *,
+        limits: Limits | None = None,
+        env_source: Mapping[str, str] | None = None,
+        scratch_parent: Path | None = None,
+        isolation: Isolation | None = None,
+    ) -> None:
+        self.repo = repo.resolve()
+        if not self.repo.is_dir():
+            raise InputError(f"not a directory: {repo}")
+        if not test_cmd:
+            raise InputError("the test command is empty")
+        self.project = project
+        self.runner = project.runner
+        wanted = limits or Limits()
+        self.memory = memory_cap(wanted.memory_bytes, 1)
+        self.limits = Limits(**{**wanted.__dict__, "memory_bytes": self.memory.bytes})
+        self.isolation = isolation
+        self._env_source = dict(os.environ if env_source is None else env_source)
+        self._tmp = Path(tempfile.mkdtemp(prefix="selfix-node-", dir=scratch_parent))
+        self.root = self._tmp / "repo"
+        shutil.copytree(self.repo, self.root, ignore=_copy_ignore, symlinks=True)
+        if not (self.root / "node_modules").is_dir():
+            # A workspace package: its dependencies are hoisted to the workspace's root, which node finds by
+            # walking up from the package, as it would from packages/x in CI.
+            outer = _outer_node_modules(self.repo)
+            if outer is not None:
+                shutil.copytree(outer, self._tmp / "node_modules", symlinks=True)
+        self._plugin = self._tmp / "plugin"
+        shutil.copytree(PLUGIN_DIR, self._plugin)
+        self._private_env = private_dirs(self._tmp)
+        self._hidden = (self.repo, *former_home(self._env_source, (self._tmp,)))
+        self.command = runner_command(test_cmd, self.root, self.runner, self._env_source.get("PATH"))
+        self.parallel_checks = 1
+        self.runs = 0
+        self.warm_runs = 0
+        self.hot_runs = 0
+        self.config_overrides: tuple[str, ...] = ()
+        self.toolchain = self._describe_toolchain()
+        self._names: dict[str, NodeTestName] = {}
+        self._qa: dict[str, str] = {}  # physical path in the copy -> its _selfix_qa/ name
+
+    def _describe_toolchain(self) -> str:
+        """ "mocha 10.8.2 on Node v20.20.2": what the prompts tell the model its code must run on."""
+        package = {"mocha": "mocha", "jest": "jest", "vitest": "vitest"}.get(self.runner)
+        runner = "node's test runner" if package is None else package
+        if package is not None:
+            for folder in (self.root, self._tmp):
+                try:
+                    manifest = json.loads((folder / "node_modules" / package / "package.json").read_text("utf-8"))
+                    runner = f"{package} {manifest.get('version', '')}".strip()
+                    break
+                except (OSError, ValueError, AttributeError):
+                    continue
+        node = shutil.which("node", path=self._env_source.get("PATH"))
+        version = ""
+        if node is not None:
+            version = self._run([node, "--version"], SYNTAX_CHECK_SECONDS).stdout.strip()
+        return f"{runner} on Node {version}" if version else runner
+
+    # -- lifetime ---------------------------------------------------------------------------------------------
+    def close(self) -> None:
+        shutil.rmtree(self._tmp, ignore_errors=True)
+
+    def __enter__(self) -> NodeSandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def limits_report(self) -> dict[str, object]:
+        limits = self.limits
+        enforced = self.isolation is not None and self.isolation.nproc_enforced
+        return {
+            "wall_seconds": limits.wall_seconds,
+            "cpu_seconds": limits.cpu_seconds,
+            **self.memory.report(),
+            "max_processes": limits.max_processes if enforced else None,
+            "process_limit": (
+                f"{limits.max_processes} processes of the sandbox uid at once (RLIMIT_NPROC)"
+                if enforced
+                else "not enforced at this isolation level"
+            ),
+            "file_size_bytes": limits.file_size_bytes,
+            "open_files": limits.open_files,
+            "max_output_bytes": limits.max_output_bytes,
+            "parallel_checks": 1,
+        }
+
+    # -- files ------------------------------------------------------------------------------------------------
+    def _path(self, rel: str) -> Path:
+        path = (self.root / rel).resolve()
+        if not path.is_relative_to(self.root.resolve()):
+            raise SandboxError(f"path escapes the scratch copy: {rel}")
+        return path
+
+    def read_file(self, path: str) -> str:
+        with open(self._path(path), encoding="utf-8", newline="") as handle:
+            return handle.read()
+
+    def source_files(self) -> list[str]:
+        found = []
+        for dirpath, dirnames, filenames in os.walk(self.root):
+            dirnames[:] = sorted(d for d in dirnames if d not in IGNORED_DIR_NAMES and d != QA_TEST_DIR)
+            for name in sorted(filenames):
+                rel = (Path(dirpath) / name).relative_to(self.root).as_posix()
+                if is_node_source_path(rel):
+                    found.append(rel)
+        return found
+
+    @contextmanager
+    def patched(self, files: Mapping[str, str]) -> Iterator[None]:
+        originals: dict[str, str | None] = {}
+        try:
+            for rel, text in files.items():
+                path = self._path(rel)
+                originals[rel] = path.read_text(encoding="utf-8") if path.exists() else None
+                path.parent.mkdir(parents=True, exist_ok=True)
+                self._write(path, text)
+            yield
+        finally:
+            for rel, original in originals.items():
+                if original is None:
+                    self._path(rel).unlink(missing_ok=True)
+                else:
+                    self._write(self._path(rel), original)
+
+    @staticmethod
+    def _write(path: Path, text: str) -> None:
+        with open(path, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+
+    # -- what Python alone has --------------------------------------------------------------------------------
+    def prepare_hypothesis(self) -> PropertyLibrary:
+        return PropertyLibrary(note="property tests run on Python's Hypothesis: none for a JavaScript project")
+
+    def probe_calls(
+        self, targets: Sequence[ProbeTarget], tests: Sequence[str], versions: Mapping[str, Mapping[str, str]]
+    ) -> CallProbe:
+        return CallProbe(note="the behaviour probe records Python calls: none for a JavaScript project")
+
+    # -- runs -------------------------------------------------------------------------------------------------
+    def run_tests(
+        self,
+        nodeids: Sequence[str] | None = None,
+        *,
+        stop_first: bool = False,
+        coverage: bool = False,
+        extra_test_files: Mapping[str, str] | None = None,
+        warm: bool = False,
+        wall_seconds: float | None = None,
+        time_left: float | None = None,
+    ) -> TestRun:
+        wall = min(wall_seconds or self.limits.wall_seconds, self.limits.wall_seconds)
+        if time_left is not None:
+            wall = max(1.0, min(wall, time_left))
+        qa = {self._qa_path(name): text for name, text in (extra_test_files or {}).items()}
+        with self.patched(qa):
+            groups = self._groups(nodeids, list(qa))
+            results: dict[str, TestResult] = {}
+            coverage_map: dict[str, dict[str, list[int]]] = {}
+            total = TestRun()
+            for files, names in groups:
+                run = self._run_once(files, names, wall, coverage and self.runner == "mocha", stop_first)
+                results.update(run.results)
+                coverage_map.update(run.coverage or {})
+                total = run if not total.output_tail else total
+                if run.timed_out or run.error:
+                    total = run
+        wanted = None if nodeids is None else set(nodeids)
+        if wanted is not None:
+            results = {n: r for n, r in results.items() if _asked(n, wanted)}
+        note = "" if self.runner == "mocha" else f"no per-test coverage with {self.runner}: the stack traces rank"
+        return total.model_copy(
+            update={
+                "results": results,
+                "coverage": coverage_map if coverage and coverage_map else None,
+                "coverage_note": note if coverage else "",
+                "coverage_collector": "v8" if coverage_map else "",
+                "toolchain": self.toolchain,
+            }
+        )
+
+    def check_candidates(self, checks: Sequence[CandidateCheck]) -> list[TestRun]:
+        """Each check on its own patched files, one after the other; a file ``node --check`` refuses (or ``tsc``
+        where the project has a tsconfig and TypeScript) is a run without results, the compiler's words its
+        error."""
+        runs = []
+        for check in checks:
+            try:
+                with self.patched(check.files):
+                    problem = self._static_problem(check.files)
+                    if problem:
+                        runs.append(TestRun(error=problem, output_tail=problem))
+                        continue
+                    self.warm_runs += 1
+                    runs.append(self.run_tests(list(check.nodeids), stop_first=True, wall_seconds=check.wall_seconds))
+            except SandboxError as exc:
+                runs.append(TestRun(output_tail=str(exc), error=str(exc)))
+        return runs
+
+    def _static_problem(self, files: Mapping[str, str]) -> str:
+        node = shutil.which("node", path=self._env_source.get("PATH"))
+        for rel in files:
+            if Path(rel).suffix in JS_SUFFIXES - {".jsx", ".mjs"} and node:
+                proc = self._run([node, "--check", rel], SYNTAX_CHECK_SECONDS)
+                if proc.returncode not in (0, None):
+                    said = (proc.stderr or proc.stdout).replace(str(self.root) + "/", "").strip()
+                    return f"node --check {rel}: {said[-1500:]}"
+        tsc = self.root / "node_modules" / "typescript" / "bin" / "tsc"
+        if any(Path(rel).suffix in (".ts", ".tsx", ".mts", ".cts") for rel in files) and node and tsc.is_file():
+            if (self.root / "tsconfig.json").is_file():
+                proc = self._run([node, str(tsc), "--noEmit", "-p", "tsconfig.json"], SYNTAX_CHECK_SECONDS * 2)
+                if proc.returncode not in (0, None):
+                    errors = [line for line in proc.stdout.splitlines() if any(rel in line for rel in files)]
+                    if errors:
+                        return "tsc --noEmit: " + "\n".join(errors[:10])
+        return ""
+
+    # -- one runner invocation --------------------------------------------------------------------------------
+    def _qa_path(self, name: str) -> str:
+        """Where a QA test named ``_selfix_qa/<path>`` is written in the copy: ``<path>``, a file that must not
+        exist yet (a QA test never replaces the project's own)."""
+        rel = name.removeprefix(QA_TEST_DIR + "/")
+        if rel == name or not rel:
+            raise SandboxError(f"a QA test must be named under {QA_TEST_DIR}/: {name}")
+        if self._path(rel).exists() and rel not in self._qa:
+            raise SandboxError(f"the QA test {rel} would replace a file of the project")
+        self._qa[rel] = name
+        return rel
+
+    def _groups(self, nodeids: Sequence[str] | None, qa_files: list[str]) -> list[tuple[list[str], list[NodeTestName]]]:
+        """The runner invocations a request needs: (files, the tests to select in them; none: all of them)."""
+        if nodeids is None:
+            return [(self._whole_suite_files(qa_files), [])]
+        files: list[str] = []
+        names: list[NodeTestName] = []
+        whole: list[str] = []
+        for nodeid in nodeids:
+            if nodeid.startswith(QA_TEST_DIR + "/"):
+                path = nodeid.partition("::")[0].removeprefix(QA_TEST_DIR + "/")
+                whole.append(path)
+                continue
+            name = self._names.get(nodeid) or split_test_id(nodeid)
+            if not name.titles:
+                whole.append(name.file or "")
+            else:
+                names.append(name)
+                if name.file and name.file not in files:
+                    files.append(name.file)
+        groups: list[tuple[list[str], list[NodeTestName]]] = []
+        if names:
+            groups.append((files, names))
+        if whole:
+            groups.append(([w for w in dict.fromkeys(whole) if w], []))
+        return groups
+
+    def _whole_suite_files(self, qa_files: list[str]) -> list[str]:
+        # jest, vitest and node's runner find a QA test named like the project's tests themselves; mocha runs
+        # the files its command names, so the QA test is named to it.
+        return qa_files if self.runner == "mocha" and qa_files else []
+
+    def _run_once(
+        self, files: list[str], names: list[NodeTestName], wall: float, coverage: bool, stop_first: bool
+    ) -> TestRun:
+        self.runs += 1
+        results_file = self._tmp / f"results-{self.runs}.out"
+        results_file.unlink(missing_ok=True)
+        argv = [*self.command, *self._arguments(files, names, results_file, stop_first)]
+        env = {
+            **self._private_env,
+            "SELFIX_NODE_RESULTS": str(results_file),
+            "SELFIX_NODE_COVERAGE": "1" if coverage else "0",
+            "SELFIX_ROOT": str(self.root),
+            "CI": "true",  # jest and vitest: no watch mode, no interactive output
+            "NO_COLOR": "1",
+            "FORCE_COLOR": "0",
+        }
+        proc = self._run(argv, wall, env)
+        try:
+            records = self._records(results_file)
+        except (OSError, ValueError, JUnitError) as exc:
+            return TestRun(error=f"the {self.runner} report could not be read: {exc}", output_tail=_tail(proc))
+        results: dict[str, TestResult] = {}
+        coverage_map: dict[str, dict[str, list[int]]] = {}
+        for record in records:
+            nodeid = node_test_id(record.name)
+            nodeid = self._named_back(nodeid, record.name)
+            self._names[nodeid] = record.name
+            results[nodeid] = record.result(nodeid)
+            if record.coverage:
+                coverage_map[nodeid] = self._lines(record.coverage)
+        error = ""
+        if not results and (proc.returncode not in (0, None) or proc.timed_out):
+            error = f"{self.runner} gave no result (exit {proc.returncode}): {_tail(proc, 15)}"
+        return TestRun(
+            results=results,
+            coverage=coverage_map or None,
+            timed_out=proc.timed_out,
+            returncode=proc.returncode,
+            duration=proc.duration,
+            output_tail=_tail(proc),
+            error=error,
+        )
+
+    def _named_back(self, nodeid: str, name: NodeTestName) -> str:
+        if name.file in self._qa:
+            return f"{self._qa[name.file]}::{nodeid.partition('::')[2]}" if name.titles else self._qa[name.file]
+        return nodeid
+
+    def _run(self, argv: Sequence[str], wall: float, extra: Mapping[str, str] | None = None) -> ProcessResult:
+        env = sandbox_env(self._env_source, extra={**self._private_env, **(extra or {})})
+        limits = Limits(**{**self.limits.__dict__, "wall_seconds": wall})
+        return run_process(
+            argv,
+            cwd=self.root,
+            env=env,
+            limits=limits,
+            isolation=self.isolation,
+            writable=(self._tmp,),
+            hidden=self._hidden,
+        )
+
+    def _arguments(self, files: list[str], names: list[NodeTestName], results: Path, stop_first: bool) -> list[str]:
+        pattern = "^(?:" + "|".join(re.escape(n.full_title) for n in names) + ")$" if names else ""
+        if self.runner == "mocha":
+            own = set(_command_files(self.command, self.root))
+            args = ["--reporter", str(self._plugin / MOCHA_REPORTER)]
+            args += [f for f in files if f not in own]
+            if pattern:
+                args += ["--grep", pattern]
+            return [*args, *(["--bail"] if stop_first else [])]
+        if self.runner == "jest":
+            args = ["--ci", "--watchAll=false", "--runInBand", "--json", f"--outputFile={results}"]
+            if files:
+                args += ["--runTestsByPath", *files]
+            if pattern:
+                args += ["-t", pattern]
+            return [*args, *(["--bail"] if stop_first else [])]
+        if self.runner == "vitest":
+            args = [] if "run" in self.command else ["run"]
+            args += ["--reporter=junit", f"--outputFile={results}", "--watch=false", *files]
+            if pattern:
+                args += ["-t", pattern]
+            return [*args, *(["--bail=1"] if stop_first else [])]
+        # node's test runner: its name pattern matches each test's own title; the file narrows it.
+        args = [
+            f"--test-reporter={self._plugin / NODE_REPORTER}",
+            "--test-reporter-destination=stdout",
+            "--test-concurrency=1",
+        ]
+        args += [f"--test-name-pattern=^{re.escape(t)}$" for t in dict.fromkeys(n.titles[-1] for n in names)]
+        return [*args, *files]
+
+    def _records(self, results: Path) -> list[_Record]:
+        if not results.exists():
+            return []
+        if self.runner in ("mocha", "node"):
+            records = []
+            for line in results.read_text(encoding="utf-8", errors="replace").splitlines():
+                if line.strip():
+                    records.append(_Record.from_reporter(json.loads(line)))
+            return records
+        if self.runner == "jest":
+            return list(_jest_records(json.loads(results.read_text(encoding="utf-8", errors="replace")), self.root))
+        out = []
+        for case in parse_report(results):
+            titles = tuple(case.name.split(" > "))
+            status = {
+                Outcome.PASSED: "passed",
+                Outcome.FAILED: "failed",
+                Outcome.ERROR: "error",
+            }.get(case.outcome, "skipped")
+            file = _relative(case.classname, self.root)
+            out.append(_Record(NodeTestName(file, titles), status, "", case.message, case.text, case.duration or 0.0))
+        return out
+
+    def _lines(self, ranges_by_file: Mapping[str, list[list[int]]]) -> dict[str, list[int]]:
+        covered: dict[str, list[int]] = {}
+        for rel, ranges in ranges_by_file.items():
+            try:
+                text = self.read_file(rel)
+            except (OSError, SandboxError):
+                continue
+            lines = covered_lines(text, ranges)
+            if lines:
+                covered[rel] = lines
+        return covered
+
+
+class _Record:
+    """One test's outcome as a runner reported it."""
+
+    def __init__(
+        self,
+        name: NodeTestName,
+        state: str,
+        exc_type: str,
+        message: str,
+        stack: str,
+        duration: float,
+        coverage: dict[str, list[list[int]]] | None = None,
+    ) -> None:
+        self.name, self.state, self.exc_type = name, state, exc_type
+        self.message, self.stack, self.duration, self.coverage = message, stack, duration, coverage
+
+    @classmethod
+    def from_reporter(cls, data: dict[str, Any]) -> _Record:
+        message = str(data.get("message", ""))
+        if "actual" in data and "expected" in data and str(data["actual"]) not in message:
+            message += f"\nactual: {data['actual']}\nexpected: {data['expected']}"
+        titles = tuple(str(t) for t in data.get("titles") or ())
+        file = data.get("file")
+        return cls(
+            NodeTestName(str(file) if file else None, titles),
+            str(data.get("state", "failed")),
+            str(data.get("type", "")),
+            message,
+            str(data.get("stack", "")),
+            float(data.get("duration") or 0.0),
+            data.get("coverage"),
+        )
+
+    def result(self, nodeid: str) -> TestResult:
+        status = _STATUS.get(self.state, TestStatus.SKIPPED)
+        frames = tuple(reversed(tuple(_frames(self.stack))))
+        exc_type = self.exc_type or (
+            _exception_type(self.message or self.stack) if status is not TestStatus.PASSED else ""
+        )
+        if "Cannot find module" in self.message or "ERR_MODULE_NOT_FOUND" in self.message:
+            # node's MODULE_NOT_FOUND is a plain Error: named as the import failure it is (a broken QA test's).
+            exc_type = "ModuleNotFoundError"
+        return TestResult(
+            nodeid=nodeid,
+            status=status,
+            duration=self.duration,
+            exc_type=exc_type,
+            message=self.message[:4000],
+            frames=frames,
+        )
+
+
+def _jest_records(report: dict[str, Any], root: Path) -> Iterator[_Record]:
+    for suite in report.get("testResults") or ():
+        file = _relative(str(suite.get("name", "")), root)
+        assertions = suite.get("assertionResults") or ()
+        if not assertions and suite.get("status") == "failed":
+            message = str(suite.get("message", ""))
+            yield _Record(NodeTestName(file, ()), "error", _exception_type(message), message, message, 0.0)
+        for case in assertions:
+            titles = (*(str(t) for t in case.get("ancestorTitles") or ()), str(case.get("title", "")))
+            state = {"passed": "passed", "failed": "failed"}.get(str(case.get("status")), "skipped")
+            text = "\n".join(str(m) for m in case.get("failureMessages") or ())
+            duration = float(case.get("duration") or 0.0) / 1000
+            yield _Record(NodeTestName(file, titles), state, "", text.split("\n    at ")[0], text, duration)
+
+
+def _frames(stack: str) -> Iterator[Frame]:
+    for line in stack.splitlines():
+        match = _FRAME.match(line)
+        if not match:
+            continue
+        path = match["path"].removeprefix("file://")
+        if path.startswith("node:") or "node_modules" in path.split("/") or path.startswith("internal/"):
+            continue
+        function = (match["function"] or "").removeprefix("async ").strip()
+        yield Frame(file=path, line=int(match["line"]), function=function or "<anonymous>")
+
+
+def _exception_type(text: str) -> str:
+    match = re.match(r"\s*([A-Z]\w*(?:Error|Exception))\b", text)
+    return match[1] if match else ("AssertionError" if "expect" in text.lower() else "Error")
+
+
+def _relative(path: str | None, root: Path) -> str | None:
+    if not path:
+        return None
+    path = path.removeprefix("file://")
+    if os.path.isabs(path):
+        try:
+            return Path(path).resolve().relative_to(root.resolve()).as_posix()
+        except ValueError:
+            return path
+    return path.removeprefix("./")
+
+
+def _asked(nodeid: str, wanted: set[str]) -> bool:
+    if nodeid in wanted:
+        return True
+    file = nodeid.partition("::")[0]
+    return file in wanted
+
+
+def _tail(proc: ProcessResult, lines: int = 40) -> str:
+    text = (proc.stdout + "\n" + proc.stderr).strip()
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def _outer_node_modules(repo: Path) -> Path | None:
+    for folder in repo.parents:
+        if (folder / "node_modules").is_dir():
+            return folder / "node_modules"
+        if (folder / ".git").exists():
+            return None
+    return None
+
+
+def runner_command(test_cmd: Sequence[str], root: Path, runner: str, path: str | None = None) -> list[str]:
+    """The test command with the runner called by its path in the copy's ``node_modules`` (``npx jest``, ``jest``
+    and ``node_modules/.bin/jest`` all become that: ``npx`` could fetch a package), its own reporters dropped
+    (selfix gives its own)."""
+    args = list(test_cmd)
+    if (args and Path(args[0]).name in ("npx", "pnpx")) or args[:2] in (["pnpm", "exec"], ["yarn", "exec"]):
+        args = args[2:] if args[0] in ("pnpm", "yarn") else args[1:]
+        args = [a for a in args if a not in ("--no-install", "--no")]
+    if args and Path(args[0]).name in ("jest", "vitest", "mocha", "_mocha"):
+        name = Path(args[0]).name
+        local = _local_bin(root, name)
+        if local is None:
+            raise InputError(
+                f"{name} is not installed in the project (node_modules/.bin/{name}): install the dependencies in "
+                "the workflow before selfix runs (npm ci, pnpm install, yarn install); selfix never fetches them"
+            )
+        args = [str(local), *args[1:]]
+    elif args and args[0] == "node":
+        found = shutil.which("node", path=path)
+        if found is None:
+            raise InputError("node is not installed where selfix runs (not on PATH)")
+        args[0] = found
+    if args and Path(args[0]).name == "node" and "--test" not in args and runner == "node":
+        args.insert(1, "--test")
+    return _without_reporters(args, runner)
+
+
+def _local_bin(root: Path, name: str) -> Path | None:
+    for folder in (root, root.parent):
+        candidate = folder / "node_modules" / ".bin" / name
+        if candidate.exists():
+            return candidate
+    return None
+
+
+_REPORTER_FLAGS = {
+    "mocha": (
+        {"-R", "--reporter", "-O", "--reporter-options", "--reporter-option"},
+        ("--reporter=", "--reporter-option"),
+    ),
+    "jest": ({"--reporters", "--outputFile", "--json"}, ("--reporters=", "--outputFile=")),
+    "vitest": ({"--reporter", "--outputFile"}, ("--reporter=", "--outputFile")),
+    "node": ({"--test-reporter", "--test-reporter-destination"}, ("--test-reporter=", "--test-reporter-destination=")),
+}
+
+
+def _without_reporters(args: list[str], runner: str) -> list[str]:
+    takes_value, prefixes = _REPORTER_FLAGS.get(runner, (set(), ()))
+    kept: list[str] = []
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+            continue
+        if arg in takes_value:
+            skip = arg != "--json"
+            continue
+        if arg.startswith(prefixes):
+            continue
+        kept.append(arg)
+    return kept
+
+
+def _command_files(command: Sequence[str], root: Path) -> Iterator[str]:
+    """The spec files a mocha command names (its globs expanded as mocha would)."""
+    for arg in command[1:]:
+        if arg.startswith("-"):
+            continue
+        for match in glob.glob(arg, root_dir=root, recursive=True):
+            yield Path(match).as_posix().removeprefix("./")
+
+
+def covered_lines(text: str, ranges: Sequence[Sequence[int]]) -> list[int]:
+    """The lines V8's block ranges (start offset, end offset, count; outer ranges before the ranges inside them)
+    say ran: a line ran when the innermost range holding its first character counted it."""
+    starts: list[int] = []  # each line's first non-blank character, as a UTF-16 offset (V8's unit)
+    offset = 0
+    for line in text.splitlines(keepends=True):
+        stripped = len(line) - len(line.lstrip())
+        starts.append(offset + len(line[:stripped].encode("utf-16-le")) // 2)
+        offset += len(line.encode("utf-16-le")) // 2
+    counts: dict[int, int] = {}
+    for start, end, count in sorted((tuple(r) for r in ranges), key=lambda r: (r[0], -r[1])):
+        for index in range(bisect.bisect_left(starts, start), bisect.bisect_left(starts, end)):
+            counts[index + 1] = count
+    blank = {number for number, line in enumerate(text.splitlines(), start=1) if not line.strip()}
+    return sorted(number for number, count in counts.items() if count > 0 and number not in blank)
