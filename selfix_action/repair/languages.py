@@ -382,3 +382,21 @@ def has_node_test(path: str, text: str) -> bool:
             return True
         stack.extend(node.children)
     return False
+
+
+def node_names_in_test(path: str, text: str, titles: tuple[str, ...]) -> set[str]:
+    """The names a JavaScript test's own lines mention (what it calls, builds or reads): without coverage, the
+    project's functions of those names are the suspects."""
+    lines = node_test_lines(path, text, titles)
+    if not lines:
+        return set()
+    names: set[str] = set()
+    stack = [_parse(path, text).root_node]
+    while stack:
+        node = stack.pop()
+        if node.end_point[0] + 1 < min(lines) or node.start_point[0] + 1 > max(lines):
+            continue
+        if node.type in ("identifier", "property_identifier") and node.start_point[0] + 1 in lines:
+            names.add(_text(node))
+        stack.extend(node.children)
+    return names

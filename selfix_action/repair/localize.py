@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from selfix_action.repair.languages import FunctionSpan, function_spans
+from selfix_action.repair.languages import FunctionSpan, function_spans, is_node_file, node_names_in_test
 
 __all__ = ["FunctionSpan", "Localization", "enclosing_function", "function_spans", "localize", "ochiai"]
 from selfix_action.repair.values import SuspiciousFunction, SuspiciousLine, TestResult
@@ -141,7 +141,11 @@ def _static_scores(
             if func is not None:
                 mark(func, 0.5)
         test_file, _, test_name = failure.nodeid.partition("::")
-        called = _names_in_test(test_sources.get(test_file, ""), test_name)
+        if is_node_file(test_file):
+            titles = tuple(test_name.split(" > ")) if test_name else ()
+            called = node_names_in_test(test_file, test_sources.get(test_file, ""), titles)
+        else:
+            called = _names_in_test(test_sources.get(test_file, ""), test_name)
         for name in called:
             for span in by_name.get(name, []):
                 mark(span, 0.3)

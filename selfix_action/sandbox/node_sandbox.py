@@ -83,7 +83,11 @@ class NodeSandbox:
         self.runner = project.runner
         wanted = limits or Limits()
         self.memory = memory_cap(wanted.memory_bytes, 1)
-        self.limits = Limits(**{**wanted.__dict__, "memory_bytes": self.memory.bytes})
+        # V8 reserves address space far beyond what it uses (a WebAssembly memory reserves 10 GiB; vitest's
+        # parser is one), so RLIMIT_AS would kill node at start: node's heap is bounded instead
+        # (--max-old-space-size in NODE_OPTIONS, the memory cap's share).
+        self.limits = Limits(**{**wanted.__dict__, "memory_bytes": None})
+        self._heap_mib = max(256, (self.memory.bytes or 4 * 1024**3) // (1024 * 1024) * 3 // 4)
         self.isolation = isolation
         self._env_source = dict(os.environ if env_source is None else env_source)
         self._tmp = Path(tempfile.mkdtemp(prefix="selfix-node-", dir=scratch_parent))
@@ -335,13 +339,20 @@ class NodeSandbox:
         self.runs += 1
         results_file = self._tmp / f"results-{self.runs}.out"
         results_file.unlink(missing_ok=True)
-        argv = [*self.command, *self._arguments(files, names, results_file, stop_first)]
+        arguments = self._arguments(files, names, results_file, stop_first)
+        if self.runner == "node" and "--test" in self.command:
+            # node's own flags go before the files the command names (after them they would be files too)
+            at = self.command.index("--test") + 1
+            argv = [*self.command[:at], *arguments, *self.command[at:]]
+        else:
+            argv = [*self.command, *arguments]
         env = {
             **self._private_env,
             "SELFIX_NODE_RESULTS": str(results_file),
             "SELFIX_NODE_COVERAGE": "1" if coverage else "0",
             "SELFIX_ROOT": str(self.root),
             "CI": "true",  # jest and vitest: no watch mode, no interactive output
+            "NODE_OPTIONS": f"--max-old-space-size={self._heap_mib}",
             "NO_COLOR": "1",
             "FORCE_COLOR": "0",
         }
@@ -356,7 +367,7 @@ class NodeSandbox:
             nodeid = node_test_id(record.name)
             nodeid = self._named_back(nodeid, record.name)
             self._names[nodeid] = record.name
-            results[nodeid] = record.result(nodeid)
+            results[nodeid] = record.result(nodeid, self.root)
             if record.coverage:
                 coverage_map[nodeid] = self._lines(record.coverage)
         error = ""
@@ -419,7 +430,7 @@ class NodeSandbox:
             "--test-concurrency=1",
         ]
         args += [f"--test-name-pattern=^{re.escape(t)}$" for t in dict.fromkeys(n.titles[-1] for n in names)]
-        return [*args, *files]
+        return [*args, *files]  # node_args puts the files the command named after these
 
     def _records(self, results: Path) -> list[_Record]:
         if not results.exists():
@@ -490,9 +501,9 @@ class _Record:
             data.get("coverage"),
         )
 
-    def result(self, nodeid: str) -> TestResult:
+    def result(self, nodeid: str, root: Path | None = None) -> TestResult:
         status = _STATUS.get(self.state, TestStatus.SKIPPED)
-        frames = tuple(reversed(tuple(_frames(self.stack))))
+        frames = tuple(reversed(tuple(_frames(self.stack, root))))
         exc_type = self.exc_type or (
             _exception_type(self.message or self.stack) if status is not TestStatus.PASSED else ""
         )
@@ -524,7 +535,7 @@ def _jest_records(report: dict[str, Any], root: Path) -> Iterator[_Record]:
             yield _Record(NodeTestName(file, titles), state, "", text.split("\n    at ")[0], text, duration)
 
 
-def _frames(stack: str) -> Iterator[Frame]:
+def _frames(stack: str, root: Path | None) -> Iterator[Frame]:
     for line in stack.splitlines():
         match = _FRAME.match(line)
         if not match:
@@ -532,6 +543,11 @@ def _frames(stack: str) -> Iterator[Frame]:
         path = match["path"].removeprefix("file://")
         if path.startswith("node:") or "node_modules" in path.split("/") or path.startswith("internal/"):
             continue
+        if root is not None and os.path.isabs(path):
+            relative = _relative(path, root)
+            if relative is None or relative.startswith("/"):
+                continue  # outside the project (a runner's own file)
+            path = relative
         function = (match["function"] or "").removeprefix("async ").strip()
         yield Frame(file=path, line=int(match["line"]), function=function or "<anonymous>")
 
