@@ -5,9 +5,7 @@ into a cache; without node, npm or the registry the test skips, saying which."""
 
 from __future__ import annotations
 
-import fcntl
 import os
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,11 +14,9 @@ import pytest
 
 from selfix_action.junit import Outcome, parse_report
 from selfix_action.toolchains.node import report_args, reported_name, single_test_args
+from tests.helpers.node_projects import node_runners
 
 pytestmark = pytest.mark.slow
-
-PACKAGES = ("jest@29.7.0", "jest-junit@16.0.0", "vitest@2.1.9", "mocha@10.8.2")
-CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "selfix-tests" / "node-runners-1"
 
 MATH = "function add(a, b) {\n  return a - b;\n}\nmodule.exports = { add };\n"
 BODY = """
@@ -64,29 +60,7 @@ FAILING = "adds two numbers (2 + 3)"
 
 @pytest.fixture(scope="module")
 def runners() -> Path:
-    if shutil.which("node") is None or shutil.which("npm") is None:
-        pytest.skip("node and npm are not on PATH")
-    marker = CACHE / "installed"
-    CACHE.mkdir(parents=True, exist_ok=True)
-    with (CACHE.parent / "node-runners.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # two xdist workers must not install into one folder at once
-        if not marker.is_file():
-            _install(marker)
-    return CACHE
-
-
-def _install(marker: Path) -> None:
-    (CACHE / "package.json").write_text('{"name": "runners", "private": true}\n')
-    try:
-        done = subprocess.run(
-            ["npm", "install", "--no-audit", "--no-fund", "--ignore-scripts", *PACKAGES],
-            cwd=CACHE, capture_output=True, text=True, timeout=600,
-        )  # fmt: skip
-    except subprocess.TimeoutExpired:
-        pytest.skip("npm install of the runners took over 10 minutes")
-    if done.returncode != 0:
-        pytest.skip(f"npm could not install the runners (no registry?): {done.stderr.strip()[-300:]}")
-    marker.write_text(" ".join(PACKAGES))
+    return node_runners()
 
 
 @pytest.fixture
