@@ -275,7 +275,7 @@ class NodeSandbox:
     def _static_problem(self, files: Mapping[str, str]) -> str:
         node = shutil.which("node", path=self._env_source.get("PATH"))
         for rel in files:
-            if Path(rel).suffix in JS_SUFFIXES - {".jsx", ".mjs"} and node:
+            if Path(rel).suffix in JS_SUFFIXES - {".jsx"} and node:
                 proc = self._run([node, "--check", rel], SYNTAX_CHECK_SECONDS)
                 if proc.returncode not in (0, None):
                     said = (proc.stderr or proc.stdout).replace(str(self.root) + "/", "").strip()

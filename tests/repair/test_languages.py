@@ -1,0 +1,88 @@
+"""JavaScript and TypeScript read with tree-sitter: functions named as a reader names them, syntax problems
+with their line, comments and layout left out of a program's identity, a test found by its titles."""
+
+from __future__ import annotations
+
+from selfix_action.repair.languages import (
+    function_spans,
+    has_node_test,
+    language_of,
+    node_names_in_test,
+    node_outline,
+    node_test_lines,
+    normalized_syntax,
+    syntax_problem,
+)
+
+MODULE = """'use strict';
+const util = require('util');
+function add(a, b) {
+  const c = a + b;
+  return c;
+}
+class Shape {
+  constructor(x) { this.x = x; }
+  area() {
+    return this.x * helper(2);
+  }
+}
+Encoder.prototype.write = function (v) {
+  if (v) { return '}'; }
+  return [1, 2].map((x) => x * 2);
+};
+exports.decode = function decode(buf) { return buf; };
+module.exports = { pick: function (o) { return o.k; }, arrow: (y) => `${y}}` };
+"""
+
+
+def test_functions_are_named_as_the_code_names_them_with_their_statement_lines() -> None:
+    spans = {span.name: span for span in function_spans("lib/a.js", MODULE)}
+    assert set(spans) == {"add", "Shape.constructor", "Shape.area", "Encoder.write", "decode", "pick", "arrow"}
+    assert (spans["add"].start, spans["add"].end, sorted(spans["add"].statement_lines)) == (3, 6, [4, 5])
+    assert "helper" in spans["Shape.area"].called_names
+    # a brace inside a string or a template does not end a function
+    assert (spans["Encoder.write"].start, spans["Encoder.write"].end) == (13, 16)
+
+
+def test_python_is_still_read_with_ast() -> None:
+    spans = function_spans("m.py", "class A:\n    def f(self):\n        return 1\n")
+    assert [(s.name, s.start, s.end) for s in spans] == [("A.f", 2, 3)]
+    assert language_of("m.py") == "python" and language_of("a.ts") == "typescript" and language_of("a.mjs")
+
+
+def test_a_syntax_problem_says_where_and_typescript_parses_with_its_grammar() -> None:
+    assert syntax_problem("a.js", MODULE) is None
+    assert syntax_problem("a.js", "function f( {\n  return 1;\n") is not None
+    assert syntax_problem("a.ts", "const x: number = 1;\nfunction h(a: string): void {}\n") is None
+    assert syntax_problem("a.js", "const x: number = 1;\n") is not None  # type annotations are not JavaScript
+    assert syntax_problem("a.py", "def f(:\n") is not None
+
+
+def test_comments_and_layout_are_not_part_of_a_programs_identity() -> None:
+    assert normalized_syntax("a.js", "a + b; // sum") == normalized_syntax("a.js", "a  +  b;")
+    assert normalized_syntax("a.js", "a + b;") != normalized_syntax("a.js", "a - b;")
+    assert normalized_syntax("a.js", "a + (;") is None
+
+
+SPEC = """const assert = require('assert');
+const { parse } = require('../lib/parse');
+describe('parser', function () {
+  beforeEach(function () { this.x = 1; });
+  describe('numbers', function () {
+    it('reads 1', function () {
+      assert.equal(parse('1'), 1);
+    });
+  });
+  it('reads 1', function () { assert.ok(true); });
+});
+"""
+
+
+def test_a_test_is_found_by_its_titles_with_the_hooks_around_it() -> None:
+    lines = node_test_lines("t.test.js", SPEC, ("parser", "numbers", "reads 1"))
+    assert {6, 7, 8} <= lines and 4 in lines and 10 not in lines
+    assert node_test_lines("t.test.js", SPEC, ("parser", "reads 1")) >= {10}
+    assert node_test_lines("t.test.js", SPEC, ("parser", "nothing")) == set()
+    assert "parse" in node_names_in_test("t.test.js", SPEC, ("parser", "numbers", "reads 1"))
+    assert node_outline("t.test.js", SPEC) == {1, 2}
+    assert has_node_test("t.test.js", SPEC) and not has_node_test("t.js", "describe('x', () => {});")

@@ -1,0 +1,102 @@
+"""The Node sandbox's own parts: node's test runner run for real in the sandbox (no install needed), V8's block
+ranges read as lines, the runner command made local, the runner's reporters replaced by selfix's."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from selfix_action.errors import InputError, SandboxError
+from selfix_action.repair.reported import ReportedTest, resolve_reported
+from selfix_action.repair.values import CandidateCheck, TestStatus
+from selfix_action.sandbox.isolation import Isolation
+from selfix_action.sandbox.node_sandbox import NodeSandbox, covered_lines, runner_command
+from selfix_action.toolchains.node import NodeProject
+from tests.helpers.node_projects import write
+
+NODE = NodeProject("npm", "node", "node --test test/")
+SOURCE = "export function add(a, b) {\n  return a - b;\n}\n"
+SPEC = (
+    "import { describe, it } from 'node:test';\nimport assert from 'node:assert';\n"
+    "import { add } from '../src/math.mjs';\n"
+    "describe('math', () => {\n  it('adds', () => { assert.strictEqual(add(1, 2), 3); });\n"
+    "  it('adds zero', () => { assert.strictEqual(add(0, 0), 0); });\n});\n"
+)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    if shutil.which("node") is None:
+        pytest.skip("node is not on PATH")
+    return write(
+        tmp_path / "p",
+        {"package.json": json.dumps({"scripts": {"test": "node --test test/"}}), "src/math.mjs": SOURCE,
+         "test/math.test.mjs": SPEC},
+    )  # fmt: skip
+
+
+def test_node_runs_name_tests_by_file_and_titles_and_select_one_alone(project: Path, isolation: Isolation) -> None:
+    with NodeSandbox(project, ["node", "--test", "test/"], NODE, isolation=isolation) as sandbox:
+        run = sandbox.run_tests(None)
+        assert {n: r.status for n, r in run.results.items()} == {
+            "test/math.test.mjs::math > adds": TestStatus.FAILED,
+            "test/math.test.mjs::math > adds zero": TestStatus.PASSED,
+        }
+        failed = run.results["test/math.test.mjs::math > adds"]
+        assert failed.exc_type == "AssertionError" and "-1 !== 3" in failed.message
+        assert ("test/math.test.mjs", 5) in {(f.file, f.line) for f in failed.frames}
+        alone = sandbox.run_tests(["test/math.test.mjs::math > adds zero"])
+        assert list(alone.results) == ["test/math.test.mjs::math > adds zero"]
+        assert sandbox.source_files() == ["src/math.mjs"]
+        assert sandbox.toolchain.startswith("node's test runner on Node v")
+        fixed = SOURCE.replace("a - b", "a + b")
+        good, broken = sandbox.check_candidates(
+            [
+                CandidateCheck(files={"src/math.mjs": fixed}, nodeids=("test/math.test.mjs::math > adds",)),
+                CandidateCheck(files={"src/math.mjs": fixed + "}"}, nodeids=("test/math.test.mjs::math > adds",)),
+            ]
+        )
+        assert good.results["test/math.test.mjs::math > adds"].status is TestStatus.PASSED
+        assert not broken.results and broken.error
+        qa = "_selfix_qa/test/selfix-qa-1.test.mjs"
+        source = "import { it } from 'node:test';\nimport assert from 'node:assert';\n"
+        source += "import { add } from '../src/math.mjs';\nit('q', () => { assert.strictEqual(add(2, 2), 4); });\n"
+        exposed = sandbox.run_tests([qa], extra_test_files={qa: source})
+        assert {n: r.status for n, r in exposed.results.items()} == {f"{qa}::q": TestStatus.FAILED}
+        assert not (sandbox.root / "test" / "selfix-qa-1.test.mjs").exists()  # written for the run only
+    assert (project / "src" / "math.mjs").read_text() == SOURCE
+
+
+def test_a_qa_test_never_replaces_a_file_of_the_project(project: Path) -> None:
+    with NodeSandbox(project, ["node", "--test", "test/"], NODE) as sandbox:
+        run = sandbox.run_tests(
+            ["_selfix_qa/test/math.test.mjs"], extra_test_files={"_selfix_qa/test/math.test.mjs": ""}
+        )
+        assert "would replace a file of the project" in run.error
+
+
+def test_a_reported_case_resolves_by_its_full_title_and_the_file_narrows_it() -> None:
+    collected = ["test/a.test.js::math > adds", "test/b.test.js::math > adds", "test/a.test.js::other"]
+    named = ReportedTest("", "adds", "/home/runner/work/x/x/test/b.test.js", full_title="math adds")
+    resolved = resolve_reported([named, ReportedTest("", "math adds", None, full_title="math adds")], collected)
+    assert resolved.nodeids == ("test/b.test.js::math > adds",)
+    assert "ambiguous: 2 tests" in resolved.missing()[0]
+
+
+def test_v8_block_ranges_read_as_the_lines_that_ran() -> None:
+    text = "function add(a, b) {\n  if (a > 100) {\n    return a;\n  }\n  return a - b;\n}\n"
+    start_if = text.index("{\n    return a")
+    assert covered_lines(text, [[0, len(text) - 1, 1], [start_if, text.index("  return a -"), 0]]) == [1, 2, 5, 6]
+
+
+def test_the_runner_is_called_from_the_projects_node_modules_and_its_reporters_are_dropped(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "node_modules" / ".bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "mocha").write_text("")
+    command = runner_command(["npx", "mocha", "-R", "spec", "--reporter-options", "x=1", "test/"], tmp_path, "mocha")
+    assert command == [str(bin_dir / "mocha"), "test/"]
+    with pytest.raises(InputError, match="jest is not installed in the project"):
+        runner_command(["npx", "jest"], tmp_path, "jest")
