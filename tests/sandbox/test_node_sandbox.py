@@ -71,11 +71,11 @@ def test_node_runs_name_tests_by_file_and_titles_and_select_one_alone(project: P
 
 
 def test_a_qa_test_never_replaces_a_file_of_the_project(project: Path) -> None:
+    qa = "_selfix_qa/test/math.test.mjs"
     with NodeSandbox(project, ["node", "--test", "test/"], NODE) as sandbox:
-        run = sandbox.run_tests(
-            ["_selfix_qa/test/math.test.mjs"], extra_test_files={"_selfix_qa/test/math.test.mjs": ""}
-        )
-        assert "would replace a file of the project" in run.error
+        with pytest.raises(SandboxError, match="would replace a file of the project"):
+            sandbox.run_tests([qa], extra_test_files={qa: ""})
+        assert sandbox.read_file("test/math.test.mjs") == SPEC
 
 
 def test_a_reported_case_resolves_by_its_full_title_and_the_file_narrows_it() -> None:
