@@ -51,13 +51,24 @@ def build_parser() -> argparse.ArgumentParser:
     fix = sub.add_parser("fix", help="heal the failing tests of a local repository")
     fix.add_argument("repo", nargs="?", default=".", help="git checkout or plain folder (default: .)")
     fix.add_argument("--junit", nargs="+", default=[], metavar="FILE", help="JUnit reports of the failed run")
-    fix.add_argument("--test-cmd", help="the project's pytest invocation (default: python -m pytest)")
+    fix.add_argument(
+        "--test-cmd",
+        help="the project's test command (default: python -m pytest; for a JavaScript project its package.json "
+        "test script)",
+    )
     fix.add_argument(
         "--working-directory",
         default="",
         metavar="DIR",
         help="the project's folder in REPO (a monorepo's subfolder), where its tests run; default: found from "
         "the JUnit report or the repository, '.' the root",
+    )
+    fix.add_argument(
+        "--toolchain",
+        default="auto",
+        choices=["auto", "python", "node"],
+        help="python (pytest) or node (jest, vitest, mocha, node --test); auto: node for a package.json and no "
+        "Python file",
     )
     fix.add_argument(
         "--engine",
@@ -205,6 +216,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 junit=tuple(Path(p) for p in args.junit),
                 test_cmd=resolve_test_cmd(args.test_cmd, repo.resolve() / (args.working_directory or ".")),
                 working_directory=args.working_directory,
+                toolchain=args.toolchain,
                 engine=engine_choice(args, args.engine, os.environ),
                 out=args.out,
                 apply=args.apply,

@@ -266,6 +266,17 @@ OPTIONS = _options(
         cli=("--working-directory",),
     ),
     Option(
+        "toolchain",
+        "str",
+        "auto",
+        "Which language's tests selfix runs: auto (a package.json and no Python file is a JavaScript/TypeScript "
+        "project, healed with its own runner: jest, vitest, mocha or node --test; anything else is Python, healed "
+        "with pytest), python or node (default: auto). JavaScript projects need the LLM engine and node on the "
+        "runner (the composite variant, after actions/setup-node).",
+        cli=("--toolchain",),
+        choices=("auto", "python", "node"),
+    ),
+    Option(
         "setup_command",
         "str",
         "",

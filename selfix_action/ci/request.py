@@ -103,6 +103,7 @@ def heal_request(
         ),
         out_dir=workspace / REPORT_DIR,
         working_directory=settings.working_directory,
+        toolchain=settings.toolchain,
         junit=junit,
         junit_strict=False,  # an artifact may hold other XML beside the reports: skipped with a warning
         engine=EngineChoice(

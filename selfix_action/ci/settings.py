@@ -127,6 +127,7 @@ class OptionSettings(BaseModel):
     max_candidates: int = _option("max_candidates")
     test_command: str = _option("test_command")
     working_directory: str = _option("working_directory")
+    toolchain: str = _option("toolchain")
     setup_command: str = _option("setup_command")
     junit_paths: tuple[str, ...] = _option("junit_paths")
     junit_artifact: str = _option("junit_artifact")

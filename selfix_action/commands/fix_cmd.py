@@ -30,6 +30,7 @@ class FixOptions(BaseModel):
     junit: tuple[Path, ...] = ()
     test_cmd: tuple[str, ...] = ()
     working_directory: str = ""  # the project's folder in the repository; "": found (heal.project)
+    toolchain: str = "auto"  # python, node, or auto (heal.project.node_project decides)
     engine: EngineChoice = EngineChoice()
     out: Path | None = None
     apply: bool = False
@@ -66,6 +67,7 @@ def fix_request(options: FixOptions) -> HealRequest:
         test_cmd=options.test_cmd or resolve_test_cmd(None, repo),
         out_dir=out_dir,
         working_directory=options.working_directory,
+        toolchain=options.toolchain,
         junit=options.junit,
         junit_strict=True,
         engine=options.engine,

@@ -286,7 +286,7 @@ def heal(
     # The heal runs on the project's folder as its CI runs it (its paths, its pytest rootdir); what leaves it is
     # put back in repository-relative paths (in_repository) below.
     project = _in_folder(request, repo, folder.path)
-    node = node_project(project.repo)
+    node = node_project(project.repo, project.toolchain)
     if node is not None:  # JavaScript/TypeScript: the same loop, on the Node half of the toolchain seam
         project = _for_node(project, node)
         failing, passing = failure_sets(
@@ -381,9 +381,19 @@ def _for_node(request: HealRequest, node: NodeProject) -> HealRequest:
             )
         engine = dataclasses.replace(engine, kind=provider)
     test_cmd = request.test_cmd
-    if not test_cmd or (is_python(Path(test_cmd[0])) and "pytest" in test_cmd):
+    if not test_cmd or (is_python(Path(test_cmd[0])) and "pytest" in test_cmd) or _runs_test_script(test_cmd):
         test_cmd = test_command(node)
     return dataclasses.replace(request, test_cmd=test_cmd, engine=engine)
+
+
+def _runs_test_script(test_cmd: Sequence[str]) -> bool:
+    """``npm test``, ``yarn test``, ``pnpm run test``: the project's test script, which selfix reads and runs
+    itself (a package manager would run pre- and post-scripts, and could fetch packages)."""
+    return Path(test_cmd[0]).name in ("npm", "yarn", "pnpm") and list(test_cmd[1:]) in (
+        ["test"],
+        ["t"],
+        ["run", "test"],
+    )
 
 
 def _in_folder(request: HealRequest, repo: Path, folder: str) -> HealRequest:

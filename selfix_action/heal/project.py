@@ -170,15 +170,21 @@ def moved_diff(diff: str, folder: str) -> str:
 _NOT_THE_PROJECT = frozenset({"node_modules", ".git", "dist", "build", "coverage", ".next", ".venv", "venv"})
 
 
-def node_project(folder: Path) -> NodeProject | None:
-    """The Node project in ``folder`` when it is a JavaScript or TypeScript project: a ``package.json`` and not one
-    Python file (installed packages and build output do not count). A repository that holds both (a Python
-    backend beside a frontend) is a Python project. InputError when its package.json names no runner selfix
-    knows."""
+def node_project(folder: Path, toolchain: str = "auto") -> NodeProject | None:
+    """The Node project in ``folder`` when it is a JavaScript or TypeScript project: with ``toolchain`` "auto", a
+    ``package.json`` and not one Python file (installed packages and build output do not count; a repository that
+    holds both, a Python backend beside a frontend, is a Python project); "node" says so whatever else is there,
+    "python" never. InputError when its package.json names no runner selfix knows."""
+    if toolchain not in ("auto", "python", "node"):
+        raise InputError(f"toolchain must be auto, python or node, got {toolchain!r}")
     manifest = folder / "package.json"
-    if not manifest.is_file():
+    if toolchain == "python":
         return None
-    for _folder, dirs, files in os.walk(folder):
+    if not manifest.is_file():
+        if toolchain == "node":
+            raise InputError(f"toolchain is node, but {folder.name or folder} has no package.json")
+        return None
+    for _folder, dirs, files in os.walk(folder if toolchain == "auto" else folder / "-never-"):
         dirs[:] = [d for d in dirs if d not in _NOT_THE_PROJECT]
         if any(name.endswith(".py") for name in files):
             return None

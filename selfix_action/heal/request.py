@@ -96,6 +96,9 @@ class HealRequest:
     # The project's folder in the repository, repository-relative ("." the root): pytest runs there, as the
     # project's CI runs it. "": found from the report or the repository (heal.project), the root when unclear.
     working_directory: str = ""
+    # Which language's tests: "python" (pytest), "node" (jest, vitest, mocha, node --test) or "auto": node for a
+    # folder with a package.json and no Python file (heal.project.node_project).
+    toolchain: str = "auto"
     junit: tuple[Path, ...] = ()
     # True (selfix fix): an unreadable JUnit file is bad input. False (the action): it is skipped with a warning,
     # since an artifact may hold other XML files beside the reports.
