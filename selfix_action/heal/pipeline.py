@@ -355,10 +355,10 @@ def heal(
     return HealOutcome(result, paths, tuple(warnings), memory_recorded=recorded)
 
 
-def _for_node(request: HealRequest, node: NodeProject) -> HealRequest:
-    """The request for a Node project: its own test command (from package.json when none was given: a pytest
-    command is selfix's default, not the project's), an LLM engine (the offline engine's templates are Python's),
-    and node itself, which the action's Docker image does not carry."""
+def for_node(request: HealRequest, node: NodeProject) -> HealRequest:
+    """The request for a Node project's test runs: its own test command (from package.json when none was given:
+    a pytest command is selfix's default, not the project's) and node itself, which the action's Docker image
+    does not carry."""
     source = request.env_source if request.env_source is not None else os.environ
     if shutil.which("node", path=source.get("PATH")) is None:
         raise InputError(
@@ -366,6 +366,15 @@ def _for_node(request: HealRequest, node: NodeProject) -> HealRequest:
             "variant of the action (uses: selfix-action/selfix-action/composite@v1), which runs on the runner's "
             "node after actions/setup-node, or install node in the job"
         )
+    test_cmd = request.test_cmd
+    if not test_cmd or (is_python(Path(test_cmd[0])) and "pytest" in test_cmd) or _runs_test_script(test_cmd):
+        test_cmd = test_command(node)
+    return dataclasses.replace(request, test_cmd=test_cmd)
+
+
+def _for_node(request: HealRequest, node: NodeProject) -> HealRequest:
+    """``for_node``, with an LLM engine: the offline engine's templates are Python's."""
+    request = for_node(request, node)
     engine = request.engine
     if engine.kind == "offline":
         raise InputError(
@@ -380,10 +389,7 @@ def _for_node(request: HealRequest, node: NodeProject) -> HealRequest:
                 "project needs an LLM engine (ANTHROPIC_API_KEY or OPENAI_API_KEY, or --api-key)"
             )
         engine = dataclasses.replace(engine, kind=provider)
-    test_cmd = request.test_cmd
-    if not test_cmd or (is_python(Path(test_cmd[0])) and "pytest" in test_cmd) or _runs_test_script(test_cmd):
-        test_cmd = test_command(node)
-    return dataclasses.replace(request, test_cmd=test_cmd, engine=engine)
+    return dataclasses.replace(request, engine=engine)
 
 
 def _runs_test_script(test_cmd: Sequence[str]) -> bool:

@@ -12,7 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from selfix_action.heal.pipeline import open_sandbox
+from selfix_action.heal.pipeline import for_node, open_sandbox
+from selfix_action.heal.project import node_project
+from selfix_action.toolchains.node import NodeProject
 from selfix_action.heal.request import HealRequest
 from selfix_action.repair.evidence import Reproduction, gather_evidence, reproduce
 from selfix_action.repair.values import Evidence, TestRun
@@ -35,7 +37,8 @@ def probe(request: HealRequest, *, localize: bool = False, nodeids: Sequence[str
     as a CI report would name them); with ``localize``, rank the suspicious lines and functions too. Raises
     ``SandboxError`` when the suite cannot run at all."""
     isolation = detect_isolation(request.isolation)
-    with open_sandbox(request, isolation) as sandbox:
+    request, node = _toolchain(request)
+    with open_sandbox(request, isolation, node) as sandbox:
         verifier = Verifier(sandbox, request.loop)
         repro = reproduce(verifier, tuple(nodeids), (), heal_seen_failures=request.loop.heal_seen_failures)
         evidence = None
@@ -44,9 +47,16 @@ def probe(request: HealRequest, *, localize: bool = False, nodeids: Sequence[str
         return Probe(repro, evidence, isolation.report(), verifier.budget.test_runs)
 
 
+def _toolchain(request: HealRequest) -> tuple[HealRequest, NodeProject | None]:
+    """A JavaScript project's request runs on its own runner (``pipeline.for_node``)."""
+    node = node_project(request.repo, request.toolchain)
+    return (request, None) if node is None else (for_node(request, node), node)
+
+
 def run_tests(request: HealRequest, nodeids: Sequence[str] | None) -> tuple[TestRun, dict[str, Any]]:
     """One run of ``nodeids`` (None: the whole suite) in the sandbox, and the isolation it had."""
     isolation = detect_isolation(request.isolation)
-    with open_sandbox(request, isolation) as sandbox:
+    request, node = _toolchain(request)
+    with open_sandbox(request, isolation, node) as sandbox:
         run = Verifier(sandbox, request.loop).run(None if nodeids is None else list(nodeids))
         return run, isolation.report()
