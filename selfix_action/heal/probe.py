@@ -14,12 +14,12 @@ from typing import Any
 
 from selfix_action.heal.pipeline import for_node, open_sandbox
 from selfix_action.heal.project import node_project
-from selfix_action.toolchains.node import NodeProject
 from selfix_action.heal.request import HealRequest
 from selfix_action.repair.evidence import Reproduction, gather_evidence, reproduce
 from selfix_action.repair.values import Evidence, TestRun
 from selfix_action.repair.verify import Verifier
 from selfix_action.sandbox.isolation import detect_isolation
+from selfix_action.toolchains.node import NodeProject
 
 
 @dataclass(frozen=True)
