@@ -103,7 +103,12 @@ class NodeSandbox:
         shutil.copytree(PLUGIN_DIR, self._plugin)
         self._private_env = private_dirs(self._tmp)
         self._hidden = (self.repo, *former_home(self._env_source, (self._tmp,)))
-        self.command = runner_command(test_cmd, self.root, self.runner, self._env_source.get("PATH"))
+        self.command = runner_command(
+            [_in_copy(arg, self.repo, self.root) for arg in test_cmd],
+            self.root,
+            self.runner,
+            self._env_source.get("PATH"),
+        )
         self.parallel_checks = 1
         self.runs = 0
         self.warm_runs = 0
@@ -579,6 +584,17 @@ def _asked(nodeid: str, wanted: set[str]) -> bool:
 def _tail(proc: ProcessResult, lines: int = 40) -> str:
     text = (proc.stdout + "\n" + proc.stderr).strip()
     return "\n".join(text.splitlines()[-lines:])
+
+
+def _in_copy(arg: str, repo: Path, root: Path) -> str:
+    """A path into the repository (``node_modules/.bin/mocha`` resolved by the front end, to its target
+    ``node_modules/mocha/bin/mocha.js``) as the same path in the scratch copy: the repository is hidden from runs."""
+    if not os.path.isabs(arg):
+        return arg
+    try:
+        return str(root / Path(arg).relative_to(repo))
+    except ValueError:
+        return arg
 
 
 def _outer_node_modules(repo: Path) -> Path | None:
