@@ -49,6 +49,8 @@ PLUGIN_DIR = Path(__file__).resolve().parent / "node_plugin"
 MOCHA_REPORTER = "selfix_mocha_reporter.js"
 NODE_REPORTER = "selfix_node_reporter.mjs"
 SYNTAX_CHECK_SECONDS = 60.0
+COVERED_FAILING = 4  # failing tests run alone with coverage (runners other than mocha)
+COVERED_PASSING = 8  # passing tests of the same spec files run alone with coverage
 _FRAME = re.compile(
     r"^\s*at (?:(?P<function>.+?) \()?(?P<path>(?:file://)?[^\s()]+?):(?P<line>\d+):(?P<col>\d+)\)?\s*$"
 )
@@ -116,6 +118,7 @@ class NodeSandbox:
         self.config_overrides: tuple[str, ...] = ()
         self.toolchain = self._describe_toolchain()
         self._names: dict[str, NodeTestName] = {}
+        self._coverage_sample: tuple[str, ...] | None = None
         self._qa: dict[str, str] = {}  # physical path in the copy -> its _selfix_qa/ name
 
     def _describe_toolchain(self) -> str:
@@ -248,7 +251,9 @@ class NodeSandbox:
         wanted = None if nodeids is None else set(nodeids)
         if wanted is not None:
             results = {n: r for n, r in results.items() if _asked(n, wanted)}
-        note = "" if self.runner == "mocha" else f"no per-test coverage with {self.runner}: the stack traces rank"
+        note = ""
+        if coverage and self.runner != "mocha":
+            coverage_map, note = self._coverage_alone(results, wall)
         return total.model_copy(
             update={
                 "results": results,
@@ -258,6 +263,89 @@ class NodeSandbox:
                 "toolchain": self.toolchain,
             }
         )
+
+    def _coverage_alone(
+        self, results: Mapping[str, TestResult], wall: float
+    ) -> tuple[dict[str, dict[str, list[int]]], str]:
+        """Per-test coverage where the runner's tests do not run in a process selfix's reporter lives in (jest's
+        and vitest's workers, node's per-file children): the failing tests, and passing tests of their files,
+        each run alone with V8's coverage (``NODE_V8_COVERAGE``, or jest's and vitest's own v8 provider, which
+        map their transformed code back to the source). A sample: ``COVERED_FAILING`` failing and
+        ``COVERED_PASSING`` passing tests."""
+        if self.runner == "vitest" and not (self.root / "node_modules" / "@vitest" / "coverage-v8").is_dir():
+            return {}, "no per-test coverage with vitest without @vitest/coverage-v8: the stack traces rank"
+        if self._coverage_sample is None:
+            # Chosen once, on the baseline: a later coverage run (the patched copy's) measures the same tests, so
+            # what the patch changes in them can be compared.
+            failing = [n for n, r in results.items() if not r.ok and "::" in n][:COVERED_FAILING]
+            files = {n.partition("::")[0] for n in failing}
+            passing = [n for n, r in results.items() if r.ok and n.partition("::")[0] in files][:COVERED_PASSING]
+            self._coverage_sample = (*failing, *passing)
+        covered: dict[str, dict[str, list[int]]] = {}
+        for nodeid in self._coverage_sample:
+            name = self._names.get(nodeid) or split_test_id(nodeid)
+            lines = self._covered_alone(name, wall)
+            if lines:
+                covered[nodeid] = lines
+        if not covered:
+            return {}, f"no per-test coverage with {self.runner}: the stack traces rank"
+        return covered, ""
+
+    def _covered_alone(self, name: NodeTestName, wall: float) -> dict[str, list[int]]:
+        folder = self._tmp / f"coverage-{self.runs + 1}"
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir()
+        extra: list[str] = []
+        if self.runner == "jest":
+            extra = ["--coverage", "--coverageProvider=v8", "--coverageReporters=json", f"--coverageDirectory={folder}"]
+        elif self.runner == "vitest":
+            extra = [
+                "--coverage.enabled=true",
+                "--coverage.provider=v8",
+                "--coverage.reporter=json",
+                f"--coverage.reportsDirectory={folder}",
+            ]
+        env = {"NODE_V8_COVERAGE": str(folder)} if self.runner == "node" else {}
+        self._run_once([name.file] if name.file else [], [name], wall, False, False, extra, env)
+        if self.runner == "node":
+            return self._v8_lines(folder)
+        return self._istanbul_lines(folder / "coverage-final.json")
+
+    def _v8_lines(self, folder: Path) -> dict[str, list[int]]:
+        ranges: dict[str, list[list[int]]] = {}
+        for dump in folder.glob("coverage-*.json"):
+            try:
+                scripts = json.loads(dump.read_text(encoding="utf-8")).get("result", [])
+            except (OSError, ValueError):
+                continue
+            for script in scripts:
+                rel = _relative(str(script.get("url", "")), self.root)
+                if rel is None or rel.startswith("/") or "node_modules" in rel.split("/") or ":" in rel:
+                    continue
+                for function in script.get("functions", []):
+                    for item in function.get("ranges", []):
+                        ranges.setdefault(rel, []).append([item["startOffset"], item["endOffset"], item["count"]])
+        return self._lines(ranges)
+
+    def _istanbul_lines(self, report: Path) -> dict[str, list[int]]:
+        try:
+            data = json.loads(report.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        covered: dict[str, list[int]] = {}
+        for path, entry in data.items():
+            rel = _relative(str(entry.get("path", path)), self.root)
+            if rel is None or rel.startswith("/") or "node_modules" in rel.split("/"):
+                continue
+            statements = entry.get("statementMap", {})
+            lines = {
+                int(statements[key]["start"]["line"])
+                for key, count in entry.get("s", {}).items()
+                if count and key in statements
+            }
+            if lines:
+                covered[rel] = sorted(lines)
+        return covered
 
     def check_candidates(self, checks: Sequence[CandidateCheck]) -> list[TestRun]:
         """Each check on its own patched files, one after the other; a file ``node --check`` refuses (or ``tsc``
@@ -339,12 +427,19 @@ class NodeSandbox:
         return qa_files if self.runner == "mocha" and qa_files else []
 
     def _run_once(
-        self, files: list[str], names: list[NodeTestName], wall: float, coverage: bool, stop_first: bool
+        self,
+        files: list[str],
+        names: list[NodeTestName],
+        wall: float,
+        coverage: bool,
+        stop_first: bool,
+        extra: Sequence[str] = (),
+        extra_env: Mapping[str, str] | None = None,
     ) -> TestRun:
         self.runs += 1
         results_file = self._tmp / f"results-{self.runs}.out"
         results_file.unlink(missing_ok=True)
-        arguments = self._arguments(files, names, results_file, stop_first)
+        arguments = [*extra, *self._arguments(files, names, results_file, stop_first)]
         if self.runner == "node" and "--test" in self.command:
             # node's own flags go before the files the command names (after them they would be files too)
             at = self.command.index("--test") + 1
@@ -360,6 +455,7 @@ class NodeSandbox:
             "NODE_OPTIONS": f"--max-old-space-size={self._heap_mib}",
             "NO_COLOR": "1",
             "FORCE_COLOR": "0",
+            **(extra_env or {}),
         }
         proc = self._run(argv, wall, env)
         try:

@@ -48,6 +48,9 @@ def test_node_runs_name_tests_by_file_and_titles_and_select_one_alone(project: P
         failed = run.results["test/math.test.mjs::math > adds"]
         assert failed.exc_type == "AssertionError" and "-1 !== 3" in failed.message
         assert ("test/math.test.mjs", 5) in {(f.file, f.line) for f in failed.frames}
+        covered = sandbox.run_tests(None, coverage=True)
+        assert covered.coverage is not None and covered.coverage_collector == "v8"
+        assert covered.coverage["test/math.test.mjs::math > adds"]["src/math.mjs"] == [1, 2, 3]
         alone = sandbox.run_tests(["test/math.test.mjs::math > adds zero"])
         assert list(alone.results) == ["test/math.test.mjs::math > adds zero"]
         assert sandbox.source_files() == ["src/math.mjs"]
