@@ -120,7 +120,7 @@ def _test_key(test: Mapping[str, Any]) -> tuple[str | None, str, str]:
     return (test.get("file"), str(test.get("classname", "")), str(test.get("name", "")))
 
 
-def test_label(test: Mapping[str, Any]) -> str:
+def describe_test(test: Mapping[str, Any]) -> str:
     """One line for a test: mocha's full title (``classname name``), its file first when known."""
     file = test.get("file")
     return f"{file + ': ' if file else ''}{test.get('classname', '')} {test.get('name', '')}".strip()
@@ -335,7 +335,8 @@ def npm_install(project: Path, log: Callable[[str], None] = lambda m: None) -> l
         started = time.monotonic()
         proc = _run(["npm", "install", *flags], project, NPM_TIMEOUT)
         log(f"  npm install {' '.join(flags)}: rc {proc.returncode}, {time.monotonic() - started:.0f}s")
-        if proc.returncode == 0 and (project / "node_modules").is_dir():
+        if proc.returncode == 0:
+            (project / "node_modules").mkdir(exist_ok=True)  # a manifest with no dependencies installs none
             return flags
         errors.append(proc.stderr.strip()[-600:])
         shutil.rmtree(project / "node_modules", ignore_errors=True)
@@ -377,6 +378,7 @@ def ensure_modules(
         proc = _run(["npm", "install", *flags], where, NPM_TIMEOUT)
         if proc.returncode != 0:
             raise InputError(f"npm install {' '.join(flags)} failed: {proc.stderr.strip()[-600:]}")
+        (where / "node_modules").mkdir(exist_ok=True)
         used = list(flags)
     info = {"flags": used, "versions": installed_versions(where), "node": node_version(), "npm": npm_version()}
     (where / "install.json").write_text(json.dumps(info, indent=1, sort_keys=True) + "\n", encoding="utf-8")
@@ -635,8 +637,8 @@ def judge(
     return {
         "resolved": resolved,
         "same_syntax": same,
-        "f2p_failing": [test_label(t) for t in f2p_bad],
-        "p2p_failing": [test_label(t) for t in p2p_bad],
+        "f2p_failing": [describe_test(t) for t in f2p_bad],
+        "p2p_failing": [describe_test(t) for t in p2p_bad],
         "edited_files": sorted(patched),
         "edited_tests": test_edits,
         "outside_fix_files": sorted(set(patched) - set(task.fix_paths)),
@@ -657,7 +659,7 @@ def parse_bug_id(bug_id: str) -> tuple[str, int]:
     return project, int(number)
 
 
-def test_command(project: str, test_paths: Sequence[str], scope: str | None = None) -> list[str]:
+def command_for(project: str, test_paths: Sequence[str], scope: str | None = None) -> list[str]:
     config = PROJECTS[project]
     scope = scope or config["scope"]
     pattern = re.compile(config["test_files"])
@@ -698,7 +700,7 @@ def build_task(
     fix_paths = [p for p in changed_paths(bare, commits["buggy"], commits["fix"]) if is_source_path(p)]
     if not fix_paths:
         return dropped("the fix changes no source file")
-    argv = test_command(project, test_paths, scope)
+    argv = command_for(project, test_paths, scope)
     draft = JsBugTask(
         id=bug_id,
         project=project,
@@ -771,7 +773,7 @@ def build_task(
                 "tags": {k: f"Bug-{number}{s}" for k, s in (("buggy", ""), ("test", "-test"), ("fix", "-fix"))}
                 | {"full": f"Bug-{number}-full"},
                 "scope": scope or config["scope"],
-                "unstable": [test_label(_as_test(k)) for k in sorted(unstable, key=_sort_key)],
+                "unstable": [describe_test(_as_test(k)) for k in sorted(unstable, key=_sort_key)],
                 "fix_lines": _fix_lines(bare, commits["buggy"], commits["fix"], fix_paths),
                 "validated_seconds": round(time.monotonic() - started, 1),
                 "test_seconds": {"buggy": before.seconds, "fixed": after.seconds},
