@@ -16,6 +16,7 @@ are the benchmark's install steps (subprocesses with timeouts, as ``realbugs`` r
     python -m selfix_bench.jsbugs build --mirror-dir DIR --out bench/jsbugs/tasks [--bugs Hessian.js-1,Hexo-3]
     python -m selfix_bench.jsbugs heal --tasks bench/jsbugs/tasks --out DIR [--engine openai --base-url URL ...]
     python -m selfix_bench.jsbugs report DIR
+    python -m selfix_bench.jsbugs check --tasks bench/jsbugs/tasks   # the developers' fix judged right, offline
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from typing import Any
 from selfix_action.commands.engine_args import ENGINE_KINDS, add_llm_arguments, engine_choice
 from selfix_action.commands.fix_cmd import FixOptions, fix_request
 from selfix_action.errors import InputError, SandboxError
+from selfix_action.heal import EngineChoice
 from selfix_action.sandbox.isolation import Isolation, IsolationConfig, detect_isolation
 from selfix_action.sandbox.process import Limits, run_process, sandbox_env
 from selfix_bench.base import CACHE_DIR, load_folder, read_task_data
@@ -863,13 +865,19 @@ def read_results(path: Path) -> list[dict[str, Any]]:
 
 
 def heal_task(
-    task: JsBugTask, engine: Any, workdir: Path, *, isolation: str = "auto", test_timeout: float = TEST_WALL_SECONDS
+    task: JsBugTask,
+    engine: EngineChoice,
+    workdir: Path,
+    *,
+    isolation: str = "auto",
+    test_timeout: float = TEST_WALL_SECONDS,
+    cache: Path = CACHE_DIR,
 ) -> dict[str, Any]:
     """Materialize, write the CI report, heal through the product as ``selfix fix`` would, judge the healed files
     on a fresh copy: one results line."""
     started = time.monotonic()
     record: dict[str, Any] = {"task": task.id, "project": task.project}
-    repo = materialize(task, workdir / "repo")
+    repo = materialize(task, workdir / "repo", cache=cache)
     junit = ci_report(task, repo)
     options = FixOptions(
         repo=repo,
@@ -897,14 +905,14 @@ def heal_task(
     record["tokens"] = report.usage.tokens
     files = outcome.result.files
     if files:
-        judged = materialize(task, workdir / "judge")
+        judged = materialize(task, workdir / "judged" / "repo", cache=cache)
         for rel, text in files.items():
             target = (judged / rel).resolve()
             if not target.is_relative_to(judged.resolve()):
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
-        verdict = judge(task, judged)
+        verdict = judge(task, judged, cache=cache)
         record.update(verdict)
     else:
         record.update(resolved=False, same_syntax=False, diff="")
@@ -952,6 +960,43 @@ def heal_main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def check_task(task: JsBugTask, workdir: Path, cache: Path = CACHE_DIR) -> dict[str, Any]:
+    """The task file checked against a rebuilt tree: the developers' fix judged resolved with their syntax, the
+    unedited tree not resolved (every F2P test still failing)."""
+    fixed = judge(task, materialize(task, workdir / "fixed" / "repo", fixed=True, cache=cache), cache=cache)
+    buggy = judge(task, materialize(task, workdir / "buggy" / "repo", cache=cache), cache=cache)
+    ok = fixed["resolved"] and fixed["same_syntax"] and not buggy["resolved"]
+    ok = ok and len(buggy["f2p_failing"]) == len(task.f2p) and not buggy["p2p_failing"]
+    return {
+        "task": task.id,
+        "ok": ok,
+        "fix_resolved": fixed["resolved"],
+        "fix_same_syntax": fixed["same_syntax"],
+        "fix_failing": fixed["f2p_failing"] + fixed["p2p_failing"],
+        "buggy_f2p_failing": len(buggy["f2p_failing"]),
+        "buggy_p2p_failing": buggy["p2p_failing"],
+    }
+
+
+def check_main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m selfix_bench.jsbugs check")
+    parser.add_argument("--tasks", type=Path, default=Path("bench/jsbugs/tasks"))
+    parser.add_argument("--only", default="", help="task ids, comma-separated")
+    parser.add_argument("--mirror-dir", type=Path)
+    args = parser.parse_args(argv)
+    set_mirror_dir(args.mirror_dir)
+    only = {t.strip() for t in args.only.split(",") if t.strip()}
+    bad = 0
+    for task in load_tasks(args.tasks):
+        if only and task.id not in only:
+            continue
+        with tempfile.TemporaryDirectory(prefix=f"selfix-jscheck-{task.id}-") as tmp:
+            result = check_task(task, Path(tmp))
+        bad += not result["ok"]
+        print(json.dumps(result, sort_keys=True), flush=True)
+    return 1 if bad else 0
+
+
 # -- the report ----------------------------------------------------------------------------------------
 def summarize(records: Sequence[Mapping[str, Any]]) -> list[str]:
     """Counts with 95% Wilson intervals: resolved, same syntax (the developers' fix), by confidence level."""
@@ -996,9 +1041,9 @@ def report_main(argv: Sequence[str] | None = None) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    commands = {"build": build_main, "heal": heal_main, "report": report_main}
+    commands = {"build": build_main, "check": check_main, "heal": heal_main, "report": report_main}
     if not argv or argv[0] not in commands:
-        print("usage: python -m selfix_bench.jsbugs {build|heal|report} ...", file=sys.stderr)
+        print("usage: python -m selfix_bench.jsbugs {build|check|heal|report} ...", file=sys.stderr)
         return 2
     try:
         return commands[argv[0]](argv[1:])

@@ -11,9 +11,11 @@ import json
 import shutil
 import subprocess
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
+from selfix_action.heal import EngineChoice
 from selfix_bench import jsbugs
 from selfix_bench.jsbugs import (
     JsBugTask,
@@ -259,5 +261,29 @@ def test_a_synthetic_bug_is_built_materialized_reported_and_judged(
         (other / "lib/clamp.js").write_text(BUGGY_JS.replace("if (x > high) return low;", "if (x > high) x = high;"))
         verdict = task.judge(other, cache=cache)
         assert verdict["resolved"] and not verdict["same_syntax"]
+
+        assert jsbugs.check_task(task, tmp_path / "check", cache=cache)["ok"]
+
+        # The heal path, with the product's heal replaced by one that returns the developers' fix.
+        seen = {}
+
+        def fake_heal(request: object) -> SimpleNamespace:
+            seen["request"] = request
+            report = SimpleNamespace(
+                stop_reason=SimpleNamespace(value="healed"),
+                exit_code=0,
+                confidence=SimpleNamespace(level="high"),
+                usage=SimpleNamespace(calls=2, tokens=300),
+            )
+            return SimpleNamespace(report=report, result=SimpleNamespace(files={"lib/clamp.js": FIXED_JS}))
+
+        monkeypatch.setattr(jsbugs, "heal_with", fake_heal)
+        monkeypatch.setattr(jsbugs, "CACHE_DIR", cache)
+        record = jsbugs.heal_task(task, EngineChoice(), tmp_path / "heal", cache=cache)
+        request = seen["request"]
+        assert request.test_cmd == task.test_cmd  # type: ignore[attr-defined]
+        assert request.junit == (tmp_path / "heal" / "junit-Toy-1.xml",)  # type: ignore[attr-defined]
+        assert record["resolved"] and record["same_syntax"] and record["confidence"] == "high"
+        assert record["calls"] == 2 and "return high" in record["diff"]
     finally:
         jsbugs.set_mirror_dir(None)
