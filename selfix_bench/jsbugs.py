@@ -1011,14 +1011,17 @@ def summarize(records: Sequence[Mapping[str, Any]]) -> list[str]:
     refused = sum(1 for r in records if str(r.get("stop_reason", "")).startswith("refused"))
     lines = [f"tasks: {n}" + (f" ({refused} refused)" if refused else "")]
     lines.append(line("resolved", resolved, n))
-    lines.append(line("resolved with the developers' syntax", same, n))
+    lines.append(line("correct (resolved, the developers' syntax)", same, n))
+    # A patch at a confidence level: "wrong" when it does not resolve the bug (an F2P test still fails or a P2P
+    # test broke); resolved in another syntax than the developers' is counted beside it, not as wrong.
     levels = sorted({str(r.get("confidence")) for r in records if r.get("confidence")})
     for level in levels:
         at = [r for r in records if str(r.get("confidence")) == level]
-        wrong = sum(1 for r in at if not r.get("resolved"))
+        ok = sum(1 for r in at if r.get("resolved"))
+        other = sum(1 for r in at if r.get("resolved") and not r.get("same_syntax"))
         lines.append(
-            line(f"confidence {level}: resolved", sum(1 for r in at if r.get("resolved")), len(at))
-            + f"; wrong patches {wrong}"
+            line(f"confidence {level}: resolved", ok, len(at))
+            + f"; wrong patches {len(at) - ok}; resolved in another syntax {other}"
         )
     by_project: dict[str, list[Mapping[str, Any]]] = {}
     for r in records:

@@ -145,8 +145,9 @@ def test_the_report_counts_resolved_and_confidence_levels() -> None:
     ]
     text = "\n".join(summarize(records))
     assert "tasks: 3 (1 refused)" in text
-    assert "resolved: 1/3" in text and "developers' syntax: 1/3" in text
-    assert "confidence high: resolved: 1/1" in text and "confidence low: resolved: 0/1 " in text
+    assert "resolved: 1/3" in text and "the developers' syntax): 1/3" in text
+    assert "confidence high: resolved: 1/1" in text and "wrong patches 0" in text
+    assert "confidence low: resolved: 0/1 " in text and "wrong patches 1" in text
 
 
 # -- one synthetic bug, end to end ---------------------------------------------------------------------
