@@ -486,7 +486,9 @@ def run_mocha(
     except SandboxError as exc:
         return MochaRun({}, None, 0.0, f"could not start: {exc}")
     seconds = round(time.monotonic() - started, 1)
-    tail = (proc.stderr.strip() or proc.stdout.strip())[-800:]
+    output_text = (proc.stderr.strip() or proc.stdout.strip()).replace(str(cwd), "<tree>")
+    first_error = next((line for line in output_text.splitlines() if "Error" in line), "")
+    tail = (first_error + " ... " if first_error else "") + output_text[-600:]
     text = output.read_text(encoding="utf-8", errors="replace") if output.exists() else ""
     if "<testsuite" not in text and "<testsuite" in proc.stdout:
         # mocha 1.x ignores ``output=`` and writes the XML to stdout.
@@ -738,9 +740,9 @@ def build_task(
         after = run_mocha(argv, dest, out / "fixed.xml")
         log(f"  fixed: {_summary(after)}")
     if not after.results:
-        return dropped(f"the fixed tree's tests do not run: {after.error}; {after.tail[-200:]}")
+        return dropped(f"the fixed tree's tests do not run: {after.error}; {after.tail[:300]}")
     if not before.results:
-        return dropped(f"the buggy tree's tests do not run: {before.error}; {before.tail[-200:]}")
+        return dropped(f"the buggy tree's tests do not run: {before.error}; {before.tail[:300]}")
     ok_after = {k for k, s in after.results.items() if s == "passed"}
     ok_before = {k for k, s in before.results.items() if s == "passed"}
     failed_after = {k for k, s in after.results.items() if s == "failed"}
