@@ -42,7 +42,7 @@ from selfix_action.commands.engine_args import ENGINE_KINDS, add_llm_arguments, 
 from selfix_action.commands.fix_cmd import FixOptions, fix_request
 from selfix_action.errors import InputError, SandboxError
 from selfix_action.heal import EngineChoice
-from selfix_action.sandbox.isolation import Isolation, IsolationConfig, detect_isolation
+from selfix_action.sandbox.isolation import Isolation
 from selfix_action.sandbox.process import Limits, run_process, sandbox_env
 from selfix_bench.base import CACHE_DIR, load_folder, read_task_data
 from selfix_bench.healing import heal_with
@@ -1055,11 +1055,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-
-
-# The isolation the heal command's judge could use (kept for callers that want the product's level).
-def isolation_for(mode: str) -> Isolation | None:
-    return None if mode == "none" else detect_isolation(IsolationConfig(mode=mode))
 
 
 if __name__ == "__main__":
