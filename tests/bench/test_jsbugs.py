@@ -288,3 +288,18 @@ def test_a_synthetic_bug_is_built_materialized_reported_and_judged(
         assert record["calls"] == 2 and "return high" in record["diff"]
     finally:
         jsbugs.set_mirror_dir(None)
+
+
+def test_the_committed_tasks_are_twenty_bugsjs_bugs_with_relative_paths() -> None:
+    folder = Path(__file__).resolve().parents[2] / "bench" / "jsbugs" / "tasks"
+    tasks = jsbugs.load_tasks(folder)
+    assert len(tasks) == 20
+    by_project: dict[str, int] = {}
+    for task in tasks:
+        by_project[task.project] = by_project.get(task.project, 0) + 1
+        assert task.f2p and task.repo == jsbugs.PROJECTS[task.project]["repo"]
+        assert set(task.commits) == {"buggy", "test", "fix", "full"}
+        assert all(not p.startswith("/") for p in (*task.test_cmd, *task.fix_paths, *task.test_paths))
+        assert all(t["file"] is None or not t["file"].startswith("/") for t in (*task.f2p, *task.p2p))
+        assert not any(arg in ("-R", "--reporter") for arg in task.test_cmd)
+    assert by_project == {"Hessian.js": 7, "Hexo": 6, "ESLint": 5, "Pencilblue": 2}
