@@ -890,6 +890,7 @@ def heal_task(
     test_timeout: float = TEST_WALL_SECONDS,
     cache: Path = CACHE_DIR,
     keep: Path | None = None,
+    time_limit: float = 900.0,
 ) -> dict[str, Any]:
     """Materialize, write the CI report, heal through the product as ``selfix fix`` would, judge the healed files
     on a fresh copy: one results line. ``keep``: where the heal's report, trace (every prompt and answer) and patch
@@ -906,6 +907,7 @@ def heal_task(
         out=workdir / "out",
         quiet=True,
         test_timeout=test_timeout,
+        time_limit=time_limit,
         isolation=isolation,
     )
     try:
@@ -956,6 +958,7 @@ def heal_main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--only", default="", help="task ids, comma-separated")
     parser.add_argument("--isolation", default="auto", help="as selfix fix (auto, bwrap, landlock, unshare, none)")
     parser.add_argument("--test-timeout", type=float, default=TEST_WALL_SECONDS)
+    parser.add_argument("--time-limit", type=float, default=900.0, help="wall seconds per heal (as selfix fix)")
     parser.add_argument("--mirror-dir", type=Path)
     add_llm_arguments(parser)
     args = parser.parse_args(argv)
@@ -978,6 +981,7 @@ def heal_main(argv: Sequence[str] | None = None) -> int:
                     Path(tmp),
                     isolation=args.isolation,
                     test_timeout=args.test_timeout,
+                    time_limit=args.time_limit,
                     keep=args.out / task.id,
                 )
             except Exception as exc:  # one task's trouble is its record, not the run's end
