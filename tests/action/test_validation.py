@@ -115,6 +115,7 @@ def test_every_declared_input_is_read_and_vice_versa(tmp_path: Path) -> None:
         "heal_seen_failures": "true",
         "max_asks": "3",
         "working_directory": "backend",
+        "toolchain": "node",
         "allow_ports": "5432",
     }
     assert set(values) == declared
