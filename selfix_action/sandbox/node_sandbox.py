@@ -439,6 +439,7 @@ class NodeSandbox:
         self.runs += 1
         results_file = self._tmp / f"results-{self.runs}.out"
         results_file.unlink(missing_ok=True)
+        results_file.with_name(results_file.name + ".end").unlink(missing_ok=True)
         arguments = [*extra, *self._arguments(files, names, results_file, stop_first)]
         if self.runner == "node" and "--test" in self.command:
             # node's own flags go before the files the command names (after them they would be files too)
@@ -534,13 +535,21 @@ class NodeSandbox:
         return [*args, *files]  # node_args puts the files the command named after these
 
     def _records(self, results: Path) -> list[_Record]:
-        if not results.exists():
+        if not results.exists() and not results.with_name(results.name + ".end").exists():
             return []
         if self.runner in ("mocha", "node"):
+            # The reporter's whole record at the end of the run, else the lines it streamed (a killed run); a line
+            # a test's fake fs mangled is skipped, its test then has no result (no result is no pass).
+            complete = results.with_name(results.name + ".end")
+            source = complete if complete.exists() else results
             records = []
-            for line in results.read_text(encoding="utf-8", errors="replace").splitlines():
-                if line.strip():
-                    records.append(_Record.from_reporter(json.loads(line)))
+            for line in source.read_text(encoding="utf-8", errors="replace").splitlines():
+                try:
+                    data = json.loads(line) if line.strip() else None
+                except ValueError:
+                    continue
+                if isinstance(data, dict):
+                    records.append(_Record.from_reporter(data))
             return records
         if self.runner == "jest":
             return list(_jest_records(json.loads(results.read_text(encoding="utf-8", errors="replace")), self.root))
