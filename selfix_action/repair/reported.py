@@ -171,8 +171,14 @@ def _titles(collected: Iterable[str]) -> dict[str, list[str]]:
     for nodeid in collected:
         _path, sep, rest = nodeid.partition("::")
         if sep:
-            index.setdefault(" ".join(rest.split(TITLE_JOIN)), []).append(nodeid)
+            index.setdefault(_attribute_text(" ".join(rest.split(TITLE_JOIN))), []).append(nodeid)
     return index
+
+
+def _attribute_text(title: str) -> str:
+    """A title as an XML attribute reads back: a parser turns each tab, newline and carriage return in it into a
+    space (XML's attribute-value normalization), so ESLint's ``a;\n++b`` is ``a; ++b`` in any JUnit report."""
+    return title.replace("\r\n", " ").translate({9: " ", 10: " ", 13: " "})
 
 
 def _file(nodeid: str) -> str:
@@ -181,7 +187,7 @@ def _file(nodeid: str) -> str:
 
 def _by_title(case: ReportedTest, by_title: dict[str, list[str]]) -> tuple[str | None, str]:
     assert case.full_title is not None
-    named = by_title.get(case.full_title, [])
+    named = by_title.get(_attribute_text(case.full_title), [])
     if case.file:
         reported = case.file.replace("\\", "/").removeprefix("./")
         named = [

@@ -87,6 +87,11 @@ def test_a_reported_case_resolves_by_its_full_title_and_the_file_narrows_it() ->
     resolved = resolve_reported([named, ReportedTest("", "math adds", None, full_title="math adds")], collected)
     assert resolved.nodeids == ("test/b.test.js::math > adds",)
     assert "ambiguous: 2 tests" in resolved.missing()[0]
+    # XML reads a newline in an attribute back as a space (ESLint's rule tests are titled by their code)
+    eslint = ["tests/lib/rules/semi.js::semi > invalid > a;\n++b"]
+    assert resolve_reported([ReportedTest("", "a; ++b", None, full_title="semi invalid a; ++b")], eslint).nodeids == (
+        eslint[0],
+    )
 
 
 def test_v8_block_ranges_read_as_the_lines_that_ran() -> None:
