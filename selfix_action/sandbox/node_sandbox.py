@@ -441,12 +441,17 @@ class NodeSandbox:
         results_file.unlink(missing_ok=True)
         results_file.with_name(results_file.name + ".end").unlink(missing_ok=True)
         arguments = [*extra, *self._arguments(files, names, results_file, stop_first)]
-        if self.runner == "node" and "--test" in self.command:
+        command = self.command
+        if files and self.runner in ("mocha", "node"):
+            # The files asked for, not the command's own spec files beside them: a QA test run alone must not
+            # wait for (or, with --bail, stop at) the whole suite.
+            command = _without_spec_files(command, self.root)
+        if self.runner == "node" and "--test" in command:
             # node's own flags go before the files the command names (after them they would be files too)
-            at = self.command.index("--test") + 1
-            argv = [*self.command[:at], *arguments, *self.command[at:]]
+            at = command.index("--test") + 1
+            argv = [*command[:at], *arguments, *command[at:]]
         else:
-            argv = [*self.command, *arguments]
+            argv = [*command, *arguments]
         env = {
             **self._private_env,
             "SELFIX_NODE_RESULTS": str(results_file),
@@ -506,9 +511,7 @@ class NodeSandbox:
     def _arguments(self, files: list[str], names: list[NodeTestName], results: Path, stop_first: bool) -> list[str]:
         pattern = "^(?:" + "|".join(re.escape(n.full_title) for n in names) + ")$" if names else ""
         if self.runner == "mocha":
-            own = set(_command_files(self.command, self.root))
-            args = ["--reporter", str(self._plugin / MOCHA_REPORTER)]
-            args += [f for f in files if f not in own]
+            args = ["--reporter", str(self._plugin / MOCHA_REPORTER), *files]
             if pattern:
                 args += ["--grep", pattern]
             return [*args, *(["--bail"] if stop_first else [])]
@@ -774,13 +777,31 @@ def _without_reporters(args: list[str], runner: str) -> list[str]:
     return kept
 
 
-def _command_files(command: Sequence[str], root: Path) -> Iterator[str]:
-    """The spec files a mocha command names (its globs expanded as mocha would)."""
-    for arg in command[1:]:
-        if arg.startswith("-"):
+def _without_spec_files(command: Sequence[str], root: Path) -> list[str]:
+    """The command without the spec files and folders it names (its words that name paths of the project, globs
+    expanded as mocha would); option values (``-t 15000``, ``-r should``) name none and stay."""
+    kept = [command[0]]
+    words = list(command[1:])
+    while "--spec" in words[:-1]:  # mocha's --spec names a spec file as its value: both go
+        at = words.index("--spec")
+        del words[at : at + 2]
+    for arg in words:
+        value = kept[-1] in _VALUE_FLAGS  # ``-r test/setup.js``, ``--file x.js``: a value, not a spec
+        if not value and not arg.startswith("-") and glob.glob(arg, root_dir=root, recursive=True):
             continue
-        for match in glob.glob(arg, root_dir=root, recursive=True):
-            yield Path(match).as_posix().removeprefix("./")
+        kept.append(arg)
+    return kept
+
+
+# mocha's and node's flags that take the next word as their value
+_VALUE_FLAGS = frozenset(
+    {
+        "-r", "--require", "--file", "-t", "--timeout", "-s", "--slow", "-u", "--ui", "-g", "--grep", "-f",
+        "--fgrep", "--config", "--opts", "--package", "--extension", "--ignore", "--exclude", "--compilers",
+        "--globals", "-j", "--jobs", "--retries", "--import", "--loader", "--experimental-loader",
+        "--env-file", "--test-timeout", "--test-concurrency", "--test-name-pattern", "--test-skip-pattern",
+    }
+)  # fmt: skip
 
 
 def covered_lines(text: str, ranges: Sequence[Sequence[int]]) -> list[int]:

@@ -108,3 +108,11 @@ def test_the_runner_is_called_from_the_projects_node_modules_and_its_reporters_a
     assert command == [str(bin_dir / "mocha"), "test/"]
     with pytest.raises(InputError, match="jest is not installed in the project"):
         runner_command(["npx", "jest"], tmp_path, "jest")
+
+
+def test_files_asked_for_replace_the_commands_own_spec_files_but_not_option_values(tmp_path: Path) -> None:
+    from selfix_action.sandbox.node_sandbox import _without_spec_files
+
+    write(tmp_path, {"test/a.test.js": "", "test/setup.js": ""})
+    command = ["mocha", "-t", "15000", "-r", "test/setup.js", "test/*.test.js", "--spec", "test/a.test.js"]
+    assert _without_spec_files(command, tmp_path) == ["mocha", "-t", "15000", "-r", "test/setup.js"]
