@@ -116,3 +116,22 @@ def test_files_asked_for_replace_the_commands_own_spec_files_but_not_option_valu
     write(tmp_path, {"test/a.test.js": "", "test/setup.js": ""})
     command = ["mocha", "-t", "15000", "-r", "test/setup.js", "test/*.test.js", "--spec", "test/a.test.js"]
     assert _without_spec_files(command, tmp_path) == ["mocha", "-t", "15000", "-r", "test/setup.js"]
+
+
+def test_a_workspace_package_finds_the_dependencies_hoisted_to_the_workspace_root(tmp_path: Path) -> None:
+    if shutil.which("node") is None:
+        pytest.skip("node is not on PATH")
+    root = write(
+        tmp_path / "mono",
+        {
+            "package.json": json.dumps({"private": True, "workspaces": ["packages/*"]}),
+            "node_modules/pad/index.js": "module.exports = (s) => ' ' + s;\n",
+            "packages/x/package.json": json.dumps({"name": "x", "scripts": {"test": "node --test test/"}}),
+            "packages/x/test/pad.test.js": "const { test } = require('node:test');\nconst assert = require('node:assert');\n"
+            "const pad = require('pad');\ntest('pads', () => { assert.strictEqual(pad('a'), ' a'); });\n",
+        },
+    )
+    (root / ".git").mkdir()
+    with NodeSandbox(root / "packages" / "x", ["node", "--test", "test/"], NODE) as sandbox:
+        run = sandbox.run_tests(None)
+    assert {n: r.status for n, r in run.results.items()} == {"test/pad.test.js::pads": TestStatus.PASSED}
