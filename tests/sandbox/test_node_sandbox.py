@@ -127,8 +127,9 @@ def test_a_workspace_package_finds_the_dependencies_hoisted_to_the_workspace_roo
             "package.json": json.dumps({"private": True, "workspaces": ["packages/*"]}),
             "node_modules/pad/index.js": "module.exports = (s) => ' ' + s;\n",
             "packages/x/package.json": json.dumps({"name": "x", "scripts": {"test": "node --test test/"}}),
-            "packages/x/test/pad.test.js": "const { test } = require('node:test');\nconst assert = require('node:assert');\n"
-            "const pad = require('pad');\ntest('pads', () => { assert.strictEqual(pad('a'), ' a'); });\n",
+            "packages/x/test/pad.test.js": "const { test } = require('node:test');\n"
+            "const assert = require('node:assert');\nconst pad = require('pad');\n"
+            "test('pads', () => { assert.strictEqual(pad('a'), ' a'); });\n",
         },
     )
     (root / ".git").mkdir()
