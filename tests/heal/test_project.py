@@ -124,3 +124,20 @@ def test_selfix_fix_on_a_javascript_project_with_the_offline_engine_exits_2_sayi
     err = capsys.readouterr().err
     assert "the offline engine heals Python only" in err and "needs the LLM engine" in err
     assert sorted(p.relative_to(js) for p in js.rglob("*")) == before
+
+
+def test_a_javascript_project_where_node_is_missing_names_the_composite_variant(tmp_path: Path) -> None:
+    """The action's Docker image carries no node: the heal stops before anything runs, saying what to use."""
+    from selfix_action.heal import EngineChoice, HealRequest, heal
+
+    js = write_project(tmp_path / "js", JS_PROJECT)
+    request = HealRequest(
+        repo=js,
+        test_cmd=("mocha",),
+        out_dir=tmp_path / "out",
+        engine=EngineChoice(kind="openai", api_key="k", base_url="http://127.0.0.1:9/v1", model="m"),
+        env_source={"PATH": str(tmp_path / "empty")},
+    )
+    with pytest.raises(InputError, match="node is not installed where selfix runs: use the composite variant"):
+        heal(request)
+    assert not (tmp_path / "out").exists()
