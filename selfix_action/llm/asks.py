@@ -21,6 +21,7 @@ from typing import Any
 
 from selfix_action.errors import SelfixError
 from selfix_action.llm.schemas import AskAnswer
+from selfix_action.repair.languages import function_spans, is_node_file
 from selfix_action.untrusted import block, inline
 
 ReadFile = Callable[[str], str]
@@ -126,7 +127,10 @@ class Definition:
 
 
 def definitions(path: str, text: str) -> list[Definition]:
-    """The module's functions, classes, methods and module or class-level assignments (not nested functions)."""
+    """The module's functions, classes, methods and module or class-level assignments (not nested functions); a
+    JavaScript or TypeScript module's functions and methods as tree-sitter finds them (``repair.languages``)."""
+    if is_node_file(path):
+        return [Definition(path, span.name, "function", span.start, span.end) for span in function_spans(path, text)]
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):

@@ -489,3 +489,11 @@ def test_the_patcher_asks_in_the_json_schema_mode_the_measurement_bridge_uses(
 def test_a_patcher_answer_may_hold_up_to_eight_edits_in_the_schema() -> None:
     [patcher] = [t for t in tool_specs(ProjectBounds({"a.py": 10})) if t.name == PATCHER_TOOL]
     assert patcher.schema["properties"]["edits"]["maxItems"] == 8
+
+
+def test_a_javascript_modules_definitions_are_its_functions_and_methods() -> None:
+    from selfix_action.llm.asks import definitions
+
+    text = "class Box {\n  open() {\n    return 1;\n  }\n}\nproto.read = function () {\n  return 2;\n};\n"
+    found = [(d.qualname, d.start, d.end) for d in definitions("lib/box.js", text)]
+    assert found == [("Box.open", 2, 4), ("proto.read", 6, 8)]
