@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from selfix_action.repair.values import TestRun, TestStatus
-from selfix_action.sandbox.isolation import Isolation, IsolationLevel
+from selfix_action.sandbox.isolation import Isolation, IsolationConfig, IsolationLevel, detect_isolation
 from selfix_action.sandbox.node_sandbox import NodeSandbox
 from selfix_action.sandbox.process import Limits
 from selfix_action.toolchains.node import NodeProject
@@ -208,6 +208,12 @@ BOMB = """
 @pytest.mark.slow
 def test_a_fork_bomb_is_bounded_and_leaves_nothing_behind(tmp_path: Path, isolation: Isolation) -> None:
     need_process_limit(isolation)
+    # A sandbox uid of its own (one per level, the two halves may run at once): RLIMIT_NPROC counts every process
+    # and thread of the uid, and node's own threads in another test's run would count against this cap.
+    if isolation.uid is not None:
+        uid = 64980 - (isolation.level is IsolationLevel.LANDLOCK)
+        isolation = detect_isolation(IsolationConfig(mode=isolation.level.value, sandbox_uid=uid, sandbox_gid=uid))
+        need_process_limit(isolation)
     run, _, _ = _run(tmp_path, isolation, BOMB, limits=Limits(wall_seconds=20, max_processes=64))
     message = _blocked(run, "spawn refused")
     assert "EAGAIN" in message, message
