@@ -1035,47 +1035,86 @@ def check_main(argv: Sequence[str] | None = None) -> int:
 
 
 # -- the report ----------------------------------------------------------------------------------------
-def summarize(records: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Counts with 95% Wilson intervals: resolved, same syntax (the developers' fix), by confidence level."""
+def verdict(record: Mapping[str, Any], reviews: Mapping[str, Any]) -> str:
+    """correct, partial, wrong, unread (resolved in another syntax, no grader's verdict yet) or unresolved: a
+    resolved patch with the developers' syntax is correct; another is what a grader read and argued
+    (``reviews``: task -> {"patch": {"verdict", "argument"}}, written by the graders)."""
+    if not record.get("resolved"):
+        return "unresolved"
+    if record.get("same_syntax"):
+        return "correct"
+    graded = reviews.get(str(record["task"]), {}).get("patch", {})
+    return str(graded.get("verdict", "unread"))
+
+
+def _median(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return 0.0
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def summarize(records: Sequence[Mapping[str, Any]], reviews: Mapping[str, Any] | None = None) -> list[str]:
+    """Counts with 95% Wilson intervals: resolved, correct (the developers' syntax, or a grader's reading), by
+    confidence level with its partial and wrong patches, and the median calls and tokens of a heal."""
+    reviews = reviews or {}
     n = len(records)
 
     def line(label: str, k: int, total: int) -> str:
         low, high = wilson_interval(k, total)
         return f"{label}: {k}/{total} ({100 * low:.0f}-{100 * high:.0f}% Wilson 95%)"
 
+    verdicts = {str(r["task"]): verdict(r, reviews) for r in records}
     resolved = sum(1 for r in records if r.get("resolved"))
     same = sum(1 for r in records if r.get("resolved") and r.get("same_syntax"))
+    correct = sum(1 for v in verdicts.values() if v == "correct")
     refused = sum(1 for r in records if str(r.get("stop_reason", "")).startswith("refused"))
     lines = [f"tasks: {n}" + (f" ({refused} refused)" if refused else "")]
     lines.append(line("resolved", resolved, n))
-    lines.append(line("correct (resolved, the developers' syntax)", same, n))
-    # A patch at a confidence level: "wrong" when it does not resolve the bug (an F2P test still fails or a P2P
-    # test broke); resolved in another syntax than the developers' is counted beside it, not as wrong.
+    lines.append(line("correct (the developers' syntax, or read and argued correct)", correct, n))
+    lines.append(f"  of which the developers' syntax: {same}; read: {correct - same}")
+    counts = {v: sum(1 for x in verdicts.values() if x == v) for v in ("partial", "wrong", "unread", "unresolved")}
+    lines.append("  " + ", ".join(f"{k} {v}" for k, v in counts.items()))
     levels = sorted({str(r.get("confidence")) for r in records if r.get("confidence")})
     for level in levels:
-        at = [r for r in records if str(r.get("confidence")) == level]
-        ok = sum(1 for r in at if r.get("resolved"))
-        other = sum(1 for r in at if r.get("resolved") and not r.get("same_syntax"))
+        at = [str(r["task"]) for r in records if str(r.get("confidence")) == level]
+        right = sum(1 for t in at if verdicts[t] == "correct")
+        bad = [f"{t} ({verdicts[t]})" for t in at if verdicts[t] in ("partial", "wrong", "unresolved")]
+        unread = sum(1 for t in at if verdicts[t] == "unread")
         lines.append(
-            line(f"confidence {level}: resolved", ok, len(at))
-            + f"; wrong patches {len(at) - ok}; resolved in another syntax {other}"
+            line(f"confidence {level}: correct", right, len(at))
+            + f"; partial or wrong: {', '.join(bad) or 'none'}"
+            + (f"; unread {unread}" if unread else "")
+        )
+    healed = [r for r in records if r.get("calls")]
+    if healed:
+        lines.append(
+            f"median per heal: {_median([float(r['calls']) for r in healed]):g} model calls, "
+            f"{_median([float(r.get('tokens') or 0) for r in healed]):,.0f} tokens, "
+            f"{_median([float(r.get('seconds') or 0) for r in healed]):.0f} s"
         )
     by_project: dict[str, list[Mapping[str, Any]]] = {}
     for r in records:
         by_project.setdefault(str(r.get("project", r["task"].rpartition("-")[0])), []).append(r)
     for project, rows in sorted(by_project.items()):
-        lines.append(line(f"  {project}: resolved", sum(1 for r in rows if r.get("resolved")), len(rows)))
+        lines.append(
+            line(f"  {project}: resolved", sum(1 for r in rows if r.get("resolved")), len(rows))
+            + f", correct {sum(1 for r in rows if verdicts[str(r['task'])] == 'correct')}"
+        )
     return lines
 
 
 def report_main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m selfix_bench.jsbugs report")
     parser.add_argument("dir", type=Path, help="a heal run's folder (results.jsonl)")
+    parser.add_argument("--reviews", type=Path, help="the graders' verdicts (bench/jsbugs/reviewed.json)")
     args = parser.parse_args(argv)
     records = read_results(args.dir / "results.jsonl")
     if not records:
         raise InputError(f"no results in {args.dir / 'results.jsonl'}")
-    print("\n".join(summarize(records)))
+    reviews = json.loads(args.reviews.read_text(encoding="utf-8")) if args.reviews else {}
+    print("\n".join(summarize(records, reviews)))
     return 0
 
 

@@ -143,11 +143,15 @@ def test_the_report_counts_resolved_and_confidence_levels() -> None:
         {"task": "Hexo-5", "project": "Hexo", "resolved": False, "same_syntax": False, "confidence": "low"},
         {"task": "ESLint-1", "project": "ESLint", "resolved": False, "stop_reason": "refused: JavaScript"},
     ]
-    text = "\n".join(summarize(records))
-    assert "tasks: 3 (1 refused)" in text
-    assert "resolved: 1/3" in text and "the developers' syntax): 1/3" in text
-    assert "confidence high: resolved: 1/1" in text and "wrong patches 0" in text
-    assert "confidence low: resolved: 0/1 " in text and "wrong patches 1" in text
+    records.append({"task": "Hexo-7", "project": "Hexo", "resolved": True, "same_syntax": False, "confidence": "high"})
+    records.append({"task": "Hexo-8", "project": "Hexo", "resolved": True, "same_syntax": False, "confidence": "high"})
+    reviews = {"Hexo-7": {"patch": {"verdict": "partial", "argument": "x"}}}
+    text = "\n".join(summarize(records, reviews))
+    assert "tasks: 5 (1 refused)" in text
+    assert "resolved: 3/5" in text and "read and argued correct): 1/5" in text
+    assert "partial 1, wrong 0, unread 1, unresolved 2" in text
+    assert "confidence high: correct: 1/3" in text and "partial or wrong: Hexo-7 (partial); unread 1" in text
+    assert "confidence low: correct: 0/1 " in text and "Hexo-5 (unresolved)" in text
 
 
 # -- one synthetic bug, end to end ---------------------------------------------------------------------
@@ -273,7 +277,8 @@ def test_a_synthetic_bug_is_built_materialized_reported_and_judged(
             report = SimpleNamespace(
                 stop_reason=SimpleNamespace(value="healed"),
                 exit_code=0,
-                confidence=SimpleNamespace(level="high"),
+                confidence=SimpleNamespace(level="high", reasons=()),
+                review=None,
                 usage=SimpleNamespace(calls=2, tokens=300),
             )
             return SimpleNamespace(report=report, result=SimpleNamespace(files={"lib/clamp.js": FIXED_JS}))
