@@ -22,7 +22,7 @@ from selfix_action.repair.values import TestRun, TestStatus
 from selfix_action.sandbox.isolation import Isolation, IsolationConfig, IsolationLevel, detect_isolation
 from selfix_action.sandbox.node_sandbox import NodeSandbox
 from selfix_action.sandbox.process import Limits
-from selfix_action.toolchains.node import NodeProject
+from selfix_action.toolchains.node import NodeProject, detect_project
 from tests.helpers.isolation import (
     ALL_FAKE_SECRETS,
     FAKE_API_KEY,
@@ -80,6 +80,14 @@ def _run(
         sandbox.close()
 
 
+def _hides_other_processes(isolation: Isolation) -> None:
+    """The parent's /proc/<pid>/environ is out of reach only where other processes are hidden (as in the Python
+    suite's test_parent_process_environ_cannot_be_read)."""
+    need_level(isolation, IsolationLevel.UNSHARE, "hiding other processes")
+    if isolation.kind == "unshare-root-net":
+        need_level(isolation, IsolationLevel.BWRAP, "hiding other processes (no pid namespace here)")
+
+
 def _blocked(run: TestRun, *words: str) -> str:
     """The attack failed (its message holds one of ``words`` when given) and the canary after it passed; no fake
     secret shows anywhere in the run's output."""
@@ -97,6 +105,7 @@ def _blocked(run: TestRun, *words: str) -> str:
 def test_secrets_in_the_environment_and_in_other_processes_are_not_reachable(
     tmp_path: Path, isolation: Isolation
 ) -> None:
+    _hides_other_processes(isolation)
     secrets = {"GITHUB_TOKEN": FAKE_GITHUB_TOKEN, "ANTHROPIC_API_KEY": FAKE_API_KEY, "NPM_TOKEN": FAKE_API_KEY}
     attack = f"""
   const wanted = [{json.dumps(FAKE_GITHUB_TOKEN[::-1])}, {json.dumps(FAKE_API_KEY[::-1])}]
@@ -242,3 +251,45 @@ def test_a_hostile_postinstall_never_runs(tmp_path: Path, isolation: Isolation) 
     run, _, _ = _run(tmp_path, isolation, attack, files={"package.json": json.dumps({"scripts": scripts})})
     _blocked(run, "the attack is the package.json scripts")
     assert not marker.exists()
+
+
+@pytest.mark.slow
+def test_a_mocha_test_sees_no_secret_either(tmp_path: Path, isolation: Isolation) -> None:
+    """mocha's process (the runner's own, not node's test runner) gets the same allowlisted environment."""
+    from tests.helpers.node_projects import install_into
+
+    _hides_other_processes(isolation)
+    secrets = {"GITHUB_TOKEN": FAKE_GITHUB_TOKEN, "ANTHROPIC_API_KEY": FAKE_API_KEY}
+    wanted = json.dumps([FAKE_GITHUB_TOKEN[::-1], FAKE_API_KEY[::-1]])
+    source = (
+        "const assert = require('node:assert');\nconst fs = require('node:fs');\n"
+        f"const wanted = {wanted}.map((s) => [...s].reverse().join(''));\n"
+        "describe('mocha', () => {\n"
+        "  it('attack', () => {\n"
+        "    let seen = JSON.stringify(process.env);\n"
+        "    for (const pid of ['self', '1', String(process.ppid)]) {\n"
+        "      try { seen += fs.readFileSync(`/proc/${pid}/environ`, 'latin1'); } catch (e) {}\n"
+        "    }\n"
+        "    assert.ok(wanted.some((s) => seen.includes(s)), 'no secret found');\n"
+        "  });\n"
+        "  it('zz canary', () => { assert.strictEqual(1 + 1, 2); });\n"
+        "});\n"
+    )
+    package = {"scripts": {"test": "mocha test/"}, "devDependencies": {"mocha": "*"}}
+    repo = write(tmp_path / "repo", {"package.json": json.dumps(package), "test/attack.test.js": source})
+    install_into(repo)
+    project = detect_project((repo / "package.json").read_text(), os.listdir(repo))
+    assert project.runner == "mocha"
+    env = {**secrets, "PATH": os.environ["PATH"], "HOME": str(tmp_path / "home")}
+    with NodeSandbox(
+        repo, ["node_modules/.bin/mocha", "test/"], project, isolation=isolation, env_source=env, limits=Limits(60)
+    ) as sandbox:
+        run = sandbox.run_tests(None)
+    attack = run.results.get("test/attack.test.js::mocha > attack")
+    assert attack is not None, f"the attack test did not run: {sorted(run.results)}\n{run.output_tail}\n{run.error}"
+    assert attack.status is TestStatus.FAILED, f"ATTACK SUCCEEDED: {attack.message}\n{run.output_tail}"
+    assert "no secret found" in attack.message, attack.message
+    canary = run.results.get("test/attack.test.js::mocha > zz canary")
+    assert canary is not None and canary.status is TestStatus.PASSED, "the run did not go on after the attack"
+    text = run.output_tail + "".join(r.message for r in run.results.values())
+    assert not any(secret in text for secret in ALL_FAKE_SECRETS)
