@@ -118,7 +118,8 @@ class DetectiveAnswer(_Answer):
 class QAAnswer(_Answer):
     test_source: str = Field(
         min_length=10,
-        description="A complete pytest module: imports plus one or two test functions named test_*.",
+        description="A complete test file in the project's language and runner (a pytest module with test_* "
+        "functions; for a JavaScript project a spec file with it()/test() calls): imports plus one or two tests.",
     )
     expected_failure: str = Field(
         min_length=1,

@@ -9,6 +9,7 @@ values out.
 from __future__ import annotations
 
 import ast
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -370,7 +371,37 @@ def node_test_lines(path: str, text: str, titles: tuple[str, ...], limit: int = 
         return False
 
     visit(tree.root_node, 0, [])
+    if not found:
+        found = _case_lines(tree.root_node, titles[-1], limit)
     return found
+
+
+def _string_value(node: Any) -> str | None:
+    """A string literal's value (escapes read as JavaScript reads them); None for a template with substitutions."""
+    if node.type == "template_string" and any(c.type == "template_substitution" for c in node.children):
+        return None
+    raw = _text(node)[1:-1]
+    try:
+        return str(json.loads('"' + raw.replace('\\"', '"').replace('"', '\\"') + '"'))
+    except ValueError:
+        return raw
+
+
+def _case_lines(root: Any, title: str, limit: int) -> set[int]:
+    """A data-driven test (ESLint's RuleTester: ``valid``/``invalid`` arrays whose cases are titled by their
+    code): the case whose string is the title, with the object literal around it (its options and errors)."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.type in ("string", "template_string") and _string_value(node) == title:
+            holder = node.parent
+            while holder is not None and holder.type not in ("object", "array"):
+                holder = holder.parent
+            shown = holder if holder is not None and holder.type == "object" else node
+            first = shown.start_point[0] + 1
+            return set(range(first, min(shown.end_point[0] + 1, first + limit - 1) + 1))
+        stack.extend(reversed(node.children))
+    return set()
 
 
 def has_node_test(path: str, text: str) -> bool:

@@ -86,3 +86,20 @@ def test_a_test_is_found_by_its_titles_with_the_hooks_around_it() -> None:
     assert "parse" in node_names_in_test("t.test.js", SPEC, ("parser", "numbers", "reads 1"))
     assert node_outline("t.test.js", SPEC) == {1, 2}
     assert has_node_test("t.test.js", SPEC) and not has_node_test("t.js", "describe('x', () => {});")
+
+
+def test_a_data_driven_case_is_found_by_its_code_when_no_it_call_names_it() -> None:
+    """ESLint's RuleTester titles each case by its code: the case's object literal is the test's lines."""
+    spec = (
+        "ruleTester.run('semi', rule, {\n"
+        "    valid: ['var x = 5;'],\n"
+        "    invalid: [\n"
+        "        {\n"
+        '            code: "a;\\n++b",\n'
+        "            options: ['never'],\n"
+        "        }\n"
+        "    ]\n"
+        "});\n"
+    )
+    assert node_test_lines("tests/lib/rules/semi.js", spec, ("semi", "invalid", "a;\n++b")) == {4, 5, 6, 7}
+    assert node_test_lines("tests/lib/rules/semi.js", spec, ("semi", "valid", "var x = 5;")) == {2}
