@@ -45,6 +45,7 @@ from selfix_action.heal import EngineChoice
 from selfix_action.sandbox.isolation import Isolation
 from selfix_action.sandbox.process import Limits, run_process, sandbox_env
 from selfix_bench.base import CACHE_DIR, load_folder, read_task_data
+from selfix_bench.gittrees import changed_paths, file_at, git, overlay
 from selfix_bench.healing import heal_with
 from selfix_bench.stats import wilson_interval
 
@@ -225,21 +226,7 @@ def load_tasks(directory: Path) -> list[JsBugTask]:
 
 # -- git -----------------------------------------------------------------------------------------------
 def _git(args: Sequence[str], cwd: Path | None = None, timeout: float = GIT_TIMEOUT) -> bytes:
-    env = {
-        **os.environ,
-        "GIT_TERMINAL_PROMPT": "0",
-        "LC_ALL": "C",
-        "GIT_AUTHOR_NAME": "selfix-bench",
-        "GIT_AUTHOR_EMAIL": "bench@selfix.invalid",
-        "GIT_COMMITTER_NAME": "selfix-bench",
-        "GIT_COMMITTER_EMAIL": "bench@selfix.invalid",
-        "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z",
-        "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z",
-    }
-    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, timeout=timeout, env=env, check=False)
-    if proc.returncode != 0:
-        raise InputError(f"git {' '.join(args[:3])} failed: {proc.stderr.decode(errors='replace').strip()[-300:]}")
-    return proc.stdout
+    return git(args, cwd=cwd, timeout=timeout, identity=True)
 
 
 def mirror_for(repo: str, mirror_dir: Path | None) -> str:
@@ -276,18 +263,6 @@ def rev(bare: Path, ref: str) -> str:
     return _git(["rev-parse", f"{ref}^{{commit}}"], cwd=bare).decode().strip()
 
 
-def file_at(bare: Path, commit: str, path: str) -> bytes | None:
-    try:
-        return _git(["show", f"{commit}:{path}"], cwd=bare)
-    except InputError:
-        return None
-
-
-def changed_paths(bare: Path, a: str, b: str) -> list[str]:
-    out = _git(["diff", "--name-only", "--no-renames", a, b], cwd=bare).decode()
-    return [line for line in out.splitlines() if line]
-
-
 def export_tree(bare: Path, commit: str, dest: Path) -> Path:
     archive = dest.parent / f".{dest.name}.tar"
     dest.mkdir(parents=True, exist_ok=True)
@@ -296,18 +271,6 @@ def export_tree(bare: Path, commit: str, dest: Path) -> Path:
         tar.extractall(dest, filter="data")
     archive.unlink()
     return dest
-
-
-def overlay(bare: Path, commit: str, paths: Iterable[str], dest: Path) -> None:
-    """Make ``paths`` in ``dest`` what they are at ``commit`` (deleted where the commit has none)."""
-    for rel in paths:
-        target = dest / rel
-        data = file_at(bare, commit, rel)
-        if data is None:
-            target.unlink(missing_ok=True)
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
 
 
 def is_source_path(path: str) -> bool:

@@ -22,10 +22,8 @@ import ast
 import hashlib
 import io
 import json
-import os
 import re
 import shutil
-import subprocess
 import sys
 import tarfile
 import tempfile
@@ -40,6 +38,9 @@ from selfix_action.repair.values import TestRun
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
 from selfix_bench.base import CACHE_DIR, coverage_requirement, is_under, not_passed, passed, venv_python
+from selfix_bench.gittrees import changed_paths, file_at
+from selfix_bench.gittrees import git as _git
+from selfix_bench.gittrees import overlay as _overlay
 
 KIND = "realbug"
 SCHEMA = 1
@@ -193,14 +194,6 @@ def task_from_data(data: Mapping[str, Any], base_dir: str) -> RealBugTask:
 
 
 # -- git -----------------------------------------------------------------------------------------------
-def _git(args: Sequence[str], cwd: Path | None = None, timeout: float = GIT_TIMEOUT) -> bytes:
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
-    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, timeout=timeout, env=env, check=False)
-    if proc.returncode != 0:
-        raise InputError(f"git {' '.join(args[:3])} failed: {proc.stderr.decode(errors='replace').strip()[-300:]}")
-    return proc.stdout
-
-
 def _slug(url: str) -> tuple[str, str]:
     """owner and name of a repository URL (``https://github.com/psf/black`` -> ``psf``, ``black``)."""
     parts = [p for p in re.split(r"[/:]", url.removesuffix("/").removesuffix(".git")) if p]
@@ -257,19 +250,6 @@ def export_tree(bare: Path, commit: str, dest: Path, exclude: Sequence[str] = ()
     return dest
 
 
-def file_at(bare: Path, commit: str, path: str) -> bytes | None:
-    """The bytes of ``path`` at ``commit`` (None: absent there)."""
-    try:
-        return _git(["show", f"{commit}:{path}"], cwd=bare)
-    except InputError:
-        return None
-
-
-def changed_paths(bare: Path, buggy: str, fixed: str) -> list[str]:
-    out = _git(["diff", "--name-only", "--no-renames", buggy, fixed], cwd=bare).decode()
-    return [line for line in out.splitlines() if line]
-
-
 def fix_line_count(bare: Path, buggy: str, fixed: str, paths: Sequence[str]) -> int:
     if not paths:
         return 0
@@ -282,18 +262,6 @@ def fix_line_count(bare: Path, buggy: str, fixed: str, paths: Sequence[str]) -> 
 
 
 # -- trees ---------------------------------------------------------------------------------------------
-def _overlay(bare: Path, commit: str, paths: Iterable[str], repo: Path) -> None:
-    """Make ``paths`` in ``repo`` what they are at ``commit`` (deleted where the commit has none)."""
-    for rel in paths:
-        target = repo / rel
-        data = file_at(bare, commit, rel)
-        if data is None:
-            target.unlink(missing_ok=True)
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
-
-
 # -- the test environment ------------------------------------------------------------------------------
 # Python 3.11 removed names the old projects use (``collections.Mapping`` & co., ``inspect.ArgSpec`` and
 # ``getargspec``: luigi's vendored six, tornado 4). The venv restores them at start-up (a ``.pth`` line), so the

@@ -426,15 +426,22 @@ def _node_test_slices(evidence: Evidence, read_file: ReadFile) -> dict[str, set[
     """A JavaScript project's failing tests: each test's call (``it``/``test``), the setup hooks of the describe
     blocks around it and the spec file's imports."""
     wanted: dict[str, set[int]] = {}
+    frames = {failure.nodeid: failure.frames for failure in evidence.failures}
     for nodeid in [n for n in evidence.f2p_tests if is_node_file(n.partition("::")[0])][:MAX_TEST_FUNCTIONS]:
-        path, _, rest = nodeid.partition("::")
-        try:
-            text = read_file(path)
-        except (OSError, UnicodeDecodeError, ValueError):
-            continue
-        lines = node_test_lines(path, text, tuple(rest.split(" > ")) if rest else (), MAX_TEST_LINES)
-        if lines:
-            wanted.setdefault(path, node_outline(path, text, MAX_MODULE_LINES)).update(lines)
+        spec, _, rest = nodeid.partition("::")
+        titles = tuple(rest.split(" > ")) if rest else ()
+        # The spec file mocha loaded, then the test files of the failure's stack: a suite whose entry file
+        # requires the others (Hexo's test/index.js) defines the test in one of those.
+        places = [spec, *(f.file for f in reversed(frames.get(nodeid, ())) if is_test_path(f.file))]
+        for path in dict.fromkeys(p for p in places if is_node_file(p)):
+            try:
+                text = read_file(path)
+            except (OSError, UnicodeDecodeError, ValueError):
+                continue
+            lines = node_test_lines(path, text, titles, MAX_TEST_LINES)
+            if lines:
+                wanted.setdefault(path, node_outline(path, text, MAX_MODULE_LINES)).update(lines)
+                break
     return wanted
 
 

@@ -30,7 +30,7 @@ from typing import Any
 from selfix_action.errors import InputError, SandboxError
 from selfix_action.junit import JUnitError, Outcome, parse_report
 from selfix_action.repair.languages import JS_SUFFIXES
-from selfix_action.repair.paths import IGNORED_DIR_NAMES, QA_TEST_DIR, is_node_source_path
+from selfix_action.repair.paths import QA_TEST_DIR, is_node_source_path
 from selfix_action.repair.values import (
     CallProbe,
     CandidateCheck,
@@ -41,6 +41,7 @@ from selfix_action.repair.values import (
     TestRun,
     TestStatus,
 )
+from selfix_action.sandbox import scratch
 from selfix_action.sandbox.isolation import Isolation, former_home
 from selfix_action.sandbox.process import Limits, ProcessResult, memory_cap, private_dirs, run_process, sandbox_env
 from selfix_action.toolchains.node import NodeProject, NodeTestName, node_test_id, split_test_id
@@ -150,44 +151,17 @@ class NodeSandbox:
         self.close()
 
     def limits_report(self) -> dict[str, object]:
-        limits = self.limits
-        enforced = self.isolation is not None and self.isolation.nproc_enforced
-        return {
-            "wall_seconds": limits.wall_seconds,
-            "cpu_seconds": limits.cpu_seconds,
-            **self.memory.report(),
-            "max_processes": limits.max_processes if enforced else None,
-            "process_limit": (
-                f"{limits.max_processes} processes of the sandbox uid at once (RLIMIT_NPROC)"
-                if enforced
-                else "not enforced at this isolation level"
-            ),
-            "file_size_bytes": limits.file_size_bytes,
-            "open_files": limits.open_files,
-            "max_output_bytes": limits.max_output_bytes,
-            "parallel_checks": 1,
-        }
+        return scratch.limits_report(self.limits, self.memory, self.isolation, 1)
 
     # -- files ------------------------------------------------------------------------------------------------
     def _path(self, rel: str) -> Path:
-        path = (self.root / rel).resolve()
-        if not path.is_relative_to(self.root.resolve()):
-            raise SandboxError(f"path escapes the scratch copy: {rel}")
-        return path
+        return scratch.inside(self.root, rel)
 
     def read_file(self, path: str) -> str:
-        with open(self._path(path), encoding="utf-8", newline="") as handle:
-            return handle.read()
+        return scratch.read_text(self.root, path)
 
     def source_files(self) -> list[str]:
-        found = []
-        for dirpath, dirnames, filenames in os.walk(self.root):
-            dirnames[:] = sorted(d for d in dirnames if d not in IGNORED_DIR_NAMES and d != QA_TEST_DIR)
-            for name in sorted(filenames):
-                rel = (Path(dirpath) / name).relative_to(self.root).as_posix()
-                if is_node_source_path(rel):
-                    found.append(rel)
-        return found
+        return scratch.source_files(self.root, is_node_source_path)
 
     @contextmanager
     def patched(self, files: Mapping[str, str]) -> Iterator[None]:
@@ -208,8 +182,7 @@ class NodeSandbox:
 
     @staticmethod
     def _write(path: Path, text: str) -> None:
-        with open(path, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
+        scratch.write_text(path, text)
 
     # -- what Python alone has --------------------------------------------------------------------------------
     def prepare_hypothesis(self) -> PropertyLibrary:
@@ -628,9 +601,19 @@ class _Record:
             status=status,
             duration=self.duration,
             exc_type=exc_type,
-            message=self.message[:4000],
+            message=_one_line_first(self.message)[:4000],
             frames=frames,
         )
+
+
+def _one_line_first(message: str) -> str:
+    """The message with its start folded into a first line: node's and jest's assertion messages put the values
+    below a heading ("Expected values to be strictly equal:"), and a failure fed back to the engine is its first
+    line (``verify.describe``)."""
+    if "\n" not in message.strip():
+        return message
+    folded = " ".join(message.split())[:300]
+    return f"{folded}\n{message}"
 
 
 def _jest_records(report: dict[str, Any], root: Path) -> Iterator[_Record]:

@@ -41,7 +41,7 @@ from selfix_action.repair.values import (
     TestRun,
     TestStatus,
 )
-from selfix_action.sandbox import hypothesis_lib
+from selfix_action.sandbox import hypothesis_lib, scratch
 from selfix_action.sandbox.forkserver import ForkServer, ForkServerUnavailable, worker_result
 from selfix_action.sandbox.hotswap import UNKNOWN_TEST, UNSWAPPABLE, HotServer, skeleton
 from selfix_action.sandbox.isolation import Isolation, former_home
@@ -182,23 +182,7 @@ class PytestSandbox:
 
     def limits_report(self) -> dict[str, object]:
         """The resource limits every test run had, for the report (beside ``Isolation.report()``)."""
-        limits = self.limits
-        enforced = self.isolation is not None and self.isolation.nproc_enforced
-        return {
-            "wall_seconds": limits.wall_seconds,
-            "cpu_seconds": limits.cpu_seconds,
-            **self.memory.report(),
-            "max_processes": limits.max_processes if enforced else None,
-            "process_limit": (
-                f"{limits.max_processes} processes of the sandbox uid at once (RLIMIT_NPROC)"
-                if enforced
-                else "not enforced at this isolation level"
-            ),
-            "file_size_bytes": limits.file_size_bytes,
-            "open_files": limits.open_files,
-            "max_output_bytes": limits.max_output_bytes,
-            "parallel_checks": self.parallel_checks,
-        }
+        return scratch.limits_report(self.limits, self.memory, self.isolation, self.parallel_checks)
 
     # -- files ---------------------------------------------------------------------------------------
     def close(self) -> None:
@@ -219,24 +203,13 @@ class PytestSandbox:
         self.close()
 
     def _path(self, rel: str) -> Path:
-        path = (self.root / rel).resolve()
-        if not path.is_relative_to(self.root.resolve()):
-            raise SandboxError(f"path escapes the scratch copy: {rel}")
-        return path
+        return scratch.inside(self.root, rel)
 
     def read_file(self, path: str) -> str:
-        with open(self._path(path), encoding="utf-8", newline="") as handle:
-            return handle.read()
+        return scratch.read_text(self.root, path)
 
     def source_files(self) -> list[str]:
-        found = []
-        for dirpath, dirnames, filenames in os.walk(self.root):
-            dirnames[:] = sorted(d for d in dirnames if d not in IGNORED_DIR_NAMES and d != QA_TEST_DIR)
-            for name in sorted(filenames):
-                rel = (Path(dirpath) / name).relative_to(self.root).as_posix()
-                if is_source_path(rel):
-                    found.append(rel)
-        return found
+        return scratch.source_files(self.root, is_source_path)
 
     def _remember(self, files: Mapping[str, str]) -> None:
         """Keep the unpatched text (and skeleton) of every file a patch touches: hot checks compare with it."""
@@ -270,8 +243,7 @@ class PytestSandbox:
                     self._write(rel, original)
 
     def _write(self, rel: str, text: str) -> None:
-        with open(self._path(rel), "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
+        scratch.write_text(self._path(rel), text)
 
     # -- test runs -----------------------------------------------------------------------------------
     def _env(

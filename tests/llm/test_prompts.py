@@ -182,3 +182,24 @@ def test_the_class_a_failing_test_builds_shows_its_constructor_and_the_helpers_i
     context = build_context(only_rules, USES.__getitem__)
     assert "### app/types.py" in context and "    5 |         self.script = script.strip()" in context
     assert "    1 | class Command:" in context and "    2 |     kind = 'shell'" in context
+
+
+def test_a_javascript_failing_test_is_shown_from_the_spec_file_its_stack_names() -> None:
+    """The spec mocha loaded (test/index.js) only requires the file that defines the test: the failure's stack
+    names that file, and the test is shown from there."""
+    from selfix_action.llm.prompts import test_slices
+    from selfix_action.repair.values import Evidence, Frame, TestResult, TestStatus
+
+    nodeid = "test/index.js::Hexo > toc > default"
+    files = {
+        "test/index.js": "require('./scripts/toc');\n",
+        "test/scripts/toc.js": "describe('toc', () => {\n  it('default', () => {\n    toc(1);\n  });\n});\n",
+    }
+    failure = TestResult(
+        nodeid=nodeid, status=TestStatus.FAILED, frames=(Frame(file="test/scripts/toc.js", line=3, function="x"),)
+    )
+    evidence = Evidence(
+        f2p_tests=(nodeid,), p2p_tests=(), failures=(failure,), suspicious_lines=(), suspicious_functions=(),
+        coverage_used=False,
+    )  # fmt: skip
+    assert test_slices(evidence, files.__getitem__) == {"test/scripts/toc.js": {2, 3, 4}}

@@ -103,3 +103,9 @@ def test_a_data_driven_case_is_found_by_its_code_when_no_it_call_names_it() -> N
     )
     assert node_test_lines("tests/lib/rules/semi.js", spec, ("semi", "invalid", "a;\n++b")) == {4, 5, 6, 7}
     assert node_test_lines("tests/lib/rules/semi.js", spec, ("semi", "valid", "var x = 5;")) == {2}
+
+
+def test_a_required_spec_file_matches_the_inner_titles() -> None:
+    """Hexo's test/index.js requires the others: a file's own describe blocks are the inner titles."""
+    spec = "describe('toc', function () {\n  it('default', function () {\n    toc(html);\n  });\n});\n"
+    assert node_test_lines("test/scripts/helpers/toc.js", spec, ("Hexo", "Helpers", "toc", "default")) == {2, 3, 4}
