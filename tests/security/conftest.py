@@ -10,6 +10,7 @@ pass silently without it.
 from __future__ import annotations
 
 import shutil
+import socket
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -94,3 +95,14 @@ def outside_tmp() -> Iterator[Path]:
         shutil.rmtree(folder, ignore_errors=True)
         return
     pytest.skip("no writable folder outside /tmp to prove path hiding on")
+
+
+@pytest.fixture
+def listener() -> Iterator[socket.socket]:
+    """A TCP listener on the host's loopback, like a local service (a metadata proxy, a database...)."""
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    server.setblocking(False)
+    yield server
+    server.close()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import socket
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,17 +17,6 @@ CONNECT = """
 import socket
 socket.create_connection(({host!r}, {port}), timeout=5).close()
 """
-
-
-@pytest.fixture
-def listener() -> Iterator[socket.socket]:
-    """A TCP listener on the host's loopback, like a local service (a metadata proxy, a database...)."""
-    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    server.bind(("127.0.0.1", 0))
-    server.listen(8)
-    server.setblocking(False)
-    yield server
-    server.close()
 
 
 def _accepted(server: socket.socket) -> bool:

@@ -13,7 +13,7 @@ import os
 import shutil
 import socket
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -144,16 +144,6 @@ def test_the_checkouts_token_and_the_callers_git_credentials_are_unreachable(
     run, _, repo = _run(tmp_path, isolation, attack, env_source=env, files=files)
     _blocked(run, "no credentials read")
     assert FAKE_CHECKOUT_TOKEN in (repo / ".git" / "config").read_text()  # it was there to steal
-
-
-@pytest.fixture
-def listener() -> Iterator[socket.socket]:
-    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    server.bind(("127.0.0.1", 0))
-    server.listen(8)
-    server.setblocking(False)
-    yield server
-    server.close()
 
 
 def test_the_hosts_loopback_and_the_outside_are_unreachable(
