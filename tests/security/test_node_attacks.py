@@ -197,6 +197,7 @@ BOMB = """
     try {
       const child = cp.spawn('sleep', ['300'], { detached: true, stdio: 'ignore' });
       await new Promise((resolve, reject) => { child.on('spawn', resolve); child.on('error', reject); });
+      child.unref();  // the test ends at once; its sleepers are the sandbox's to kill
       made++;
     } catch (e) { refused = e.code || String(e); break; }
   }
