@@ -16,6 +16,7 @@ copies, and its results are named back under ``_selfix_qa/``.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import glob
 import json
 import os
@@ -63,6 +64,11 @@ def _copy_ignore(directory: str, names: list[str]) -> set[str]:
     return {name for name in names if name in _COPY_SKIPPED}
 
 
+# One runner invocation: the files named to it, the tests selected in them (none: all), and whether the command's
+# own spec files run too.
+_Invocation = tuple[list[str], list[NodeTestName], bool]
+
+
 class NodeSandbox:
     """A scratch copy of a Node project and the means to run its tests there."""
 
@@ -89,7 +95,7 @@ class NodeSandbox:
         # V8 reserves address space far beyond what it uses (a WebAssembly memory reserves 10 GiB; vitest's
         # parser is one), so RLIMIT_AS would kill node at start: node's heap is bounded instead
         # (--max-old-space-size in NODE_OPTIONS, the memory cap's share).
-        self.limits = Limits(**{**wanted.__dict__, "memory_bytes": None})
+        self.limits = dataclasses.replace(wanted, memory_bytes=None)
         self._heap_mib = max(256, (self.memory.bytes or 4 * 1024**3) // (1024 * 1024) * 3 // 4)
         self.isolation = isolation
         self._env_source = dict(os.environ if env_source is None else env_source)
@@ -124,7 +130,7 @@ class NodeSandbox:
 
     def _describe_toolchain(self) -> str:
         """ "mocha 10.8.2 on Node v20.20.2": what the prompts tell the model its code must run on."""
-        package = {"mocha": "mocha", "jest": "jest", "vitest": "vitest"}.get(self.runner)
+        package = None if self.runner == "node" else self.runner
         runner = "node's test runner" if package is None else package
         if package is not None:
             for folder in (self.root, self._tmp):
@@ -214,8 +220,10 @@ class NodeSandbox:
             results: dict[str, TestResult] = {}
             coverage_map: dict[str, dict[str, list[int]]] = {}
             total = TestRun()
-            for files, names in groups:
-                run = self._run_once(files, names, wall, coverage and self.runner == "mocha", stop_first)
+            for files, names, own_specs in groups:
+                run = self._run_once(
+                    files, names, wall, coverage and self.runner == "mocha", stop_first, own_specs=own_specs
+                )
                 results.update(run.results)
                 coverage_map.update(run.coverage or {})
                 total = run if not total.output_tail else total
@@ -368,10 +376,11 @@ class NodeSandbox:
         self._qa[rel] = name
         return rel
 
-    def _groups(self, nodeids: Sequence[str] | None, qa_files: list[str]) -> list[tuple[list[str], list[NodeTestName]]]:
-        """The runner invocations a request needs: (files, the tests to select in them; none: all of them)."""
+    def _groups(self, nodeids: Sequence[str] | None, qa_files: list[str]) -> list[_Invocation]:
+        """The runner invocations a request needs: (files, the tests to select in them (none: all of them),
+        whether the command's own spec files run too: the whole suite's do, a file asked for runs alone)."""
         if nodeids is None:
-            return [(self._whole_suite_files(qa_files), [])]
+            return [(self._whole_suite_files(qa_files), [], True)]
         files: list[str] = []
         names: list[NodeTestName] = []
         whole: list[str] = []
@@ -387,11 +396,11 @@ class NodeSandbox:
                 names.append(name)
                 if name.file and name.file not in files:
                     files.append(name.file)
-        groups: list[tuple[list[str], list[NodeTestName]]] = []
+        groups: list[_Invocation] = []
         if names:
-            groups.append((files, names))
+            groups.append((files, names, False))
         if whole:
-            groups.append(([w for w in dict.fromkeys(whole) if w], []))
+            groups.append(([w for w in dict.fromkeys(whole) if w], [], False))
         return groups
 
     def _whole_suite_files(self, qa_files: list[str]) -> list[str]:
@@ -408,6 +417,8 @@ class NodeSandbox:
         stop_first: bool,
         extra: Sequence[str] = (),
         extra_env: Mapping[str, str] | None = None,
+        *,
+        own_specs: bool = False,
     ) -> TestRun:
         self.runs += 1
         results_file = self._tmp / f"results-{self.runs}.out"
@@ -415,7 +426,7 @@ class NodeSandbox:
         results_file.with_name(results_file.name + ".end").unlink(missing_ok=True)
         arguments = [*extra, *self._arguments(files, names, results_file, stop_first)]
         command = self.command
-        if files and self.runner in ("mocha", "node"):
+        if files and not own_specs and self.runner in ("mocha", "node"):
             # The files asked for, not the command's own spec files beside them: a QA test run alone must not
             # wait for (or, with --bail, stop at) the whole suite.
             command = _without_spec_files(command, self.root)
@@ -470,7 +481,7 @@ class NodeSandbox:
 
     def _run(self, argv: Sequence[str], wall: float, extra: Mapping[str, str] | None = None) -> ProcessResult:
         env = sandbox_env(self._env_source, extra={**self._private_env, **(extra or {})})
-        limits = Limits(**{**self.limits.__dict__, "wall_seconds": wall})
+        limits = dataclasses.replace(self.limits, wall_seconds=wall)
         return run_process(
             argv,
             cwd=self.root,

@@ -136,3 +136,25 @@ def test_a_workspace_package_finds_the_dependencies_hoisted_to_the_workspace_roo
     with NodeSandbox(root / "packages" / "x", ["node", "--test", "test/"], NODE) as sandbox:
         run = sandbox.run_tests(None)
     assert {n: r.status for n, r in run.results.items()} == {"test/pad.test.js::pads": TestStatus.PASSED}
+
+
+@pytest.mark.slow
+def test_mochas_whole_suite_with_a_qa_test_runs_both(tmp_path: Path) -> None:
+    """A confirmation run: the command's own spec files and the QA test beside them (a file asked for alone runs
+    without the command's specs; the whole suite must not lose them)."""
+    from tests.helpers.node_projects import install_into
+
+    repo = write(
+        tmp_path / "p",
+        {"package.json": json.dumps({"scripts": {"test": "mocha test/*.spec.js"}, "devDependencies": {"mocha": "*"}}),
+         "test/a.spec.js": "const assert = require('assert');\nit('a', () => assert.ok(true));\n"},
+    )  # fmt: skip
+    install_into(repo)
+    project = NodeProject("npm", "mocha", "mocha test/*.spec.js")
+    qa = "_selfix_qa/test/selfix-qa-1.test.js"
+    source = "const assert = require('assert');\nit('q', () => assert.ok(true));\n"
+    with NodeSandbox(repo, ["node_modules/.bin/mocha", "test/*.spec.js"], project) as sandbox:
+        whole = sandbox.run_tests(None, extra_test_files={qa: source})
+        alone = sandbox.run_tests([qa], extra_test_files={qa: source})
+    assert set(whole.results) == {"test/a.spec.js::a", f"{qa}::q"}
+    assert set(alone.results) == {f"{qa}::q"}
