@@ -200,14 +200,9 @@ def node_reported(runner: str) -> Callable[[TestCaseResult], ReportedTest]:
     return name
 
 
-def failure_sets(
-    paths: Sequence[Path], *, strict: bool, warn: Warn, name: Callable[[TestCaseResult], ReportedTest] = _reported_test
-) -> tuple[Reported, Reported]:
-    """F2P (failed or errored cases) and P2P (passed cases) from JUnit reports, parsed once.
-
-    The cases are resolved to node ids by the loop, against the tests collected in the checkout
-    (``repair.reported``): pytest's naming rules cannot say which classname is a module. ``strict``: an
-    unreadable or hostile file is bad input; otherwise it is skipped with a warning."""
+def reported_cases(paths: Sequence[Path], *, strict: bool, warn: Warn) -> list[TestCaseResult]:
+    """The named cases of JUnit reports, each file parsed once. ``strict``: an unreadable or hostile file is bad
+    input; otherwise it is skipped with a warning."""
     for path in paths:
         if not path.is_file():
             raise InputError(f"JUnit report not found: {path}")
@@ -218,16 +213,24 @@ def failure_sets(
             raise InputError(f"{len(report.errors)} JUnit report(s) could not be read: {details}")
         for error in report.errors:
             warn(f"skipping JUnit file {Path(error.path).name}: {error.reason}")
-    named = [c for c in report.cases if c.name]  # a nameless case names no test
-    failing = [c for c in named if c.outcome in (Outcome.FAILED, Outcome.ERROR)]
-    passing = [c for c in named if c.outcome is Outcome.PASSED]
+    return [c for c in report.cases if c.name]  # a nameless case names no test
+
+
+def split_cases(
+    cases: Sequence[TestCaseResult], *, warn: Warn, name: Callable[[TestCaseResult], ReportedTest] = _reported_test
+) -> tuple[Reported, Reported]:
+    """F2P (failed or errored cases) and P2P (passed cases), each named by ``name`` (pytest's way, or a Node
+    runner's: ``node_reported``). The cases are resolved to node ids by the loop, against the tests collected in
+    the checkout (``repair.reported``): pytest's naming rules cannot say which classname is a module."""
+    failing = [c for c in cases if c.outcome in (Outcome.FAILED, Outcome.ERROR)]
+    passing = [c for c in cases if c.outcome is Outcome.PASSED]
     # One test can appear in several reports (a rerun job, a matrix): failing in any run makes it F2P only.
     f2p = tuple(dict.fromkeys(name(c) for c in failing))
-    failing_keys = {(t.classname, t.name) for t in f2p}
+    failing_keys = {(c.classname, c.name) for c in failing}
     flaky = sorted(
         {
             name(c).label
-            for c in named
+            for c in cases
             if (c.classname, c.name) in failing_keys and (c.flaky or c.outcome is Outcome.PASSED)
         }
     )
@@ -236,6 +239,11 @@ def failure_sets(
         warn(f"{len(flaky)} failing test(s) also passed in another run of the report(s) (flaky): {shown}")
     p2p = tuple(dict.fromkeys(name(c) for c in passing if (c.classname, c.name) not in failing_keys))
     return f2p, p2p
+
+
+def failure_sets(paths: Sequence[Path], *, strict: bool, warn: Warn) -> tuple[Reported, Reported]:
+    """F2P and P2P from JUnit reports, named as pytest names tests (``reported_cases``, ``split_cases``)."""
+    return split_cases(reported_cases(paths, strict=strict, warn=warn), warn=warn)
 
 
 def _nothing_failing(request: HealRequest) -> HealOutcome:
@@ -277,7 +285,8 @@ def heal(
     refusal = out_dir_refusal(repo, request.out_dir)
     if refusal is not None:  # before anything runs or is written
         raise InputError(refusal)
-    failing, passing = failure_sets(request.junit, strict=request.junit_strict, warn=warned)
+    cases = reported_cases(request.junit, strict=request.junit_strict, warn=warned)
+    failing, passing = split_cases(cases, warn=warned)
     if request.junit and not failing:
         return dataclasses.replace(_nothing_failing(request), warnings=tuple(warnings))
     folder = project_folder(repo, request.working_directory, failing)
@@ -289,9 +298,7 @@ def heal(
     node = node_project(project.repo, project.toolchain)
     if node is not None:  # JavaScript/TypeScript: the same loop, on the Node half of the toolchain seam
         project = _for_node(project, node)
-        failing, passing = failure_sets(
-            request.junit, strict=request.junit_strict, warn=warned, name=node_reported(node.runner)
-        )
+        failing, passing = split_cases(cases, warn=warned, name=node_reported(node.runner))
     # Everything that can be refused (a missing key, unavailable isolation, a linked output folder) is refused
     # before any output is written.
     out_dir = inside(request.repo, request.out_dir)

@@ -19,6 +19,7 @@ from selfix_action.llm.test_uses import built_classes, constructor_lines, find_c
 from selfix_action.repair.languages import is_node_file, node_outline, node_test_lines
 from selfix_action.repair.localize import FunctionSpan, enclosing_function, function_spans
 from selfix_action.repair.paths import is_test_path
+from selfix_action.repair.reported import TITLE_JOIN
 from selfix_action.repair.review import ReviewedCode, ReviewRequest
 from selfix_action.repair.values import Evidence, Hypothesis, Location, Verification
 from selfix_action.untrusted import NOTICE as UNTRUSTED_NOTICE
@@ -429,7 +430,7 @@ def _node_test_slices(evidence: Evidence, read_file: ReadFile) -> dict[str, set[
     frames = {failure.nodeid: failure.frames for failure in evidence.failures}
     for nodeid in [n for n in evidence.f2p_tests if is_node_file(n.partition("::")[0])][:MAX_TEST_FUNCTIONS]:
         spec, _, rest = nodeid.partition("::")
-        titles = tuple(rest.split(" > ")) if rest else ()
+        titles = tuple(rest.split(TITLE_JOIN)) if rest else ()
         # The spec file mocha loaded, then the test files of the failure's stack: a suite whose entry file
         # requires the others (Hexo's test/index.js) defines the test in one of those.
         places = [spec, *(f.file for f in reversed(frames.get(nodeid, ())) if is_test_path(f.file))]

@@ -16,25 +16,9 @@ from functools import cache
 from pathlib import PurePosixPath
 from typing import Any
 
-PYTHON = "python"
-JAVASCRIPT = "javascript"
-TYPESCRIPT = "typescript"
-
 JS_SUFFIXES = frozenset({".js", ".mjs", ".cjs", ".jsx"})
 TS_SUFFIXES = frozenset({".ts", ".mts", ".cts", ".tsx"})
 NODE_SUFFIXES = JS_SUFFIXES | TS_SUFFIXES
-
-
-def language_of(path: str) -> str:
-    """The language a file's suffix names: python, javascript, typescript, or "" for anything else."""
-    suffix = PurePosixPath(path).suffix
-    if suffix == ".py":
-        return PYTHON
-    if suffix in JS_SUFFIXES:
-        return JAVASCRIPT
-    if suffix in TS_SUFFIXES:
-        return TYPESCRIPT
-    return ""
 
 
 def is_node_file(path: str) -> bool:

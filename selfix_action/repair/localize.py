@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from selfix_action.repair.languages import FunctionSpan, function_spans, is_node_file, node_names_in_test
 
 __all__ = ["FunctionSpan", "Localization", "enclosing_function", "function_spans", "localize", "ochiai"]
+from selfix_action.repair.reported import TITLE_JOIN
 from selfix_action.repair.values import SuspiciousFunction, SuspiciousLine, TestResult
 
 INNERMOST_FRAME_BONUS = 0.3
@@ -142,7 +143,7 @@ def _static_scores(
                 mark(func, 0.5)
         test_file, _, test_name = failure.nodeid.partition("::")
         if is_node_file(test_file):
-            titles = tuple(test_name.split(" > ")) if test_name else ()
+            titles = tuple(test_name.split(TITLE_JOIN)) if test_name else ()
             called = node_names_in_test(test_file, test_sources.get(test_file, ""), titles)
         else:
             called = _names_in_test(test_sources.get(test_file, ""), test_name)

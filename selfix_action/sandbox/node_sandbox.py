@@ -30,7 +30,7 @@ from typing import Any
 
 from selfix_action.errors import InputError, SandboxError
 from selfix_action.junit import JUnitError, Outcome, parse_report
-from selfix_action.repair.languages import JS_SUFFIXES
+from selfix_action.repair.languages import JS_SUFFIXES, TS_SUFFIXES
 from selfix_action.repair.paths import QA_TEST_DIR, is_node_source_path
 from selfix_action.repair.values import (
     CallProbe,
@@ -123,6 +123,7 @@ class NodeSandbox:
         self.warm_runs = 0
         self.hot_runs = 0
         self.config_overrides: tuple[str, ...] = ()
+        self._node = shutil.which("node", path=self._env_source.get("PATH"))
         self.toolchain = self._describe_toolchain()
         self._names: dict[str, NodeTestName] = {}
         self._coverage_sample: tuple[str, ...] | None = None
@@ -140,10 +141,9 @@ class NodeSandbox:
                     break
                 except (OSError, ValueError, AttributeError):
                     continue
-        node = shutil.which("node", path=self._env_source.get("PATH"))
         version = ""
-        if node is not None:
-            version = self._run([node, "--version"], SYNTAX_CHECK_SECONDS).stdout.strip()
+        if self._node is not None:
+            version = self._run([self._node, "--version"], SYNTAX_CHECK_SECONDS).stdout.strip()
         return f"{runner} on Node {version}" if version else runner
 
     # -- lifetime ---------------------------------------------------------------------------------------------
@@ -347,7 +347,7 @@ class NodeSandbox:
         return runs
 
     def _static_problem(self, files: Mapping[str, str]) -> str:
-        node = shutil.which("node", path=self._env_source.get("PATH"))
+        node = self._node
         for rel in files:
             if Path(rel).suffix in JS_SUFFIXES - {".jsx"} and node:
                 proc = self._run([node, "--check", rel], SYNTAX_CHECK_SECONDS)
@@ -355,7 +355,7 @@ class NodeSandbox:
                     said = (proc.stderr or proc.stdout).replace(str(self.root) + "/", "").strip()
                     return f"node --check {rel}: {said[-1500:]}"
         tsc = self.root / "node_modules" / "typescript" / "bin" / "tsc"
-        if any(Path(rel).suffix in (".ts", ".tsx", ".mts", ".cts") for rel in files) and node and tsc.is_file():
+        if any(Path(rel).suffix in TS_SUFFIXES for rel in files) and node and tsc.is_file():
             if (self.root / "tsconfig.json").is_file():
                 proc = self._run([node, str(tsc), "--noEmit", "-p", "tsconfig.json"], SYNTAX_CHECK_SECONDS * 2)
                 if proc.returncode not in (0, None):

@@ -30,6 +30,7 @@ from pathlib import PurePosixPath
 
 from selfix_action.errors import InputError
 from selfix_action.junit import TestCaseResult
+from selfix_action.repair.reported import TITLE_JOIN
 
 RUNNERS = ("jest", "vitest", "mocha", "node")
 # The lockfile that names the package manager, in the order one wins over another in the same folder.
@@ -104,9 +105,6 @@ class NodeTestName:
     @property
     def full_title(self) -> str:
         return " ".join(self.titles)
-
-
-TITLE_JOIN = " > "
 
 
 def node_test_id(name: NodeTestName) -> str:

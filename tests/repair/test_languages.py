@@ -6,7 +6,7 @@ from __future__ import annotations
 from selfix_action.repair.languages import (
     function_spans,
     has_node_test,
-    language_of,
+    is_node_file,
     node_names_in_test,
     node_outline,
     node_test_lines,
@@ -47,7 +47,7 @@ def test_functions_are_named_as_the_code_names_them_with_their_statement_lines()
 def test_python_is_still_read_with_ast() -> None:
     spans = function_spans("m.py", "class A:\n    def f(self):\n        return 1\n")
     assert [(s.name, s.start, s.end) for s in spans] == [("A.f", 2, 3)]
-    assert language_of("m.py") == "python" and language_of("a.ts") == "typescript" and language_of("a.mjs")
+    assert not is_node_file("m.py") and is_node_file("a.ts") and is_node_file("a.mjs")
 
 
 def test_a_syntax_problem_says_where_and_typescript_parses_with_its_grammar() -> None:
