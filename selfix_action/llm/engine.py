@@ -439,7 +439,7 @@ class LLMEngine:
         """QA, once more: a test of the right outcome on the inputs where two verified patches differ (usage role
         "settler"); None when no usable test came."""
         path = qa_file(evidence, f"test_settle_{hypothesis.id.lower()}")
-        request = settle_request(hypothesis, path, disagreements, qa_environment(evidence))
+        request = settle_request(hypothesis, path, disagreements, qa_environment(evidence), evidence)
         answer = self._ask("settler", QA_TOOL, request, evidence, sandbox, _qa_answer_for(path))
         if answer is None:
             return None

@@ -852,10 +852,33 @@ For partial or wrong, name a concrete input or case the patched code still gets 
 do not propose a new patch."""
 
 
-def settle_request(hypothesis: Hypothesis, path: str, disagreements: str, environment: str = "") -> str:
+def settle_request(
+    hypothesis: Hypothesis, path: str, disagreements: str, environment: str = "", evidence: Evidence | None = None
+) -> str:
     """QA, settling a disagreement: two patches passed every check and behave differently on some inputs; a test
-    of what the right code does on them, from the hypothesis, tells which one is the fix."""
+    of what the right code does on them, from the hypothesis, tells which one is the fix. A JavaScript project's
+    test is a spec file for its own runner, beside the failing test."""
     uses = f"\n{environment}" if environment else ""
+    if evidence is not None and evidence.toolchain:
+        spec = next((n.partition("::")[0] for n in evidence.f2p_tests), "")
+        how = (
+            f"Write a small test file for the project's own test runner ({inline(evidence.toolchain, 80)}), saved as "
+            f"{inline(path)} in the same folder as the failing test {inline(spec)}: require or import the project's "
+            "modules with the same relative paths, module style, test functions and assertion library as that file. "
+            "Its tests call the edited function on those inputs (build them as the row shows; for a method, build "
+            "the object as the failing tests do) and assert the correct outcome. It must pass on the patch that is "
+            "right and fail on the other; if neither is right on an input, assert what is. No network, no files "
+            "outside the OS temp folder."
+        )
+    else:
+        how = (
+            "Write a small pytest module (saved as\n"
+            f"_selfix_qa/{path}, run from the repository root, the project importable as the failing tests import "
+            "it) whose\ntest functions call the edited function on those inputs (build them as the row shows; for a "
+            "method, build the\nobject as the failing tests do) and assert the correct outcome. It must pass on the "
+            "patch that is right and\nfail on the other; if neither is right on an input, assert what is. Use plain "
+            "asserts or pytest.raises, no\nnetwork, no files outside a tmp_path."
+        )
     return f"""\
 Role: QA, settling a disagreement.
 Hypothesis:
@@ -868,9 +891,5 @@ what the first patch does and what the second does:
 {disagreements}
 
 Decide, from the hypothesis and the code alone, what the correct code does on these inputs: the behaviour the
-hypothesis' fix calls for, for the whole class of inputs it names. Write a small pytest module (saved as
-_selfix_qa/{path}, run from the repository root, the project importable as the failing tests import it) whose
-test functions call the edited function on those inputs (build them as the row shows; for a method, build the
-object as the failing tests do) and assert the correct outcome. It must pass on the patch that is right and
-fail on the other; if neither is right on an input, assert what is. Use plain asserts or pytest.raises, no
-network, no files outside a tmp_path. In expected_failure, say which patch you expect to fail it and why.{uses}"""
+hypothesis' fix calls for, for the whole class of inputs it names. {how} In expected_failure, say which patch
+you expect to fail it and why.{uses}"""

@@ -121,6 +121,10 @@ def _missing_added(outcome: str, added: Collection[str]) -> bool:
     return matched is not None and matched.group(1) in added
 
 
+# The variations that pass nothing: Python's None, JavaScript's null and undefined.
+_NOTHING = (" None", " null", " undefined")
+
+
 def _by_key(lines: Sequence[ProbeLine]) -> dict[tuple[str, int, str], ProbeLine]:
     return {line.key: line for line in lines}
 
@@ -166,7 +170,7 @@ def compare(
             raising is not None
             and change.source == "failing"
             and other.outcome.startswith("raises ")
-            and not line.variation.endswith(" None")  # None is seldom a sibling of the failing input
+            and not line.variation.endswith(_NOTHING)  # nothing is seldom a sibling of the failing input
         ):
             raising.append(change)
     return changes, compared

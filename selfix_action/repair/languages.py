@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import PurePosixPath
@@ -215,33 +215,124 @@ def _function_name(node: Any) -> str:
     return _text(named) if named is not None else ""
 
 
-def _node_spans(file: str, source: str) -> list[FunctionSpan]:
-    tree = _parse(file, source)
-    spans: list[FunctionSpan] = []
+def _named_functions(root: Any) -> Iterator[tuple[Any, str]]:
+    """Every named function node under ``root`` with its qualified name (``Class.method``, ``outer.inner``),
+    outer before inner: the names localization, slices and the behaviour probe share."""
 
-    def visit(node: Any, prefix: str) -> None:
+    def visit(node: Any, prefix: str) -> Iterator[tuple[Any, str]]:
         for child in node.children:
             if child.type in _CLASS_TYPES:
                 name = child.child_by_field_name("name")
-                visit(child, f"{prefix}{_text(name)}." if name is not None else prefix)
+                yield from visit(child, f"{prefix}{_text(name)}." if name is not None else prefix)
             elif child.type in _FUNCTION_TYPES and (name := _function_name(child)):
                 qualified = name if "." in name else f"{prefix}{name}"
-                body = child.child_by_field_name("body")
-                lines: set[int] = set()
-                called: set[str] = set()
-                if body is not None:
-                    _statements(body, lines, called)
-                start, end = child.start_point[0] + 1, child.end_point[0] + 1
-                if body is not None and body.type != "statement_block":  # ``x => expr``: the expression
-                    lines.add(body.start_point[0] + 1)
-                spans.append(FunctionSpan(file, qualified, start, end, frozenset(lines), frozenset(called)))
-                visit(child, qualified + ".")
+                yield child, qualified
+                yield from visit(child, qualified + ".")
             else:
-                visit(child, prefix)
+                yield from visit(child, prefix)
 
-    visit(tree.root_node, "")
+    return visit(root, "")
+
+
+def _node_spans(file: str, source: str) -> list[FunctionSpan]:
+    tree = _parse(file, source)
+    spans: list[FunctionSpan] = []
+    for child, qualified in _named_functions(tree.root_node):
+        body = child.child_by_field_name("body")
+        lines: set[int] = set()
+        called: set[str] = set()
+        if body is not None:
+            _statements(body, lines, called)
+        start, end = child.start_point[0] + 1, child.end_point[0] + 1
+        if body is not None and body.type != "statement_block":  # ``x => expr``: the expression
+            lines.add(body.start_point[0] + 1)
+        spans.append(FunctionSpan(file, qualified, start, end, frozenset(lines), frozenset(called)))
     spans.sort(key=lambda span: (span.start, -span.end))
     return spans
+
+
+# -- the behaviour probe's recording, in the function's own text ---------------------------------------------
+# What an instrumented function calls: selfix's recorder when the test process loaded it (node_plugin/
+# selfix_calls.js, through NODE_OPTIONS), else the function's own body unchanged.
+PROBE_HOOK = "(globalThis.__selfixCall || function (i, t, a, f) { return f.apply(t, a); })"
+
+
+def instrument_node_calls(path: str, text: str, targets: Sequence[tuple[str, str, int]]) -> tuple[str, dict[str, str]]:
+    """``text`` with each target function (id, qualified name, its first line in the unpatched file) routed
+    through ``PROBE_HOOK``, which sees its receiver, its arguments and what it returned or threw: the body becomes
+    an inner function of the same parameters (an arrow's body, an arrow of the same plain parameters), written
+    on the same lines, so stack traces and coverage keep their places. The second value: each target left as it
+    was, and why (not found, a generator, a constructor, a getter, a body that uses ``super``)."""
+    if not is_node_file(path):
+        return text, {target: "not JavaScript or TypeScript" for target, _, _ in targets}
+    source = text.encode("utf-8")
+    root = _parse(path, text).root_node
+    named: dict[str, list[Any]] = {}
+    for node, qualified in _named_functions(root):
+        named.setdefault(qualified, []).append(node)
+    skipped: dict[str, str] = {}
+    edits: list[tuple[int, int, bytes]] = []
+    for target, qualname, first in targets:
+        nodes = named.get(qualname)
+        if not nodes:
+            skipped[target] = "not found in this version"
+            continue
+        node = min(nodes, key=lambda n: abs(n.start_point[0] + 1 - first))
+        edit = _routed(node, target)
+        if isinstance(edit, str):
+            skipped[target] = edit
+        else:
+            edits.append(edit)
+    for start, end, replacement in sorted(edits, reverse=True):
+        source = source[:start] + replacement + source[end:]
+    return source.decode("utf-8"), skipped
+
+
+def _routed(node: Any, target: str) -> tuple[int, int, bytes] | str:
+    """The edit that routes one function through the hook, or why it cannot be."""
+    body = node.child_by_field_name("body")
+    if body is None:
+        return "a declaration without a body"
+    tokens = {child.type for child in node.children}
+    if "*" in tokens or "generator" in node.type:
+        return "a generator"
+    if tokens & {"get", "set"}:
+        return "a getter or setter"
+    name = node.child_by_field_name("name")
+    if node.type == "method_definition" and name is not None and _text(name) == "constructor":
+        return "a constructor"
+    prefix = b"async " if "async" in tokens else b""
+    hook = PROBE_HOOK.encode() + b"(" + json.dumps(target).encode()
+    if node.type == "arrow_function":
+        single = node.child_by_field_name("parameter")
+        plain = [single] if single is not None else []
+        if single is None:
+            listed = node.child_by_field_name("parameters")
+            plain = [p for p in (listed.named_children if listed is not None else []) if p.type != "comment"]
+        if any(p.type not in ("identifier", "required_parameter") for p in plain) or any(
+            p.type == "required_parameter" and p.child_by_field_name("pattern").type != "identifier" for p in plain
+        ):
+            return "an arrow function whose parameters are not plain names"
+        names = b", ".join((p.child_by_field_name("pattern") or p).text for p in plain)
+        typed = b", ".join(p.text for p in plain)  # TypeScript's annotations kept on the inner arrow
+        inner = prefix + b"(" + typed + b") => " + body.text
+        return body.start_byte, body.end_byte, hook + b", undefined, [" + names + b"], " + inner + b")"
+    if _uses_super(body):
+        return "its body uses super"
+    parameters = node.child_by_field_name("parameters")
+    params = parameters.text if parameters is not None else b"()"
+    if b"\n" in params:
+        if b"//" in params:
+            return "its parameters span lines with comments between them"
+        params = b" ".join(part.strip() for part in params.splitlines())  # the inner copy keeps the lines
+    inner = prefix + b"function " + params + b" " + body.text
+    return body.start_byte, body.end_byte, b"{ return " + hook + b", this, arguments, " + inner + b"); }"
+
+
+def _uses_super(node: Any) -> bool:
+    if node.type == "super":
+        return True
+    return any(_uses_super(child) for child in node.children if child.type not in _FUNCTION_TYPES - {"arrow_function"})
 
 
 def _statements(node: Any, lines: set[int], called: set[str]) -> None:

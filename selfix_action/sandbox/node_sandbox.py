@@ -30,12 +30,13 @@ from typing import Any
 
 from selfix_action.errors import InputError, SandboxError
 from selfix_action.junit import JUnitError, Outcome, parse_report
-from selfix_action.repair.languages import JS_SUFFIXES, TS_SUFFIXES
+from selfix_action.repair.languages import JS_SUFFIXES, TS_SUFFIXES, instrument_node_calls
 from selfix_action.repair.paths import QA_TEST_DIR, is_node_source_path
 from selfix_action.repair.values import (
     CallProbe,
     CandidateCheck,
     Frame,
+    ProbeLine,
     ProbeTarget,
     PropertyLibrary,
     TestResult,
@@ -50,6 +51,10 @@ from selfix_action.toolchains.node import NodeProject, NodeTestName, node_test_i
 PLUGIN_DIR = Path(__file__).resolve().parent / "node_plugin"
 MOCHA_REPORTER = "selfix_mocha_reporter.js"
 NODE_REPORTER = "selfix_node_reporter.mjs"
+CALLS_RECORDER = "selfix_calls.js"
+# The behaviour probe's bounds: distinct inputs watched per function, variations run per input.
+PROBE_MAX_CALLS = 20
+PROBE_MAX_VARIATIONS = 12
 SYNTAX_CHECK_SECONDS = 60.0
 COVERED_FAILING = 4  # failing tests run alone with coverage (runners other than mocha)
 COVERED_PASSING = 8  # passing tests of the same spec files run alone with coverage
@@ -194,10 +199,64 @@ class NodeSandbox:
     def prepare_hypothesis(self) -> PropertyLibrary:
         return PropertyLibrary(note="property tests run on Python's Hypothesis: none for a JavaScript project")
 
+    # -- the behaviour probe ---------------------------------------------------------------------------------
     def probe_calls(
         self, targets: Sequence[ProbeTarget], tests: Sequence[str], versions: Mapping[str, Mapping[str, str]]
     ) -> CallProbe:
-        return CallProbe(note="the behaviour probe records Python calls: none for a JavaScript project")
+        """The edited functions watched while ``tests`` run, once per version of the code: the unpatched code
+        twice ("before", "before again"), then each of ``versions``. Each function's text is routed through
+        selfix's recorder (``languages.instrument_node_calls``, ``node_plugin/selfix_calls.js``), which writes
+        every distinct input with its outcome, and the outcomes of variations of it, run by that version's own
+        code. In place, not replayed elsewhere: a JavaScript object's class lives in the code that made it. The
+        tests run in mocha's process, which names the test of each call; under other runners it says why not."""
+        started = self.runs
+        probe = self._probe_calls(targets, tests, versions)
+        return probe.model_copy(update={"processes": self.runs - started})
+
+    def _probe_calls(
+        self, targets: Sequence[ProbeTarget], tests: Sequence[str], versions: Mapping[str, Mapping[str, str]]
+    ) -> CallProbe:
+        if not targets or not tests:
+            return CallProbe(note="no function to probe" if not targets else "no test calls the edited code")
+        if self.runner != "mocha":
+            why = f"the behaviour probe watches calls in mocha's test process: none under {self.runner}"
+            return CallProbe(note=why)
+        names = [self._names.get(t) or split_test_id(t) for t in tests if not t.startswith(QA_TEST_DIR + "/")]
+        names = [n for n in names if n.titles]
+        if not names:
+            return CallProbe(note="no project test calls the edited code")
+        files = [f for f in dict.fromkeys(n.file for n in names) if f]
+        found: dict[str, tuple[ProbeLine, ...]] = {}
+        notes: list[str] = []
+        recorded = 0
+        for label, version in [("before", {}), ("before again", {}), *versions.items()]:
+            watched: dict[str, str] = {}
+            for path in dict.fromkeys(t.path for t in targets):
+                text = version[path] if path in version else self.read_file(path)
+                wanted = [(t.id, t.qualname, t.first) for t in targets if t.path == path]
+                watched[path], skipped = instrument_node_calls(path, text, wanted)
+                if label == "before":
+                    notes += [f"{target.rsplit(':', 1)[-1]} not watched: {why}" for target, why in skipped.items()]
+            out = self._tmp / f"calls-{self.runs + 1}.jsonl"
+            out.unlink(missing_ok=True)
+            env = {
+                "SELFIX_CALLS_OUT": str(out),
+                "SELFIX_CALLS_MAX": str(PROBE_MAX_CALLS),
+                "SELFIX_CALLS_VARIATIONS": str(PROBE_MAX_VARIATIONS),
+                "NODE_OPTIONS": f"--max-old-space-size={self._heap_mib} --require {self._plugin / CALLS_RECORDER}",
+            }
+            with self.patched({**version, **watched}):
+                run = self._run_once(files, names, self.limits.wall_seconds, False, False, extra_env=env)
+            lines = _probe_lines(out)
+            out.unlink(missing_ok=True)
+            if not lines:
+                why = "cut by its time limit" if run.timed_out else run.error or "no call of the edited functions"
+                note = "; ".join([f"the tests under {label} recorded nothing ({why[:300]})", *notes])
+                return CallProbe(versions=found, recorded=recorded, note=note)
+            if label == "before":
+                recorded = len({line.call for line in lines if line.variation == "as recorded"})
+            found[label] = lines
+        return CallProbe(versions=found, recorded=recorded, note="; ".join(notes))
 
     # -- runs -------------------------------------------------------------------------------------------------
     def run_tests(
@@ -813,3 +872,33 @@ def covered_lines(text: str, ranges: Sequence[Sequence[int]]) -> list[int]:
             counts[index + 1] = count
     blank = {number for number, line in enumerate(text.splitlines(), start=1) if not line.strip()}
     return sorted(number for number, count in counts.items() if count > 0 and number not in blank)
+
+
+def _probe_lines(out: Path) -> tuple[ProbeLine, ...]:
+    """The recorder's lines (plain JSON the code under test could have written anything into: each field is
+    checked and bounded), each call's test named as the runs name it."""
+    lines: list[ProbeLine] = []
+    try:
+        raw = out.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return ()
+    for text in raw[:20000]:
+        try:
+            record = json.loads(text)
+        except ValueError:
+            continue
+        if not isinstance(record, dict):
+            continue
+        test = record.get("test")
+        nodeid = ""
+        if isinstance(test, dict) and isinstance(test.get("titles"), list):
+            file = test.get("file") if isinstance(test.get("file"), str) else None
+            nodeid = node_test_id(NodeTestName(file, tuple(str(t) for t in test["titles"])))
+        fields = [record.get(k) for k in ("target", "variation", "text", "outcome")]
+        if not all(isinstance(f, str) for f in fields) or not isinstance(record.get("call"), int):
+            continue
+        target, variation, shown, outcome = (str(f)[:2000] for f in fields)
+        lines.append(
+            ProbeLine(target=target, call=record["call"], variation=variation, text=shown, test=nodeid, outcome=outcome)
+        )
+    return tuple(lines)

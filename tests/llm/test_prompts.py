@@ -203,3 +203,21 @@ def test_a_javascript_failing_test_is_shown_from_the_spec_file_its_stack_names()
         coverage_used=False,
     )  # fmt: skip
     assert test_slices(evidence, files.__getitem__) == {"test/scripts/toc.js": {2, 3, 4}}
+
+
+def test_settling_a_javascript_disagreement_asks_for_a_spec_for_the_projects_runner() -> None:
+    """Two verified patches disagree on inputs the probe tried: for a Node project QA settles it with a spec
+    file for the project's own runner beside the failing test, never a pytest module."""
+    from selfix_action.llm.prompts import settle_request
+    from selfix_action.repair.values import Evidence, Hypothesis
+
+    hypothesis = Hypothesis(id="H1", rank=1, title="plain objects are not maps", confidence=0.7, file="lib/e.js",
+                            symbol="Encoder.writeMap", lines=(5,))  # fmt: skip
+    node = Evidence(
+        f2p_tests=("test/e.spec.js::writeMap > plain",), p2p_tests=(), failures=(), suspicious_lines=(),
+        suspicious_functions=(), coverage_used=False, toolchain="mocha 10.8.2 on Node v20.20.2",
+    )  # fmt: skip
+    text = settle_request(hypothesis, "test/test-settle-h1.test.js", "| row |", "", node)
+    assert "mocha 10.8.2 on Node v20.20.2" in text and "failing test test/e.spec.js:" in text and "pytest" not in text
+    python = settle_request(hypothesis, "test_settle_h1.py", "| row |", "", node.model_copy(update={"toolchain": ""}))
+    assert "Write a small pytest module (saved as\n_selfix_qa/test_settle_h1.py" in python

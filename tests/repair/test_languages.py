@@ -1,11 +1,13 @@
 """JavaScript and TypeScript read with tree-sitter: functions named as a reader names them, syntax problems
-with their line, comments and layout left out of a program's identity, a test found by its titles."""
+with their line, comments and layout left out of a program's identity, a test found by its titles, functions
+routed through the behaviour probe's hook on their own lines."""
 
 from __future__ import annotations
 
 from selfix_action.repair.languages import (
     function_spans,
     has_node_test,
+    instrument_node_calls,
     is_node_file,
     node_names_in_test,
     node_outline,
@@ -109,3 +111,35 @@ def test_a_required_spec_file_matches_the_inner_titles() -> None:
     """Hexo's test/index.js requires the others: a file's own describe blocks are the inner titles."""
     spec = "describe('toc', function () {\n  it('default', function () {\n    toc(html);\n  });\n});\n"
     assert node_test_lines("test/scripts/helpers/toc.js", spec, ("Hexo", "Helpers", "toc", "default")) == {2, 3, 4}
+
+
+def test_functions_are_routed_through_the_probes_hook_on_their_own_lines() -> None:
+    """The behaviour probe watches a function by its text: the body becomes an inner function of the same
+    parameters, called through the hook, on the same lines (stack traces and coverage keep their places); what
+    cannot be routed so says why and is left as it was."""
+    source = MODULE + (
+        "class Sub extends Shape {\n  area() { return super.area(); }\n  *walk() { yield 1; }\n}\n"
+        "const scale = ({ k }) => k;\nfunction multi(a,\n    b) {\n  return a * b;\n}\n"
+    )
+    names = ["add", "Encoder.write", "Shape.area", "Shape.constructor", "arrow", "Sub.area", "Sub.walk", "scale",
+             "multi", "gone"]  # fmt: skip
+    routed, skipped = instrument_node_calls("lib/a.js", source, [(f"lib/a.js:{n}", n, 1) for n in names])
+    assert skipped == {
+        "lib/a.js:Shape.constructor": "a constructor",
+        "lib/a.js:Sub.area": "its body uses super",
+        "lib/a.js:Sub.walk": "a generator",
+        "lib/a.js:scale": "an arrow function whose parameters are not plain names",
+        "lib/a.js:gone": "not found in this version",
+    }
+    assert routed.count("\n") == source.count("\n")
+    assert syntax_problem("lib/a.js", routed) is None
+    lines = routed.splitlines()
+    assert lines[2] == (
+        "function add(a, b) { return (globalThis.__selfixCall || function (i, t, a, f) { return f.apply(t, a); })"
+        '("lib/a.js:add", this, arguments, function (a, b) {'
+    )
+    assert lines[5] == "}); }" and lines[6] == source.splitlines()[6]
+    assert '("lib/a.js:arrow", undefined, [y], (y) => `${y}}`)' in routed
+    assert '("lib/a.js:multi", this, arguments, function (a, b) {' in routed  # one line, as the original's first
+    # untouched where nothing was asked
+    assert instrument_node_calls("lib/a.js", source, []) == (source, {})

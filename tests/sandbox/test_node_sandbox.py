@@ -158,3 +158,93 @@ def test_mochas_whole_suite_with_a_qa_test_runs_both(tmp_path: Path) -> None:
         alone = sandbox.run_tests([qa], extra_test_files={qa: source})
     assert set(whole.results) == {"test/a.spec.js::a", f"{qa}::q"}
     assert set(alone.results) == {f"{qa}::q"}
+
+
+ENCODER = """'use strict';
+function Encoder() {
+  this.out = [];
+}
+Encoder.prototype.writeMap = function (map) {
+  if (map instanceof Map) {
+    map.forEach((v, k) => this.out.push(k + '=' + v));
+  }
+  return this;
+};
+Encoder.prototype.writeAll = async function (maps) {
+  if (!maps.length) throw new TypeError('nothing to write');
+  return maps.length;
+};
+module.exports = Encoder;
+"""
+ENCODER_SPEC = """const assert = require('assert');
+const Encoder = require('../lib/encoder');
+describe('writeMap', () => {
+  it('writes a plain object', () => {
+    assert.deepStrictEqual(new Encoder().writeMap({ a: 1 }).out, ['a=1']);
+  });
+  it('writes a Map', () => {
+    assert.deepStrictEqual(new Encoder().writeMap(new Map([['b', 2]])).out, ['b=2']);
+  });
+  it('writes all', async () => {
+    assert.strictEqual(await new Encoder().writeAll([1, 2]), 2);
+    await assert.rejects(new Encoder().writeAll([]), TypeError);
+  });
+});
+"""
+
+
+@pytest.mark.slow
+def test_the_behaviour_probe_watches_mochas_calls_in_each_version_and_a_partial_fix_shows(tmp_path: Path) -> None:
+    """Hessian.js-7's kind: a patch that handles the failing input ({a: 1}) and not its siblings. The edited
+    function, watched in place while the tests run on each version, answers the recorded inputs and their
+    variations; the complete second solution disagrees with the partial patch on a sibling (an object of another
+    key), and the unpatched code's two runs agree with each other."""
+    from selfix_action.repair.differential import behaviour_evidence, probe_targets
+    from tests.helpers.node_projects import install_into
+
+    repo = write(
+        tmp_path / "p",
+        {"package.json": json.dumps({"scripts": {"test": "mocha test/"}, "devDependencies": {"mocha": "*"}}),
+         "lib/encoder.js": ENCODER, "test/encoder.spec.js": ENCODER_SPEC},
+    )  # fmt: skip
+    install_into(repo)
+    partial = ENCODER.replace(
+        "  if (map instanceof Map) {", "  if (map.a) this.out.push('a=' + map.a);\n  if (map instanceof Map) {"
+    )
+    complete = ENCODER.replace(
+        "  if (map instanceof Map) {",
+        "  if (!(map instanceof Map)) map = new Map(Object.entries(map || {}));\n  if (map instanceof Map) {",
+    )
+    failing = "test/encoder.spec.js::writeMap > writes a plain object"
+    passing = ["test/encoder.spec.js::writeMap > writes a Map", "test/encoder.spec.js::writeMap > writes all"]
+    originals = {"lib/encoder.js": ENCODER}
+    patches = [{"lib/encoder.js": partial}, {"lib/encoder.js": complete}]
+    targets = probe_targets(originals, patches)
+    assert [t.qualname for t in targets] == ["Encoder.writeMap"]
+    project = NodeProject("npm", "mocha", "mocha test/")
+    with NodeSandbox(repo, ["node_modules/.bin/mocha", "test/"], project) as sandbox:
+        baseline = sandbox.run_tests(None)
+        assert baseline.results[failing].status is TestStatus.FAILED
+        every = (*targets, *probe_targets(originals, [{"lib/encoder.js": ENCODER.replace("maps.length;", "1;")}]))
+        probe = sandbox.probe_calls(every, [failing, *passing], {"patch": patches[0], "second": patches[1]})
+        assert sandbox.read_file("lib/encoder.js") == ENCODER  # the watched text was the runs' only
+    assert list(probe.versions) == ["before", "before again", "patch", "second"], probe.note
+    assert probe.recorded == 4 and probe.processes == 4  # two inputs of writeMap, two of writeAll
+    before = probe.versions["before"]
+    recorded = {(line.test, line.text, line.outcome) for line in before if line.variation == "as recorded"}
+    assert (failing, "({ a: 1 }) on Encoder { out: [] }", "returns this") in recorded
+    async_outcomes = {line.outcome for line in probe.versions["before"] if "writeAll" in line.target}
+    assert "returns 2" in async_outcomes and "raises TypeError: nothing to write" in async_outcomes
+    evidence = behaviour_evidence(probe, {failing}, second="second", second_source="a second Patcher answer")
+    assert evidence.unstable == 0 and evidence.compared > 10
+    fixed = [c for c in evidence.changed if c.variation == "as recorded"]
+    after = "returns this | arguments after: { a: 1 }, Encoder { out: [ 'a=1' ] }"
+    assert [(c.test, c.after) for c in fixed] == [(failing, after)]
+    assert not evidence.outside  # the passing tests' own calls behave as before
+    # the sibling the partial patch misses: {b: 2}, the passing test's Map as a plain object
+    sibling = [c for c in evidence.disagreements if c.variation == "argument 1 as a plain object"]
+    assert [(c.input, c.before, c.after) for c in sibling] == [
+        ("({ b: 2 }) on Encoder { out: [] }", "returns this",
+         "returns this | arguments after: { b: 2 }, Encoder { out: [ 'b=2' ] }")
+    ]  # fmt: skip
+    assert (repo / "lib" / "encoder.js").read_text() == ENCODER

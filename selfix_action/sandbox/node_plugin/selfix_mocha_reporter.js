@@ -1,6 +1,7 @@
 // selfix's mocha reporter: one JSON line per test (its spec file, its titles, its outcome, the error), written
 // to $SELFIX_NODE_RESULTS; with $SELFIX_NODE_COVERAGE=1, V8's precise coverage of the project's own files
-// taken after each test (the counts are reset each time, so each test gets what it alone ran).
+// taken after each test (the counts are reset each time, so each test gets what it alone ran); the running
+// test's name in globalThis.__selfixTest, for the behaviour probe (selfix_calls.js).
 // ES5 and mocha's oldest reporter API (runner events), so it runs on mocha 2 to 11 and Node 6 and up.
 'use strict';
 var fs = require('fs');
@@ -116,9 +117,11 @@ function SelfixReporter(runner) {
   startCoverage();
   if (session !== null) takeCoverage();  // what loading the spec files ran belongs to no test
   var reported = {};
-  runner.on('test', function () {
+  runner.on('test', function (test) {
     if (session !== null) takeCoverage();  // hooks before this test: not its own lines
+    global.__selfixTest = { file: specFile(test), titles: titles(test) };  // the behaviour probe's calls
   });
+  runner.on('test end', function () { global.__selfixTest = null; });
   function record(test, state, err) {
     var key = titles(test).join('\u0000') + '\u0000' + specFile(test);
     if (reported[key]) return;
