@@ -54,7 +54,7 @@ NODE_REPORTER = "selfix_node_reporter.mjs"
 CALLS_RECORDER = "selfix_calls.js"
 # The behaviour probe's bounds: distinct inputs watched per function, variations run per input.
 PROBE_MAX_CALLS = 20
-PROBE_MAX_VARIATIONS = 12
+PROBE_MAX_VARIATIONS = 16
 SYNTAX_CHECK_SECONDS = 60.0
 COVERED_FAILING = 4  # failing tests run alone with coverage (runners other than mocha)
 COVERED_PASSING = 8  # passing tests of the same spec files run alone with coverage

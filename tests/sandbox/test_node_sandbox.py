@@ -4,6 +4,7 @@ ranges read as lines, the runner command made local, the runner's reporters repl
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -238,13 +239,60 @@ def test_the_behaviour_probe_watches_mochas_calls_in_each_version_and_a_partial_
     evidence = behaviour_evidence(probe, {failing}, second="second", second_source="a second Patcher answer")
     assert evidence.unstable == 0 and evidence.compared > 10
     fixed = [c for c in evidence.changed if c.variation == "as recorded"]
-    after = "returns this | arguments after: { a: 1 }, Encoder { out: [ 'a=1' ] }"
-    assert [(c.test, c.after) for c in fixed] == [(failing, after)]
+    # what changed is the receiver (the argument is left as it was), with a digest of its whole state
+    assert [c.test for c in fixed] == [failing]
+    shape = r"returns this \| arguments after: this: Encoder \{ out: \[ 'a=1' \] \} #[0-9a-f]{12}"
+    assert re.fullmatch(shape, fixed[0].after)
     assert not evidence.outside  # the passing tests' own calls behave as before
     # the sibling the partial patch misses: {b: 2}, the passing test's Map as a plain object
     sibling = [c for c in evidence.disagreements if c.variation == "argument 1 as a plain object"]
-    assert [(c.input, c.before, c.after) for c in sibling] == [
-        ("({ b: 2 }) on Encoder { out: [] }", "returns this",
-         "returns this | arguments after: { b: 2 }, Encoder { out: [ 'b=2' ] }")
-    ]  # fmt: skip
+    assert [(c.input, c.before) for c in sibling] == [("({ b: 2 }) on Encoder { out: [] }", "returns this")]
+    assert "this: Encoder { out: [ 'b=2' ] } #" in sibling[0].after
     assert (repo / "lib" / "encoder.js").read_text() == ENCODER
+
+
+IS_HOME = """'use strict';
+function isHome() {
+  if (this.path === '') return true;
+  return /^page\\/\\d+\\//.test(this.path);
+}
+module.exports = { isHome: isHome };
+"""
+IS_HOME_SPEC = """const assert = require('assert');
+const is = require('../lib/is');
+describe('is', () => {
+  it('home at index.html', () => { assert.strictEqual(is.isHome.call({ path: 'index.html', dir: 'page' }), true); });
+  it('home on page 2', () => { assert.strictEqual(is.isHome.call({ path: 'page/2/', dir: 'page' }), true); });
+});
+"""
+
+
+@pytest.mark.slow
+def test_the_behaviour_probe_varies_a_context_receivers_fields(tmp_path: Path) -> None:
+    """Hexo-3's kind: a helper whose input is its receiver (``this.path``). The receiver's plain fields are varied
+    as strings (text after, before, empty...), and an unanchored match the second solution anchors shows."""
+    from selfix_action.repair.differential import behaviour_evidence, probe_targets
+    from tests.helpers.node_projects import install_into
+
+    repo = write(
+        tmp_path / "p",
+        {"package.json": json.dumps({"scripts": {"test": "mocha test/"}, "devDependencies": {"mocha": "*"}}),
+         "lib/is.js": IS_HOME, "test/is.spec.js": IS_HOME_SPEC},
+    )  # fmt: skip
+    install_into(repo)
+    partial = IS_HOME.replace("  if (this.path === '')", "  if (this.path.replace(/index\\.html$/, '') === '')")
+    anchored = IS_HOME.replace("  if (this.path === '')", "  if (this.path === '' || this.path === 'index.html')")
+    anchored = anchored.replace("\\d+\\//.test", "\\d+\\/(index\\.html)?$/.test")
+    targets = probe_targets({"lib/is.js": IS_HOME}, [{"lib/is.js": partial}, {"lib/is.js": anchored}])
+    failing = "test/is.spec.js::is > home at index.html"
+    with NodeSandbox(repo, ["node_modules/.bin/mocha", "test/"], NodeProject("npm", "mocha", "mocha test/")) as sandbox:
+        sandbox.run_tests(None)
+        probe = sandbox.probe_calls(
+            targets, [failing, "test/is.spec.js::is > home on page 2"], {"patch": {"lib/is.js": partial},
+                                                                         "second": {"lib/is.js": anchored}}
+        )  # fmt: skip
+    evidence = behaviour_evidence(probe, {failing}, second="second")
+    rows = {(c.variation, c.input.split(" in ", 1)[0], c.before, c.after) for c in evidence.disagreements}
+    assert rows == {("this.path with text after", "this.path = 'page/2/x'", "returns true", "returns false")}, rows
+    varied = {line.variation for line in probe.versions["before"]}
+    assert "this.dir empty" in varied and not any("in an array" in v for v in varied)  # a field stays a string

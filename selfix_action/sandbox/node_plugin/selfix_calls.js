@@ -2,8 +2,8 @@
 // globalThis.__selfixCall by the text selfix wrote around them (repair/languages.instrument_node_calls), are
 // watched while the tests run. Each distinct call (its input: the receiver and the arguments, as text) is written
 // once with its outcome, the value returned or the exception thrown (a promise: what it settles to), and what the
-// call left in its arguments; then the same function runs on variations of that input (one argument at a time:
-// another type of the same thing, an empty one, a neighbour), each on copies, so the test's own objects are
+// call left in its arguments; then the same function runs on variations of that input (one argument, or one
+// field of a plain object argument, at a time: another type of the same thing, an empty one, a neighbour), each on copies, so the test's own objects are
 // never touched. One JSON line per input, to $SELFIX_CALLS_OUT.
 //
 // The same tests run once per version of the code (unpatched twice, each patch), each version's own functions
@@ -17,7 +17,7 @@ var crypto = require('crypto');
 
 var out = process.env.SELFIX_CALLS_OUT;
 var maxCalls = Number(process.env.SELFIX_CALLS_MAX) || 20;
-var maxVariations = Number(process.env.SELFIX_CALLS_VARIATIONS) || 12;
+var maxVariations = Number(process.env.SELFIX_CALLS_VARIATIONS) || 16;
 var TEXT_LIMIT = 600;
 var COPY_LIMIT = 5000;  // objects copied for one input at most (a whole application object is not an input)
 
@@ -59,13 +59,66 @@ function clip(text) {
   return text.length > TEXT_LIMIT ? text.slice(0, TEXT_LIMIT) + '...' : text;
 }
 
+// A receiver worth showing: an object, not the global one, nor a namespace of functions (``m.add(1, 2)`` on a
+// module's exports, whose text would only repeat the module's function names).
 function receiver(self) {
-  return self !== undefined && self !== null && self !== globalThis && typeof self === 'object';
+  if (self === undefined || self === null || self === globalThis || typeof self !== 'object') return false;
+  if (!plainObject(self)) return true;
+  var values = Object.keys(self).map(function (k) { return self[k]; });
+  return !values.length || !values.every(function (v) { return typeof v === 'function'; });
 }
 
+// The input as a reader sees it: the arguments, and the receiver's top level (its fields' own contents are in
+// the digest that keys the input, not in the text).
 function inputText(self, args) {
   var shown = '(' + args.map(function (a) { return show(a, 3); }).join(', ') + ')';
-  return receiver(self) ? shown + ' on ' + show(self, 2) : shown;
+  return receiver(self) ? shown + ' on ' + show(self, 1) : shown;
+}
+
+// A fingerprint of everything reachable from a value (a buffer's every byte, a map's entries, each object's class
+// and fields), bounded: what the text cannot show (the 30th byte an encoder wrote) still tells two states apart.
+function digest(value) {
+  var hash = crypto.createHash('sha1');
+  var seenObjects = new Map();
+  var left = COPY_LIMIT;
+  var stack = [value];
+  while (stack.length && left-- > 0) {
+    var v = stack.pop();
+    if (v === null || (typeof v !== 'object' && typeof v !== 'function')) {
+      hash.update(typeof v + ':' + String(v) + ';');
+      continue;
+    }
+    if (typeof v === 'function') {
+      hash.update('fn:' + v.name + ';');
+      continue;
+    }
+    if (seenObjects.has(v)) {
+      hash.update('ref:' + seenObjects.get(v) + ';');
+      continue;
+    }
+    seenObjects.set(v, seenObjects.size);
+    if (ArrayBuffer.isView(v)) {
+      hash.update('bytes:' + v.byteLength + ';');
+      hash.update(Buffer.from(v.buffer, v.byteOffset, v.byteLength));
+      continue;
+    }
+    if (v instanceof Date) {
+      hash.update('date:' + v.getTime() + ';');
+      continue;
+    }
+    var proto = Object.getPrototypeOf(v);
+    hash.update('obj:' + (proto && proto.constructor && proto.constructor.name) + ';');
+    if (v instanceof Map || v instanceof Set) {
+      v.forEach(function (x, k) { stack.push(x, k); });
+      continue;
+    }
+    var keys = Object.keys(v).sort();
+    hash.update(keys.join(',') + ';');
+    for (var i = keys.length - 1; i >= 0; i--) {
+      try { stack.push(v[keys[i]]); } catch (e) { hash.update('unreadable;'); }
+    }
+  }
+  return hash.digest('hex').slice(0, 12);
 }
 
 function emit(record) {
@@ -125,19 +178,23 @@ function plainObject(value) {
 }
 
 // Other inputs of the kind a value is: [label, value] pairs (the Python probe's families, in JavaScript's types).
-function variations(value) {
+// A field's string stays a string (``nested``): a path in an array is seldom a sibling of a path.
+function variations(value, nested) {
   var found = [];
   if (typeof value === 'boolean') found.push(['not', !value]);
   else if (typeof value === 'number' && isFinite(value)) {
     if (Number.isInteger(value)) found.push(['0', 0], ['+1', value + 1], ['-1', value - 1], ['negated', -value]);
     else found.push(['0.0', 0], ['negated', -value], ['doubled', value * 2]);
   } else if (typeof value === 'string') {
-    found.push(['empty', ''], ['in an array', [value]]);
+    found.push(['empty', ''], ['with text after', value + 'x'], ['with text before', 'x' + value]);
     if (value) found.push(['first character', value.slice(0, 1)]);
     if (value.trim() !== value || value.toUpperCase() !== value) found.push(['trimmed, upper case', value.trim().toUpperCase()]);
     else found.push(['padded, lower case', ' ' + value.toLowerCase() + ' ']);
-    if (/^\s*\d+\s*$/.test(value)) found.push(['as a number', Number(value)], ['negative', '-' + value.trim()]);
-    found.push(['as a Buffer', Buffer.from(value)]);
+    if (/^\s*\d+\s*$/.test(value)) found.push(['negative', '-' + value.trim()]);
+    if (!nested) {
+      found.push(['in an array', [value]], ['as a Buffer', Buffer.from(value)]);
+      if (/^\s*\d+\s*$/.test(value)) found.push(['as a number', Number(value)]);
+    }
   } else if (Buffer.isBuffer(value)) {
     found.push(['empty', Buffer.alloc(0)], ['as a string', value.toString('utf8')]);
   } else if (Array.isArray(value)) {
@@ -163,13 +220,28 @@ function variations(value) {
   return found;
 }
 
+// A plain object argument's fields, varied one at a time (the first few): a sibling often hides a level down
+// ({$class: 'java.util.Map', $: a Map} and the same with a plain object). [label, value, field] triples.
+var MAX_FIELDS = 4;
+
+function fieldVariations(value) {
+  if (!plainObject(value)) return [];
+  var found = [];
+  Object.keys(value).slice(0, MAX_FIELDS).forEach(function (key) {
+    variations(value[key], true).forEach(function (pair) {
+      if (pair[0] !== 'null' && pair[0] !== 'undefined') found.push([pair[0], pair[1], key]);
+    });
+  });
+  return found;
+}
+
 function stub() { return undefined; }
 
-// What the call did: its value or exception, then what it left in its object arguments.
+// What the call did: its value or exception, then the object arguments (and receiver) it changed.
 function outcomeOf(result, threw, self, args, before, write) {
   function finish(text) {
-    var after = argumentsAfter(self, args);
-    write(clip(after !== before ? text + ' | arguments after: ' + after : text));
+    var after = argumentsAfter(self, args, before);
+    write(after ? clip(text) + ' | arguments after: ' + after : clip(text));
   }
   if (threw) return finish(errorText(result));
   if (result !== null && (typeof result === 'object' || typeof result === 'function') &&
@@ -183,10 +255,27 @@ function outcomeOf(result, threw, self, args, before, write) {
   return finish('returns ' + (result === self && receiver(self) ? 'this' : show(result, 3)));
 }
 
-function argumentsAfter(self, args) {
-  var objects = args.filter(function (a) { return a !== null && typeof a === 'object'; });
-  if (receiver(self)) objects.push(self);
-  return objects.length ? objects.map(function (a) { return show(a, 2); }).join(', ') : '';
+function objects(self, args) {
+  var found = args.filter(function (a) { return a !== null && typeof a === 'object'; });
+  if (receiver(self)) found.push(self);
+  return found;
+}
+
+// Each object argument's (and the receiver's) digest before the call.
+function states(self, args) {
+  return objects(self, args).map(digest);
+}
+
+// The objects the call changed, as text; one changed beyond what the text shows says so, with its new digest.
+function argumentsAfter(self, args, before) {
+  var changed = [];
+  objects(self, args).forEach(function (value, i) {
+    var now = digest(value);
+    if (now === before[i]) return;
+    var name = value === self ? 'this' : 'argument ' + (args.indexOf(value) + 1);
+    changed.push(name + ': ' + clip(show(value, 2)) + ' #' + now);
+  });
+  return changed.join('; ');
 }
 
 function hash(text) {
@@ -202,7 +291,8 @@ globalThis.__selfixCall = function (id, self, args, inner) {
   if (fd === null || inReplay()) return inner.apply(self, args);
   var argv = Array.prototype.slice.call(args);
   var input = inputText(self, argv);
-  var key = id + '\u0000' + input;
+  var before = states(self, argv);
+  var key = id + '\u0000' + input + '\u0000' + digest([self, argv]);
   if (seen[key] || (counts[id] || 0) >= maxCalls) return inner.apply(self, args);
   seen[key] = true;
   counts[id] = (counts[id] || 0) + 1;
@@ -213,7 +303,6 @@ globalThis.__selfixCall = function (id, self, args, inner) {
   } catch (e) {
     pristine = null;  // not copyable: the call is recorded, not varied
   }
-  var before = argumentsAfter(self, argv);
   var result;
   var threw = false;
   try {
@@ -230,10 +319,31 @@ globalThis.__selfixCall = function (id, self, args, inner) {
   return result;
 };
 
+// A plain object receiver's own fields of plain values, varied (a helper called on a context object, whose
+// input is this.path): [label, value, field] triples.
+function receiverVariations(self) {
+  if (!receiver(self) || !plainObject(self)) return [];
+  var found = [];
+  Object.keys(self).filter(function (key) {
+    var v = self[key];
+    return typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean';
+  }).slice(0, MAX_FIELDS).forEach(function (key) {
+    variations(self[key], true).forEach(function (pair) {
+      if (pair[0] !== 'null' && pair[0] !== 'undefined') found.push([pair[0], pair[1], key]);
+    });
+  });
+  return found;
+}
+
 function vary(id, inner, pristine, base) {
   var done = 0;
-  pristine[1].forEach(function (value, slot) {
-    variations(value).forEach(function (pair) {
+  var slots = pristine[1].map(function (value, slot) {
+    return [slot, variations(value).concat(fieldVariations(value))];
+  });
+  slots.push([-1, receiverVariations(pristine[0])]);
+  slots.forEach(function (entry) {
+    var slot = entry[0];
+    entry[1].forEach(function (pair) {
       if (done >= maxVariations) return;
       done += 1;
       var copied;
@@ -244,10 +354,21 @@ function vary(id, inner, pristine, base) {
       }
       var self = copied[0];
       var argv = copied[1].map(function (a) { return typeof a === 'function' ? stub : a; });
-      argv[slot] = pair[1];
-      var label = 'argument ' + (slot + 1) + ' ' + pair[0];
-      var text = clip(inputText(self, argv));
-      var before = argumentsAfter(self, argv);
+      var label;
+      if (slot < 0) {
+        self[pair[2]] = pair[1];  // a field of the receiver varied
+        label = 'this.' + pair[2] + ' ' + pair[0];
+      } else if (pair.length === 3) {
+        argv[slot][pair[2]] = pair[1];  // a field of the argument varied
+        label = 'argument ' + (slot + 1) + "'s " + pair[2] + ' ' + pair[0];
+      } else {
+        argv[slot] = pair[1];
+        label = 'argument ' + (slot + 1) + ' ' + pair[0];
+      }
+      // the varied field first: a long input's text is cut, and the field is what this input is about
+      var where = slot < 0 ? 'this.' + pair[2] : pair.length === 3 ? 'argument ' + (slot + 1) + "'s " + pair[2] : '';
+      var text = clip((where ? where + ' = ' + show(pair[1], 2) + ' in ' : '') + inputText(self, argv));
+      var before = states(self, argv);
       var result;
       var threw = false;
       replaying = true;
