@@ -271,25 +271,37 @@ def instrument_node_calls(path: str, text: str, targets: Sequence[tuple[str, str
     for node, qualified in _named_functions(root):
         named.setdefault(qualified, []).append(node)
     skipped: dict[str, str] = {}
-    edits: list[tuple[int, int, bytes]] = []
+    # Pure insertions around each body, at the unpatched text's offsets: a watched function nested in another
+    # watched one (a rule's create and its visitor) composes. At one offset, the outer's opening goes first and
+    # its closing last.
+    inserts: list[tuple[int, int, bytes]] = []
     for target, qualname, first in targets:
         nodes = named.get(qualname)
         if not nodes:
             skipped[target] = "not found in this version"
             continue
         node = min(nodes, key=lambda n: abs(n.start_point[0] + 1 - first))
-        edit = _routed(node, target)
-        if isinstance(edit, str):
-            skipped[target] = edit
-        else:
-            edits.append(edit)
-    for start, end, replacement in sorted(edits, reverse=True):
-        source = source[:start] + replacement + source[end:]
+        routed = _routed(node, target)
+        if isinstance(routed, str):
+            skipped[target] = routed
+            continue
+        depth = _depth(node)
+        body = node.child_by_field_name("body")
+        inserts += [(body.start_byte, -depth, routed[0]), (body.end_byte, depth, routed[1])]
+    for offset, _, text in sorted(inserts, key=lambda i: (-i[0], i[1])):
+        source = source[:offset] + text + source[offset:]
     return source.decode("utf-8"), skipped
 
 
-def _routed(node: Any, target: str) -> tuple[int, int, bytes] | str:
-    """The edit that routes one function through the hook, or why it cannot be."""
+def _depth(node: Any) -> int:
+    depth = 0
+    while node.parent is not None:
+        node, depth = node.parent, depth + 1
+    return depth
+
+
+def _routed(node: Any, target: str) -> tuple[bytes, bytes] | str:
+    """What routes one function through the hook, written before and after its body; or why it cannot be."""
     body = node.child_by_field_name("body")
     if body is None:
         return "a declaration without a body"
@@ -315,8 +327,7 @@ def _routed(node: Any, target: str) -> tuple[int, int, bytes] | str:
             return "an arrow function whose parameters are not plain names"
         names = b", ".join((p.child_by_field_name("pattern") or p).text for p in plain)
         typed = b", ".join(p.text for p in plain)  # TypeScript's annotations kept on the inner arrow
-        inner = prefix + b"(" + typed + b") => " + body.text
-        return body.start_byte, body.end_byte, hook + b", undefined, [" + names + b"], " + inner + b")"
+        return hook + b", undefined, [" + names + b"], " + prefix + b"(" + typed + b") => ", b")"
     if _uses_super(body):
         return "its body uses super"
     parameters = node.child_by_field_name("parameters")
@@ -325,8 +336,7 @@ def _routed(node: Any, target: str) -> tuple[int, int, bytes] | str:
         if b"//" in params:
             return "its parameters span lines with comments between them"
         params = b" ".join(part.strip() for part in params.splitlines())  # the inner copy keeps the lines
-    inner = prefix + b"function " + params + b" " + body.text
-    return body.start_byte, body.end_byte, b"{ return " + hook + b", this, arguments, " + inner + b"); }"
+    return b"{ return " + hook + b", this, arguments, " + prefix + b"function " + params + b" ", b"); }"
 
 
 def _uses_super(node: Any) -> bool:

@@ -141,5 +141,13 @@ def test_functions_are_routed_through_the_probes_hook_on_their_own_lines() -> No
     assert lines[5] == "}); }" and lines[6] == source.splitlines()[6]
     assert '("lib/a.js:arrow", undefined, [y], (y) => `${y}}`)' in routed
     assert '("lib/a.js:multi", this, arguments, function (a, b) {' in routed  # one line, as the original's first
+    # a watched function inside another (a rule's create and its visitor) composes
+    rule = "module.exports = {\n  create(context) {\n"
+    rule += "    return { Identifier(node) { context.report(node); } };\n  },\n};\n"
+    wanted = [("r:create", "create", 2), ("r:visit", "create.Identifier", 3)]
+    nested, none_skipped = instrument_node_calls("lib/rule.js", rule, wanted)
+    assert none_skipped == {} and syntax_problem("lib/rule.js", nested) is None
+    assert nested.count("\n") == rule.count("\n") and nested.count("__selfixCall") == 2
+    assert nested.splitlines()[3] == "  }); },"
     # untouched where nothing was asked
     assert instrument_node_calls("lib/a.js", source, []) == (source, {})

@@ -227,10 +227,13 @@ def test_the_behaviour_probe_watches_mochas_calls_in_each_version_and_a_partial_
         baseline = sandbox.run_tests(None)
         assert baseline.results[failing].status is TestStatus.FAILED
         every = (*targets, *probe_targets(originals, [{"lib/encoder.js": ENCODER.replace("maps.length;", "1;")}]))
-        probe = sandbox.probe_calls(every, [failing, *passing], {"patch": patches[0], "second": patches[1]})
+        # the complete fix again, with a field its constructor adds: later calls on its objects still compare
+        fielded = patches[1]["lib/encoder.js"].replace("this.out = [];", "this.out = [];\n  this.seen = {};")
+        versions = {"patch": patches[0], "second": patches[1], "fielded": {"lib/encoder.js": fielded}}
+        probe = sandbox.probe_calls(every, [failing, *passing], versions)
         assert sandbox.read_file("lib/encoder.js") == ENCODER  # the watched text was the runs' only
-    assert list(probe.versions) == ["before", "before again", "patch", "second"], probe.note
-    assert probe.recorded == 4 and probe.processes == 4  # two inputs of writeMap, two of writeAll
+    assert list(probe.versions) == ["before", "before again", "patch", "second", "fielded"], probe.note
+    assert probe.recorded == 4 and probe.processes == 5  # two inputs of writeMap, two of writeAll
     before = probe.versions["before"]
     recorded = {(line.test, line.text, line.outcome) for line in before if line.variation == "as recorded"}
     assert (failing, "({ a: 1 }) on Encoder { out: [] }", "returns this") in recorded
@@ -239,15 +242,17 @@ def test_the_behaviour_probe_watches_mochas_calls_in_each_version_and_a_partial_
     evidence = behaviour_evidence(probe, {failing}, second="second", second_source="a second Patcher answer")
     assert evidence.unstable == 0 and evidence.compared > 10
     fixed = [c for c in evidence.changed if c.variation == "as recorded"]
-    # what changed is the receiver (the argument is left as it was), with a digest of its whole state
+    # what changed is the receiver's field (the argument is left as it was), with a digest of its whole state
     assert [c.test for c in fixed] == [failing]
-    shape = r"returns this \| arguments after: this: Encoder \{ out: \[ 'a=1' \] \} #[0-9a-f]{12}"
+    shape = r"returns this \| arguments after: this\.out: \[ 'a=1' \] #[0-9a-f]{12}"
     assert re.fullmatch(shape, fixed[0].after)
     assert not evidence.outside  # the passing tests' own calls behave as before
     # the sibling the partial patch misses: {b: 2}, the passing test's Map as a plain object
     sibling = [c for c in evidence.disagreements if c.variation == "argument 1 as a plain object"]
     assert [(c.input, c.before) for c in sibling] == [("({ b: 2 }) on Encoder { out: [] }", "returns this")]
-    assert "this: Encoder { out: [ 'b=2' ] } #" in sibling[0].after
+    assert "this.out: [ 'b=2' ] #" in sibling[0].after
+    same = behaviour_evidence(probe, {failing}, patch="second", second="fielded")
+    assert same.compared == evidence.compared and not same.disagreements
     assert (repo / "lib" / "encoder.js").read_text() == ENCODER
 
 

@@ -1,6 +1,7 @@
 // selfix's behaviour probe for Node (loaded with --require in NODE_OPTIONS): the edited functions, routed through
 // globalThis.__selfixCall by the text selfix wrote around them (repair/languages.instrument_node_calls), are
-// watched while the tests run. Each distinct call (its input: the receiver and the arguments, as text) is written
+// watched while the tests run. Each distinct call (its input: the arguments, and the receiver: a context object
+// whole, an instance by its class) is written
 // once with its outcome, the value returned or the exception thrown (a promise: what it settles to), and what the
 // call left in its arguments; then the same function runs on variations of that input (one argument, or one
 // field of a plain object argument, at a time: another type of the same thing, an empty one, a neighbour), each on copies, so the test's own objects are
@@ -70,8 +71,12 @@ function receiver(self) {
 
 // The input as a reader sees it: the arguments, and the receiver's top level (its fields' own contents are in
 // the digest that keys the input, not in the text).
+function argumentsText(args) {
+  return '(' + args.map(function (a) { return show(a, 3); }).join(', ') + ')';
+}
+
 function inputText(self, args) {
-  var shown = '(' + args.map(function (a) { return show(a, 3); }).join(', ') + ')';
+  var shown = argumentsText(args);
   return receiver(self) ? shown + ' on ' + show(self, 1) : shown;
 }
 
@@ -255,27 +260,53 @@ function outcomeOf(result, threw, self, args, before, write) {
   return finish('returns ' + (result === self && receiver(self) ? 'this' : show(result, 3)));
 }
 
-function objects(self, args) {
-  var found = args.filter(function (a) { return a !== null && typeof a === 'object'; });
-  if (receiver(self)) found.push(self);
-  return found;
-}
-
-// Each object argument's (and the receiver's) digest before the call.
+// Before a call: each object argument's digest, and each of the receiver's fields' (what a call does to its
+// receiver is the fields it changes: a field a patch adds in the constructor changes no later call's outcome).
 function states(self, args) {
-  return objects(self, args).map(digest);
+  var fields = Object.create(null);
+  if (receiver(self)) {
+    Object.keys(self).forEach(function (key) {
+      try { fields[key] = digest(self[key]); } catch (e) { fields[key] = 'unreadable'; }
+    });
+  }
+  return { args: args.map(function (a) { return a !== null && typeof a === 'object' ? digest(a) : ''; }), fields: fields };
 }
 
-// The objects the call changed, as text; one changed beyond what the text shows says so, with its new digest.
+// The arguments and the receiver's fields the call changed, as text; each with its digest, so a change beyond
+// what the text shows (the 30th byte an encoder wrote) still tells two outcomes apart.
 function argumentsAfter(self, args, before) {
   var changed = [];
-  objects(self, args).forEach(function (value, i) {
+  args.forEach(function (value, i) {
+    if (value === null || typeof value !== 'object') return;
     var now = digest(value);
-    if (now === before[i]) return;
-    var name = value === self ? 'this' : 'argument ' + (args.indexOf(value) + 1);
-    changed.push(name + ': ' + clip(show(value, 2)) + ' #' + now);
+    if (now !== before.args[i]) changed.push('argument ' + (i + 1) + ': ' + clip(show(value, 2)) + ' #' + now);
   });
+  if (receiver(self)) {
+    Object.keys(self).forEach(function (key) {
+      var now;
+      try { now = digest(self[key]); } catch (e) { now = 'unreadable'; }
+      if (now !== before.fields[key]) changed.push('this.' + key + ': ' + clip(show(self[key], 1)) + ' #' + now);
+    });
+    Object.keys(before.fields).forEach(function (key) {
+      if (!(key in self)) changed.push('this.' + key + ' deleted');
+    });
+  }
   return changed.join('; ');
+}
+
+// What identifies a receiver as part of a call's input: a plain object (a context: its fields are the input)
+// whole; an instance by its class and its plain fields (an encoder's buffer is its state, not the input).
+function receiverKey(self) {
+  if (!receiver(self)) return '';
+  if (plainObject(self)) return digest(self);
+  var proto = Object.getPrototypeOf(self);
+  var plain = Object.keys(self).sort().filter(function (key) {
+    var v = self[key];
+    return v === null || (typeof v !== 'object' && typeof v !== 'function');
+  });
+  return (proto && proto.constructor && proto.constructor.name) + ':' + plain.map(function (key) {
+    return key + '=' + String(self[key]);
+  }).join(',');
 }
 
 function hash(text) {
@@ -292,7 +323,7 @@ globalThis.__selfixCall = function (id, self, args, inner) {
   var argv = Array.prototype.slice.call(args);
   var input = inputText(self, argv);
   var before = states(self, argv);
-  var key = id + '\u0000' + input + '\u0000' + digest([self, argv]);
+  var key = id + '\u0000' + argumentsText(argv) + '\u0000' + digest(argv) + '\u0000' + receiverKey(self);
   if (seen[key] || (counts[id] || 0) >= maxCalls) return inner.apply(self, args);
   seen[key] = true;
   counts[id] = (counts[id] || 0) + 1;
