@@ -288,8 +288,8 @@ def instrument_node_calls(path: str, text: str, targets: Sequence[tuple[str, str
         depth = _depth(node)
         body = node.child_by_field_name("body")
         inserts += [(body.start_byte, -depth, routed[0]), (body.end_byte, depth, routed[1])]
-    for offset, _, text in sorted(inserts, key=lambda i: (-i[0], i[1])):
-        source = source[:offset] + text + source[offset:]
+    for offset, _, inserted in sorted(inserts, key=lambda i: (-i[0], i[1])):
+        source = source[:offset] + inserted + source[offset:]
     return source.decode("utf-8"), skipped
 
 
