@@ -47,7 +47,8 @@ from selfix_action.sandbox.process import Limits, run_process, sandbox_env
 from selfix_bench.base import CACHE_DIR, load_folder, read_task_data
 from selfix_bench.gittrees import changed_paths, file_at, git, overlay
 from selfix_bench.healing import heal_with
-from selfix_bench.stats import wilson_interval
+from selfix_bench.report import patch_digest
+from selfix_bench.stats import paired_comparison, wilson_interval
 
 KIND = "jsbug"
 SCHEMA = 1
@@ -1001,12 +1002,13 @@ def check_main(argv: Sequence[str] | None = None) -> int:
 def verdict(record: Mapping[str, Any], reviews: Mapping[str, Any]) -> str:
     """correct, partial, wrong, unread (resolved in another syntax, no grader's verdict yet) or unresolved: a
     resolved patch with the developers' syntax is correct; another is what a grader read and argued
-    (``reviews``: task -> {"patch": {"verdict", "argument"}}, written by the graders)."""
+    (``reviews``: task -> {patch digest: {"verdict", "argument"}}, written by the graders: a verdict holds for
+    the patch it read, so a later run's other patch for the same bug is unread until read)."""
     if not record.get("resolved"):
         return "unresolved"
     if record.get("same_syntax"):
         return "correct"
-    graded = reviews.get(str(record["task"]), {}).get("patch", {})
+    graded = reviews.get(str(record["task"]), {}).get(patch_digest(str(record.get("diff", ""))), {})
     return str(graded.get("verdict", "unread"))
 
 
@@ -1068,16 +1070,46 @@ def summarize(records: Sequence[Mapping[str, Any]], reviews: Mapping[str, Any] |
     return lines
 
 
+def compared(
+    records: Sequence[Mapping[str, Any]], previous: Sequence[Mapping[str, Any]], reviews: Mapping[str, Any]
+) -> list[str]:
+    """This run against an earlier one on the tasks both have: resolved, correct and `high`-and-correct, each
+    with the exact McNemar test on the discordant tasks."""
+    mine = {str(r["task"]): r for r in records}
+    theirs = {str(r["task"]): r for r in previous}
+    checks: dict[str, Callable[[Mapping[str, Any]], bool]] = {
+        "resolved": lambda r: bool(r.get("resolved")),
+        "correct": lambda r: verdict(r, reviews) == "correct",
+        "high and correct": lambda r: r.get("confidence") == "high" and verdict(r, reviews) == "correct",
+        "high and not correct": lambda r: r.get("confidence") == "high" and verdict(r, reviews) != "correct",
+    }
+    lines = []
+    for label, check in checks.items():
+        p = paired_comparison({t: check(r) for t, r in mine.items()}, {t: check(r) for t, r in theirs.items()})
+        lines.append(
+            f"paired with the earlier run, {label}: both {p.both}, only this run {p.only_a}, only the earlier run "
+            f"{p.only_b}, neither {p.neither} of {p.shared}; exact McNemar p = {p.p_value:.3g}"
+        )
+    return lines
+
+
 def report_main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m selfix_bench.jsbugs report")
     parser.add_argument("dir", type=Path, help="a heal run's folder (results.jsonl)")
     parser.add_argument("--reviews", type=Path, help="the graders' verdicts (bench/jsbugs/reviewed.json)")
+    parser.add_argument("--compare", type=Path, help="an earlier run's results.jsonl, paired task by task")
     args = parser.parse_args(argv)
     records = read_results(args.dir / "results.jsonl")
     if not records:
         raise InputError(f"no results in {args.dir / 'results.jsonl'}")
     reviews = json.loads(args.reviews.read_text(encoding="utf-8")) if args.reviews else {}
-    print("\n".join(summarize(records, reviews)))
+    lines = summarize(records, reviews)
+    if args.compare is not None:
+        previous = read_results(args.compare)
+        if not previous:
+            raise InputError(f"no results in {args.compare}")
+        lines += compared(records, previous, reviews)
+    print("\n".join(lines))
     return 0
 
 

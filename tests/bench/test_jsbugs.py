@@ -21,12 +21,14 @@ from selfix_bench.jsbugs import (
     JsBugTask,
     command_for,
     compare_to_fix,
+    compared,
     parse_xunit,
     same_syntax,
     summarize,
     task_from_data,
     with_reporter,
 )
+from selfix_bench.report import patch_digest
 
 
 def _task(**changes: object) -> JsBugTask:
@@ -143,15 +145,24 @@ def test_the_report_counts_resolved_and_confidence_levels() -> None:
         {"task": "Hexo-5", "project": "Hexo", "resolved": False, "same_syntax": False, "confidence": "low"},
         {"task": "ESLint-1", "project": "ESLint", "resolved": False, "stop_reason": "refused: JavaScript"},
     ]
-    records.append({"task": "Hexo-7", "project": "Hexo", "resolved": True, "same_syntax": False, "confidence": "high"})
+    hexo7 = {"task": "Hexo-7", "project": "Hexo", "resolved": True, "same_syntax": False, "confidence": "high"}
+    records.append({**hexo7, "diff": "the patch read"})
     records.append({"task": "Hexo-8", "project": "Hexo", "resolved": True, "same_syntax": False, "confidence": "high"})
-    reviews = {"Hexo-7": {"patch": {"verdict": "partial", "argument": "x"}}}
+    reviews = {"Hexo-7": {patch_digest("the patch read"): {"verdict": "partial", "argument": "x"}}}
     text = "\n".join(summarize(records, reviews))
     assert "tasks: 5 (1 refused)" in text
     assert "resolved: 3/5" in text and "read and argued correct): 1/5" in text
     assert "partial 1, wrong 0, unread 1, unresolved 2" in text
     assert "confidence high: correct: 1/3" in text and "partial or wrong: Hexo-7 (partial); unread 1" in text
     assert "confidence low: correct: 0/1 " in text and "Hexo-5 (unresolved)" in text
+    # a verdict holds for the patch it read: another run's other patch for Hexo-7 is unread
+    later = [{**r, "diff": "another patch"} if r["task"] == "Hexo-7" else r for r in records]
+    assert "partial 0, wrong 0, unread 2" in "\n".join(summarize(later, reviews))
+    # paired with the earlier run: Hexo-3 correct in both, Hexo-5 resolved in the later run only
+    later = [{**r, "resolved": True, "same_syntax": True} if r["task"] == "Hexo-5" else r for r in records]
+    pairs = compared(later, records, reviews)
+    assert pairs[0].startswith("paired with the earlier run, resolved: both 3, only this run 1, only the earlier run 0")
+    assert "correct: both 1, only this run 1, only the earlier run 0, neither 3 of 5; exact McNemar p = 1" in pairs[1]
 
 
 # -- one synthetic bug, end to end ---------------------------------------------------------------------
