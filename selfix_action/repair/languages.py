@@ -253,8 +253,16 @@ def _node_spans(file: str, source: str) -> list[FunctionSpan]:
 
 # -- the behaviour probe's recording, in the function's own text ---------------------------------------------
 # What an instrumented function calls: selfix's recorder when the test process loaded it (node_plugin/
-# selfix_calls.js, through NODE_OPTIONS), else the function's own body unchanged.
-PROBE_HOOK = "(globalThis.__selfixCall || function (i, t, a, f) { return f.apply(t, a); })"
+# selfix_calls.js, through NODE_OPTIONS), else the function's own body unchanged. The recorder hangs on
+# ``process``, which jest's and vitest's module sandboxes share with the process (their globalThis is their own);
+# the caller's globalThis goes with each call, for the test that made it. TypeScript reads it through
+# ``Reflect.get`` and types what it adds, so a type-checking transform (ts-jest) accepts the text.
+PROBE_HOOK = "(typeof process === 'object' && process.__selfixCall || function (i, t, a, f) { return f.apply(t, a); })"
+PROBE_HOOK_TS = (
+    "(Reflect.get(Reflect.get(globalThis, 'process') || {}, '__selfixCall') || "
+    "function (i: any, t: any, a: any, f: any) { return f.apply(t, a); })"
+)
+_CALLER_GLOBAL = b"typeof globalThis === 'object' ? globalThis : undefined"
 
 
 def instrument_node_calls(path: str, text: str, targets: Sequence[tuple[str, str, int]]) -> tuple[str, dict[str, str]]:
@@ -281,7 +289,7 @@ def instrument_node_calls(path: str, text: str, targets: Sequence[tuple[str, str
             skipped[target] = "not found in this version"
             continue
         node = min(nodes, key=lambda n: abs(n.start_point[0] + 1 - first))
-        routed = _routed(node, target)
+        routed = _routed(node, target, PurePosixPath(path).suffix in TS_SUFFIXES)
         if isinstance(routed, str):
             skipped[target] = routed
             continue
@@ -300,7 +308,7 @@ def _depth(node: Any) -> int:
     return depth
 
 
-def _routed(node: Any, target: str) -> tuple[bytes, bytes] | str:
+def _routed(node: Any, target: str, typescript: bool) -> tuple[bytes, bytes] | str:
     """What routes one function through the hook, written before and after its body; or why it cannot be."""
     body = node.child_by_field_name("body")
     if body is None:
@@ -314,7 +322,7 @@ def _routed(node: Any, target: str) -> tuple[bytes, bytes] | str:
     if node.type == "method_definition" and name is not None and _text(name) == "constructor":
         return "a constructor"
     prefix = b"async " if "async" in tokens else b""
-    hook = PROBE_HOOK.encode() + b"(" + json.dumps(target).encode()
+    hook = (PROBE_HOOK_TS if typescript else PROBE_HOOK).encode() + b"(" + json.dumps(target).encode()
     if node.type == "arrow_function":
         single = node.child_by_field_name("parameter")
         plain = [single] if single is not None else []
@@ -327,7 +335,10 @@ def _routed(node: Any, target: str) -> tuple[bytes, bytes] | str:
             return "an arrow function whose parameters are not plain names"
         names = b", ".join((p.child_by_field_name("pattern") or p).text for p in plain)
         typed = b", ".join(p.text for p in plain)  # TypeScript's annotations kept on the inner arrow
-        return hook + b", undefined, [" + names + b"], " + prefix + b"(" + typed + b") => ", b")"
+        return (
+            hook + b", undefined, [" + names + b"], " + prefix + b"(" + typed + b") => ",
+            b", " + _CALLER_GLOBAL + b")",
+        )
     if _uses_super(body):
         return "its body uses super"
     parameters = node.child_by_field_name("parameters")
@@ -336,7 +347,13 @@ def _routed(node: Any, target: str) -> tuple[bytes, bytes] | str:
         if b"//" in params:
             return "its parameters span lines with comments between them"
         params = b" ".join(part.strip() for part in params.splitlines())  # the inner copy keeps the lines
-    return b"{ return " + hook + b", this, arguments, " + prefix + b"function " + params + b" ", b"); }"
+    if typescript:  # the inner function's ``this``, typed: strict TypeScript refuses an implicit any
+        rest = params[1:-1].strip()
+        params = b"(this: any" + (b", " + rest if rest else b"") + b")"
+    return (
+        b"{ return " + hook + b", this, arguments, " + prefix + b"function " + params + b" ",
+        b", " + _CALLER_GLOBAL + b"); }",
+    )
 
 
 def _uses_super(node: Any) -> bool:

@@ -55,6 +55,7 @@ CALLS_RECORDER = "selfix_calls.js"
 # The behaviour probe's bounds: distinct inputs watched per function, variations run per input.
 PROBE_MAX_CALLS = 20
 PROBE_MAX_VARIATIONS = 16
+PROBED_RUNNERS = ("mocha", "jest", "vitest")
 SYNTAX_CHECK_SECONDS = 60.0
 COVERED_FAILING = 4  # failing tests run alone with coverage (runners other than mocha)
 COVERED_PASSING = 8  # passing tests of the same spec files run alone with coverage
@@ -207,8 +208,9 @@ class NodeSandbox:
         twice ("before", "before again"), then each of ``versions``. Each function's text is routed through
         selfix's recorder (``languages.instrument_node_calls``, ``node_plugin/selfix_calls.js``), which writes
         every distinct input with its outcome, and the outcomes of variations of it, run by that version's own
-        code. In place, not replayed elsewhere: a JavaScript object's class lives in the code that made it. The
-        tests run in mocha's process, which names the test of each call; under other runners it says why not."""
+        code. In place, not replayed elsewhere: a JavaScript object's class lives in the code that made it. Each
+        call's test comes from selfix's mocha reporter, or from jest's and vitest's expect state; node's runner
+        keeps none, and there the probe says why it did not run."""
         started = self.runs
         probe = self._probe_calls(targets, tests, versions)
         return probe.model_copy(update={"processes": self.runs - started})
@@ -218,8 +220,9 @@ class NodeSandbox:
     ) -> CallProbe:
         if not targets or not tests:
             return CallProbe(note="no function to probe" if not targets else "no test calls the edited code")
-        if self.runner != "mocha":
-            why = f"the behaviour probe watches calls in mocha's test process: none under {self.runner}"
+        if self.runner not in PROBED_RUNNERS:
+            # node's runner runs each file in a child of its own and keeps no state a call could name its test by
+            why = "the behaviour probe names the test of each call under mocha, jest and vitest: not node's runner"
             return CallProbe(note=why)
         names = [self._names.get(t) or split_test_id(t) for t in tests if not t.startswith(QA_TEST_DIR + "/")]
         names = [n for n in names if n.titles]
@@ -243,6 +246,7 @@ class NodeSandbox:
                 "SELFIX_CALLS_OUT": str(out),
                 "SELFIX_CALLS_MAX": str(PROBE_MAX_CALLS),
                 "SELFIX_CALLS_VARIATIONS": str(PROBE_MAX_VARIATIONS),
+                "SELFIX_CALLS_TESTS": json.dumps([[n.file, list(n.titles)] for n in names]),
                 "NODE_OPTIONS": f"--max-old-space-size={self._heap_mib} --require {self._plugin / CALLS_RECORDER}",
             }
             with self.patched({**version, **watched}):

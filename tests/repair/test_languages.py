@@ -5,6 +5,7 @@ routed through the behaviour probe's hook on their own lines."""
 from __future__ import annotations
 
 from selfix_action.repair.languages import (
+    PROBE_HOOK,
     function_spans,
     has_node_test,
     instrument_node_calls,
@@ -134,13 +135,16 @@ def test_functions_are_routed_through_the_probes_hook_on_their_own_lines() -> No
     assert routed.count("\n") == source.count("\n")
     assert syntax_problem("lib/a.js", routed) is None
     lines = routed.splitlines()
-    assert lines[2] == (
-        "function add(a, b) { return (globalThis.__selfixCall || function (i, t, a, f) { return f.apply(t, a); })"
-        '("lib/a.js:add", this, arguments, function (a, b) {'
-    )
-    assert lines[5] == "}); }" and lines[6] == source.splitlines()[6]
-    assert '("lib/a.js:arrow", undefined, [y], (y) => `${y}}`)' in routed
+    assert lines[2] == f'function add(a, b) {{ return {PROBE_HOOK}("lib/a.js:add", this, arguments, function (a, b) {{'
+    assert lines[5] == "}, typeof globalThis === 'object' ? globalThis : undefined); }"
+    assert lines[6] == source.splitlines()[6]
+    assert '("lib/a.js:arrow", undefined, [y], (y) => `${y}}`, typeof globalThis' in routed
     assert '("lib/a.js:multi", this, arguments, function (a, b) {' in routed  # one line, as the original's first
+    # TypeScript: the hook read through Reflect.get and the inner function's this typed, for a type-checker
+    typed, _ = instrument_node_calls("src/m.ts", "export function f(n: number): number {\n  return n;\n}\n",
+                                     [("src/m.ts:f", "f", 1)])  # fmt: skip
+    assert "Reflect.get(Reflect.get(globalThis, 'process')" in typed and "function (this: any, n: number) {" in typed
+    assert syntax_problem("src/m.ts", typed) is None
     # a watched function inside another (a rule's create and its visitor) composes
     rule = "module.exports = {\n  create(context) {\n"
     rule += "    return { Identifier(node) { context.report(node); } };\n  },\n};\n"
@@ -148,6 +152,6 @@ def test_functions_are_routed_through_the_probes_hook_on_their_own_lines() -> No
     nested, none_skipped = instrument_node_calls("lib/rule.js", rule, wanted)
     assert none_skipped == {} and syntax_problem("lib/rule.js", nested) is None
     assert nested.count("\n") == rule.count("\n") and nested.count("__selfixCall") == 2
-    assert nested.splitlines()[3] == "  }); },"
+    assert nested.splitlines()[3].startswith("  }, typeof globalThis")
     # untouched where nothing was asked
     assert instrument_node_calls("lib/a.js", source, []) == (source, {})

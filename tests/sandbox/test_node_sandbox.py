@@ -301,3 +301,74 @@ def test_the_behaviour_probe_varies_a_context_receivers_fields(tmp_path: Path) -
     assert rows == {("this.path with text after", "this.path = 'page/2/x'", "returns true", "returns false")}, rows
     varied = {line.variation for line in probe.versions["before"]}
     assert "this.dir empty" in varied and not any("in an array" in v for v in varied)  # a field stays a string
+
+
+ENCODER_TS = """export class Encoder {
+  out: string[] = [];
+  writeMap(map: any): this {
+    if (map instanceof Map) {
+      map.forEach((v: unknown, k: unknown) => this.out.push(k + '=' + v));
+    }
+    return this;
+  }
+}
+"""
+JEST_SPEC = """const Encoder = require('../lib/encoder');
+describe('writeMap', () => {
+  test('writes a plain object', () => { expect(new Encoder().writeMap({ a: 1 }).out).toEqual(['a=1']); });
+  test('writes a Map', () => { expect(new Encoder().writeMap(new Map([['b', 2]])).out).toEqual(['b=2']); });
+});
+"""
+VITEST_SPEC = """import { describe, it, expect } from 'vitest';
+import { Encoder } from '../src/encoder';
+describe('writeMap', () => {
+  it('writes a plain object', () => { expect(new Encoder().writeMap({ a: 1 }).out).toEqual(['a=1']); });
+  it('writes a Map', () => { expect(new Encoder().writeMap(new Map([['b', 2]])).out).toEqual(['b=2']); });
+});
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("runner", ["jest", "vitest"])
+def test_the_behaviour_probe_watches_jest_and_vitest_in_their_own_module_sandboxes(tmp_path: Path, runner: str) -> None:
+    """jest and vitest run the project's modules in a context of their own (its globalThis, its Map): the hook
+    reaches the recorder through ``process``, each call's test comes from the expect state, and what the recorder
+    builds (a Map from a plain object) is of the code's own realm, so ``instanceof Map`` holds in the patch."""
+    from selfix_action.repair.differential import behaviour_evidence, probe_targets
+    from tests.helpers.node_projects import install_into
+
+    if runner == "jest":
+        source, path, spec_path, spec = ENCODER, "lib/encoder.js", "test/encoder.test.js", JEST_SPEC
+        command, script = ["node_modules/.bin/jest"], "jest"
+    else:
+        source, path, spec_path, spec = ENCODER_TS, "src/encoder.ts", "test/encoder.test.ts", VITEST_SPEC
+        command, script = ["node_modules/.bin/vitest", "run"], "vitest run"
+    repo = write(
+        tmp_path / "p",
+        {"package.json": json.dumps({"name": "p", "scripts": {"test": script}, "devDependencies": {runner: "*"}}),
+         path: source, spec_path: spec},
+    )  # fmt: skip
+    install_into(repo)
+    guard = next(line for line in source.splitlines() if "if (map instanceof Map) {" in line)
+    indent = guard[: len(guard) - len(guard.lstrip())]
+    partial = source.replace(guard, f"{indent}if (map.a) this.out.push('a=' + map.a);\n{guard}")
+    convert = "if (!(map instanceof Map)) map = new Map(Object.entries(map || {}));"
+    complete = source.replace(guard, f"{indent}{convert}\n{guard}")
+    targets = probe_targets({path: source}, [{path: partial}, {path: complete}])
+    assert [t.qualname for t in targets] == ["Encoder.writeMap"]
+    failing = f"{spec_path}::writeMap > writes a plain object"
+    tests = [failing, f"{spec_path}::writeMap > writes a Map"]
+    with NodeSandbox(repo, command, NodeProject("npm", runner, script)) as sandbox:
+        assert sandbox.run_tests(None).results[failing].status is TestStatus.FAILED
+        probe = sandbox.probe_calls(targets, tests, {"patch": {path: partial}, "second": {path: complete}})
+    assert list(probe.versions) == ["before", "before again", "patch", "second"], probe.note
+    recorded = {(line.test, line.text) for line in probe.versions["before"] if line.variation == "as recorded"}
+    assert (failing, "({ a: 1 }) on Encoder { out: [] }") in recorded
+    evidence = behaviour_evidence(probe, {failing}, second="second")
+    assert [c.test for c in evidence.changed if c.variation == "as recorded"] == [failing]
+    assert not evidence.outside and evidence.unstable == 0
+    # a Map the recorder builds is of the code's realm: the unpatched code's ``instanceof Map`` holds and writes it
+    as_map = [line.outcome for line in probe.versions["before"] if line.variation == "argument 1 as a Map"]
+    assert as_map and all("this.out: [ 'a=1' ]" in outcome for outcome in as_map), as_map
+    sibling = [c for c in evidence.disagreements if c.variation == "argument 1 as a plain object"]
+    assert [(c.input, c.before) for c in sibling] == [("({ b: 2 }) on Encoder { out: [] }", "returns this")]

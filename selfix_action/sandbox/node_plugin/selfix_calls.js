@@ -31,6 +31,14 @@ try {
   fd = null;
 }
 var seen = Object.create(null);
+// The realm of the code under test: jest's and vitest's modules run in a context of their own, whose Map, Array
+// and Object are not this process's (``instanceof Map`` in their code is false for ours), so what the recorder
+// builds for them (copies, variations) is built with their constructors, and types are told by their tags.
+var realm = global;
+
+function tag(value) {
+  return Object.prototype.toString.call(value);
+}
 var counts = Object.create(null);
 var replaying = false;
 // A variation's asynchronous continuation is a replay too: its calls of watched functions are not the tests'.
@@ -63,7 +71,7 @@ function clip(text) {
 // A receiver worth showing: an object, not the global one, nor a namespace of functions (``m.add(1, 2)`` on a
 // module's exports, whose text would only repeat the module's function names).
 function receiver(self) {
-  if (self === undefined || self === null || self === globalThis || typeof self !== 'object') return false;
+  if (self === undefined || self === null || self === global || self === realm || typeof self !== 'object') return false;
   if (!plainObject(self)) return true;
   var values = Object.keys(self).map(function (k) { return self[k]; });
   return !values.length || !values.every(function (v) { return typeof v === 'function'; });
@@ -107,13 +115,13 @@ function digest(value) {
       hash.update(Buffer.from(v.buffer, v.byteOffset, v.byteLength));
       continue;
     }
-    if (v instanceof Date) {
+    if (tag(v) === '[object Date]') {
       hash.update('date:' + v.getTime() + ';');
       continue;
     }
     var proto = Object.getPrototypeOf(v);
     hash.update('obj:' + (proto && proto.constructor && proto.constructor.name) + ';');
-    if (v instanceof Map || v instanceof Set) {
+    if (tag(v) === '[object Map]' || tag(v) === '[object Set]') {
       v.forEach(function (x, k) { stack.push(x, k); });
       continue;
     }
@@ -145,24 +153,29 @@ function copyOf(value, seenCopies, budget) {
   if (seenCopies.has(value)) return seenCopies.get(value);
   if (--budget.left < 0) throw new Error('too large to copy');
   var copy;
+  var kind = tag(value);
   if (Buffer.isBuffer(value)) copy = Buffer.from(value);
   else if (ArrayBuffer.isView(value)) copy = value.slice();
-  else if (value instanceof Date) copy = new Date(value.getTime());
-  else if (value instanceof RegExp) copy = new RegExp(value.source, value.flags);
-  else if (value instanceof Map) {
-    copy = new Map();
+  else if (kind === '[object Date]') copy = new realm.Date(value.getTime());
+  else if (kind === '[object RegExp]') copy = new realm.RegExp(value.source, value.flags);
+  else if (kind === '[object Map]' || kind === '[object Set]') {
+    copy = kind === '[object Map]' ? new realm.Map() : new realm.Set();
+    Object.setPrototypeOf(copy, Object.getPrototypeOf(value));  // a subclass stays one
     seenCopies.set(value, copy);
-    value.forEach(function (v, k) { copy.set(copyOf(k, seenCopies, budget), copyOf(v, seenCopies, budget)); });
+    value.forEach(function (v, k) {
+      if (kind === '[object Map]') copy.set(copyOf(k, seenCopies, budget), copyOf(v, seenCopies, budget));
+      else copy.add(copyOf(v, seenCopies, budget));
+    });
     return copy;
-  } else if (value instanceof Set) {
-    copy = new Set();
-    seenCopies.set(value, copy);
-    value.forEach(function (v) { copy.add(copyOf(v, seenCopies, budget)); });
-    return copy;
-  } else if (typeof value.then === 'function' || value instanceof Error) {
+  } else if (typeof value.then === 'function' || kind === '[object Error]' || kind === '[object Promise]') {
     return value;  // a promise or an error is shared as it is
   } else {
-    copy = Array.isArray(value) ? [] : Object.create(Object.getPrototypeOf(value));
+    if (Array.isArray(value)) {
+      copy = new realm.Array();
+      Object.setPrototypeOf(copy, Object.getPrototypeOf(value));
+    } else {
+      copy = Object.create(Object.getPrototypeOf(value));
+    }
     seenCopies.set(value, copy);
     Reflect.ownKeys(value).forEach(function (key) {
       var d = Object.getOwnPropertyDescriptor(value, key);
@@ -177,9 +190,14 @@ function copyOf(value, seenCopies, budget) {
 }
 
 function plainObject(value) {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
+  if (value === null || typeof value !== 'object' || Array.isArray(value) || tag(value) !== '[object Object]') {
+    return false;
+  }
   var proto = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null;
+  if (proto === null) return true;
+  // Object.prototype of any realm: the end of the chain, and its constructor is that realm's Object
+  return Object.getPrototypeOf(proto) === null && typeof proto.constructor === 'function' &&
+    proto.constructor.name === 'Object';
 }
 
 // Other inputs of the kind a value is: [label, value] pairs (the Python probe's families, in JavaScript's types).
@@ -197,24 +215,24 @@ function variations(value, nested) {
     else found.push(['padded, lower case', ' ' + value.toLowerCase() + ' ']);
     if (/^\s*\d+\s*$/.test(value)) found.push(['negative', '-' + value.trim()]);
     if (!nested) {
-      found.push(['in an array', [value]], ['as a Buffer', Buffer.from(value)]);
+      found.push(['in an array', realm.Array.of(value)], ['as a Buffer', Buffer.from(value)]);
       if (/^\s*\d+\s*$/.test(value)) found.push(['as a number', Number(value)]);
     }
   } else if (Buffer.isBuffer(value)) {
     found.push(['empty', Buffer.alloc(0)], ['as a string', value.toString('utf8')]);
   } else if (Array.isArray(value)) {
-    found.push(['empty', []], ['reversed', value.slice().reverse()]);
+    found.push(['empty', new realm.Array()], ['reversed', value.slice().reverse()]);
     if (value.length === 1) found.push(['its one item', value[0]]);
     if (value.length > 1) found.push(['first item only', value.slice(0, 1)]);
-  } else if (value instanceof Map) {
-    var object = {};
+  } else if (tag(value) === '[object Map]') {
+    var object = new realm.Object();
     value.forEach(function (v, k) { object[String(k)] = v; });
-    found.push(['as a plain object', object], ['empty', new Map()]);
+    found.push(['as a plain object', object], ['empty', new realm.Map()]);
   } else if (plainObject(value)) {
     var keys = Object.keys(value);
-    found.push(['empty', {}], ['as a Map', new Map(keys.map(function (k) { return [k, value[k]]; }))]);
+    found.push(['empty', new realm.Object()], ['as a Map', new realm.Map(keys.map(function (k) { return [k, value[k]]; }))]);
     if (keys.length > 1) {
-      var first = {};
+      var first = new realm.Object();
       first[keys[0]] = value[keys[0]];
       found.push(['first key only', first]);
     }
@@ -313,13 +331,37 @@ function hash(text) {
   return parseInt(crypto.createHash('sha1').update(text).digest('hex').slice(0, 8), 16);
 }
 
-function currentTest() {
+// The probed tests ([spec file, titles] pairs), to name a jest or vitest test from its expect state.
+var probedTests = [];
+try {
+  probedTests = JSON.parse(process.env.SELFIX_CALLS_TESTS || '[]');
+} catch (e) {
+  probedTests = [];
+}
+var root = process.env.SELFIX_ROOT || process.cwd();
+
+// The test that made a call: mocha's, from selfix's reporter; jest's and vitest's, from the expect state their
+// sandbox's global holds (jest joins the titles with spaces, vitest with " > "), matched to a probed test.
+function currentTest(caller) {
   var test = global.__selfixTest;
-  return test && typeof test === 'object' ? test : null;
+  if (test && typeof test === 'object') return test;
+  var holder = caller && caller[Symbol.for('$$jest-matchers-object')];
+  var state = holder && holder.state;
+  if (!state || typeof state.currentTestName !== 'string') return null;
+  var name = state.currentTestName;
+  var where = typeof state.testPath === 'string' ? state.testPath : '';
+  for (var i = 0; i < probedTests.length; i++) {
+    var file = probedTests[i][0];
+    var titles = probedTests[i][1];
+    if (where && file && require('path').resolve(root, file) !== where) continue;
+    if (titles.join(' ') === name || titles.join(' > ') === name) return { file: file, titles: titles };
+  }
+  return null;
 }
 
-globalThis.__selfixCall = function (id, self, args, inner) {
+function record(id, self, args, inner, caller) {
   if (fd === null || inReplay()) return inner.apply(self, args);
+  realm = caller && typeof caller.Map === 'function' && typeof caller.Array === 'function' ? caller : global;
   var argv = Array.prototype.slice.call(args);
   var input = inputText(self, argv);
   var before = states(self, argv);
@@ -327,7 +369,7 @@ globalThis.__selfixCall = function (id, self, args, inner) {
   if (seen[key] || (counts[id] || 0) >= maxCalls) return inner.apply(self, args);
   seen[key] = true;
   counts[id] = (counts[id] || 0) + 1;
-  var base = { target: id, call: hash(key), text: clip(input), test: currentTest() };
+  var base = { target: id, call: hash(key), text: clip(input), test: currentTest(caller) };
   var pristine = null;
   try {
     pristine = copyOf([self, argv], new Map(), { left: COPY_LIMIT });
@@ -348,7 +390,11 @@ globalThis.__selfixCall = function (id, self, args, inner) {
   if (pristine !== null) vary(id, inner, pristine, base);
   if (threw) throw result;
   return result;
-};
+}
+
+// jest's and vitest's module sandboxes see the process's ``process`` (their globalThis is their own).
+process.__selfixCall = record;
+global.__selfixCall = record;
 
 // A plain object receiver's own fields of plain values, varied (a helper called on a context object, whose
 // input is this.path): [label, value, field] triples.
