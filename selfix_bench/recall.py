@@ -303,7 +303,7 @@ class EvidenceCapture:
         raise EngineStopped(StopReason.BUDGET_EXHAUSTED, "recall benchmark: evidence captured, no model asked")
 
     def qa_test(
-        self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, feedback: str = ""
+        self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, feedback: str = "", disputed: str = ""
     ) -> QATest | None:
         return None
 

@@ -133,13 +133,13 @@ class CascadeEngine:
         return False
 
     def qa_test(
-        self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, feedback: str = ""
+        self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, feedback: str = "", disputed: str = ""
     ) -> QATest | None:
         if hypothesis.id == self._handover.id:
             return None  # nothing to expose: it only hands over
         if hypothesis.id in self._offline_ids:
-            return self.offline.qa_test(hypothesis, evidence, sandbox, feedback)
-        return self.llm.qa_test(hypothesis, evidence, sandbox, feedback)
+            return self.offline.qa_test(hypothesis, evidence, sandbox, feedback, disputed)
+        return self.llm.qa_test(hypothesis, evidence, sandbox, feedback, disputed)
 
     def candidates(
         self,

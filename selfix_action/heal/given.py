@@ -125,9 +125,10 @@ class GivenPatch:
         ]
 
     def qa_test(
-        self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, feedback: str = ""
+        self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, feedback: str = "", disputed: str = ""
     ) -> QATest | None:
-        return None if feedback else self.qa  # a broken QA test is not asked for twice: the F2P tests serve
+        # a broken or disputed QA test is not asked for twice: the F2P tests serve
+        return None if feedback or disputed else self.qa
 
     def review(self, request: ReviewRequest) -> Review | None:
         return None  # the given patch is verified, not reviewed

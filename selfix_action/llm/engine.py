@@ -39,6 +39,7 @@ from selfix_action.llm.prompts import (
     qa_environment,
     qa_file,
     qa_request,
+    qa_retry,
     render_slices,
     reviewer_context,
     reviewer_request,
@@ -291,13 +292,14 @@ class LLMEngine:
         return True  # the last engine asked: its best patch is the answer
 
     def qa_test(
-        self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, feedback: str = ""
+        self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, feedback: str = "", disputed: str = ""
     ) -> QATest | None:
         path = qa_file(evidence, f"test_qa_{hypothesis.id.lower()}")
+        retry = qa_retry(feedback, disputed)
         request = (
-            node_qa_request(hypothesis, path, evidence, feedback)
+            node_qa_request(hypothesis, path, evidence, retry)
             if evidence.toolchain
-            else qa_request(hypothesis, path, feedback, qa_environment(evidence, sandbox.read_file))
+            else qa_request(hypothesis, path, retry, qa_environment(evidence, sandbox.read_file))
         )
         answer = self._ask(
             "qa",

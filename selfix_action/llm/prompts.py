@@ -632,17 +632,31 @@ def qa_environment(evidence: Evidence, read_file: ReadFile | None = None) -> str
     return out
 
 
-def qa_request(hypothesis: Hypothesis, path: str, feedback: str = "", environment: str = "") -> str:
-    """The QA request; ``feedback`` says why the previous reproduction test was broken (it failed in its own
-    code, or could not be collected), as untrusted test output; ``environment`` what the test may use
-    (``qa_environment``)."""
-    uses = f"\n{environment}" if environment else ""
-    retry = ""
+def qa_retry(feedback: str = "", disputed: str = "") -> str:
+    """Why QA is asked again for a hypothesis (the paragraph ending its request): its previous test was broken
+    (``feedback``: it failed in its own code, or could not be collected), or it is disputed (``disputed``: it
+    failed on candidate patches that pass every failing test). Both carry untrusted test output."""
+    if disputed:
+        return (
+            "\n\nYour previous reproduction test for this hypothesis failed on candidate patches that make every "
+            "failing test of the project pass. Either those patches are incomplete, or the test asserts something "
+            "the fix does not make true (a value the fix does not produce, or state left over from one of its "
+            "tests reaching the next). Read it again and write the test the hypothesis calls for: corrected if it "
+            "was wrong, the same if it was right. It must still fail on the current code.\n"
+            + block("the previous test and its failure on a candidate", disputed, limit=5000)
+        )
     if feedback:
-        retry = (
+        return (
             "\n\nYour previous reproduction test for this hypothesis did not run as a test: it failed in its own "
             "code, not in the project's. Write a corrected one.\n" + block("QA test output", feedback, limit=2500)
         )
+    return ""
+
+
+def qa_request(hypothesis: Hypothesis, path: str, retry: str = "", environment: str = "") -> str:
+    """The QA request; ``retry`` (``qa_retry``) says why QA is asked again for this hypothesis; ``environment``
+    what the test may use (``qa_environment``)."""
+    uses = f"\n{environment}" if environment else ""
     return f"""\
 Role: QA.
 Hypothesis under test:
@@ -686,14 +700,9 @@ def qa_file(evidence: Evidence, stem: str) -> str:
     return f"{folder + '/' if folder else ''}{stem.replace('_', '-')}.test{suffix}"
 
 
-def node_qa_request(hypothesis: Hypothesis, path: str, evidence: Evidence, feedback: str = "") -> str:
-    """The QA request for a JavaScript/TypeScript project: a spec file for the project's own runner."""
-    retry = ""
-    if feedback:
-        retry = (
-            "\n\nYour previous reproduction test for this hypothesis did not run as a test: it failed in its own "
-            "code, not in the project's. Write a corrected one.\n" + block("QA test output", feedback, limit=2500)
-        )
+def node_qa_request(hypothesis: Hypothesis, path: str, evidence: Evidence, retry: str = "") -> str:
+    """The QA request for a JavaScript/TypeScript project: a spec file for the project's own runner; ``retry``
+    (``qa_retry``) says why QA is asked again."""
     spec = next((n.partition("::")[0] for n in evidence.f2p_tests), "")
     return f"""\
 Role: QA.

@@ -94,7 +94,7 @@ class OfflineEngine:
         return True  # alone, its best patch is the answer
 
     def qa_test(
-        self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, feedback: str = ""
+        self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, feedback: str = "", disputed: str = ""
     ) -> QATest | None:
         # The failing tests themselves expose the bug: localization only proposes code they execute.
         return None

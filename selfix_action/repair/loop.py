@@ -174,6 +174,9 @@ def _better(kept: _Winner | None, new: _Winner | None) -> _Winner | None:
 
 
 ENVIRONMENT_NARROWINGS = 3  # times a heal may leave failing tests out as the environment's
+# Candidates of one hypothesis that pass every failing test and fail only its QA test before the test itself is
+# put in doubt (QA asked once to read it again: ``_dispute``).
+DISPUTE_AFTER = 2
 AGREEMENT_MARGIN = 5  # lines around the hypothesis' range that still count as the place it named
 
 
@@ -355,6 +358,7 @@ class HealingLoop:
         incumbent: _Winner | None = None  # a confirmed patch the engine did not accept as the end (engine.accepts)
         seen_patches: set[str] = set()  # normalized programs already verified (see program_key)
         exposed: dict[str, Exposure] = {}  # a hypothesis walked again (environment tests left out) keeps its QA
+        disputed: set[str] = set()  # hypotheses whose QA test was put in doubt once (``_dispute``)
         ahead = list(hypotheses)  # the loop's own list; the engine changes it only through revise's value
         while ahead:
             hypothesis = ahead.pop(0)
@@ -391,6 +395,7 @@ class HealingLoop:
             history: list[Verification] = []
             tried = 0
             passing: list[_Passing] = []
+            qa_only: list[tuple[CandidatePatch, Verification]] = []  # failed the QA test alone
             window: _Window | None = None
             try:
                 candidates = self.engine.candidates(hypothesis, evidence, self.sandbox, history)
@@ -407,6 +412,8 @@ class HealingLoop:
                         history.append(verdict)
                         continue
                     tried += 1
+                    if _qa_alone(verdict):
+                        qa_only.append((candidate, verdict))
                     if verdict.ok and (partial := self.properties.check(hypothesis.id, candidate)) is not None:
                         verdict = partial  # passes the tests, not the hypothesis' property: fed back as a failure
                     self._trace_verdict(candidate, verdict)
@@ -450,6 +457,28 @@ class HealingLoop:
                 winner, settled = self._settle(passing, window, qa, evidence, history, cut_short=cut_short)
                 if winner is not None:
                     stop = settled  # HEALED or VERIFIED_UNCONFIRMED
+            if (
+                winner is None
+                and stop.reason is StopReason.HYPOTHESES_EXHAUSTED
+                and qa is not None
+                and len(qa_only) >= DISPUTE_AFTER
+                and hypothesis.id not in disputed
+            ):
+                # 5b. Candidates that pass every failing test kept failing the QA test alone: the test may be what
+                # is wrong. QA reads it again once; a test it rewrites (which must still fail on the unpatched
+                # code) walks the hypothesis again, its patches verified anew against it.
+                disputed.add(hypothesis.id)
+                rewritten: Exposure | None = None
+                try:
+                    rewritten = self._dispute(hypothesis, evidence, qa, qa_only)
+                except EngineStopped as stopped:
+                    stop = Stop(stopped.reason, stopped.detail)
+                if rewritten is not None:
+                    exposed[hypothesis.id] = rewritten
+                    ahead.insert(0, hypothesis)
+                    seen_patches.clear()  # verdicts against the old QA test do not hold for the new one
+                    records.append(self._record(hypothesis, exposure, tried, history, None))
+                    continue
             if winner is not None and stop.reason is StopReason.HEALED and self.config.behaviour_probe:
                 # 7. Beyond the tests: a second solution, and both run on the inputs the tests passed the edited
                 # functions and on variations of them (evidence for the confidence, not a stop).
@@ -547,14 +576,15 @@ class HealingLoop:
         return self.budget.candidates_tried
 
     # -- steps ---------------------------------------------------------------------------------------
-    def _expose(self, hypothesis: Hypothesis, evidence: Evidence) -> Exposure | Stop:
+    def _expose(self, hypothesis: Hypothesis, evidence: Evidence, disputed: str = "") -> Exposure | Stop:
         """QA: the engine's reproduction test for ``hypothesis``, run on the unpatched code (no QA test: the F2P
         tests serve). Asked for only while a candidate (and then the QA run too) fits in the budget with what a
         confirmation needs kept back.
 
         A broken QA test (not collected, or failing in its own code) says nothing about the hypothesis: the
         engine is asked once more with the reason, and if that one is broken too, the failing tests serve as
-        the reproduction. Only a QA test that runs and passes on the unpatched code drops a hypothesis."""
+        the reproduction. Only a QA test that runs and passes on the unpatched code drops a hypothesis.
+        ``disputed``: the previous test of this hypothesis, put in doubt (``_dispute``), for the first ask."""
         cost = self.verifier.candidate_runs
         keep_seconds = self.budget.confirm_seconds
         if (stop := self.budget.allows(cost, keep_runs=CONFIRM_RUNS, keep_seconds=keep_seconds)) is not None:
@@ -562,7 +592,8 @@ class HealingLoop:
         feedback = ""
         exposure: Exposure | None = None
         for _attempt in (1, 2):
-            qa = self.engine.qa_test(hypothesis, evidence, self.sandbox, feedback=feedback)
+            qa = self.engine.qa_test(hypothesis, evidence, self.sandbox, feedback=feedback, disputed=disputed)
+            disputed = ""
             if qa is None:
                 break
             if (stop := self.budget.allows(1 + cost, keep_runs=CONFIRM_RUNS, keep_seconds=keep_seconds)) is not None:
@@ -578,6 +609,39 @@ class HealingLoop:
         if exposure is None:
             return Exposure(None, True, failing)
         return Exposure(None, True, f"{failing} (its QA test stayed broken: {exposure.how})")
+
+    def _dispute(
+        self,
+        hypothesis: Hypothesis,
+        evidence: Evidence,
+        qa: QATest,
+        qa_only: Sequence[tuple[CandidatePatch, Verification]],
+    ) -> Exposure | None:
+        """QA, shown its test, the first candidate that passed every failing test and failed the test alone, and
+        that failure, writes the test again. A new test that exposes the hypothesis (fails on the unpatched code)
+        is returned; the same test, no test, or one that does not expose: None (the dispute changes nothing)."""
+        candidate, verdict = qa_only[0]
+        diff = unified_diff(self.verifier.originals(candidate.files), candidate.files)
+        shown = (
+            f"The test ({QA_TEST_DIR}/{qa.path}):\n{qa.source.rstrip()}\n\nA candidate patch that passes every "
+            f"failing test of the project:\n{diff.rstrip()}\n\nThe test's failure on it:\n{verdict.detail}"
+        )
+        with self.budget.timed("expose"):
+            again = self._expose(hypothesis, evidence, disputed=shown)
+        rewritten = isinstance(again, Exposure) and again.exposed and (again.qa is None or again.qa.source != qa.source)
+        self.trace(
+            "qa_disputed",
+            f"{hypothesis.id}: {len(qa_only)} candidate(s) passed every failing test and failed its QA test alone; "
+            + (
+                "QA rewrote the test, and the hypothesis is walked again"
+                if rewritten
+                else "QA kept the test (or its new one does not expose the bug)"
+            ),
+            hypothesis=hypothesis.id,
+            candidates=[c.id for c, _ in qa_only],
+            rewritten=rewritten,
+        )
+        return again if rewritten and isinstance(again, Exposure) else None
 
     def _passing(self, candidate: CandidatePatch) -> _Passing:
         patterns = overfitting_patterns(self.verifier.originals(candidate.files), candidate.files)
@@ -1123,3 +1187,9 @@ class HealingLoop:
             confidence_reasons=[r.code for r in confidence.reasons if r.level != "high"] if confidence else [],
         )
         return HealResult(report=report, files=files, originals=originals)
+
+
+def _qa_alone(verdict: Verification) -> bool:
+    """A candidate whose only failing tests are the QA test's: every failing test of the project passed."""
+    failing = verdict.failing_tests
+    return verdict.stage is VerifyStage.QA and bool(failing) and all(t.startswith(QA_TEST_DIR) for t in failing)

@@ -109,10 +109,12 @@ class Engine(Protocol):
         ...
 
     def qa_test(
-        self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, feedback: str = ""
+        self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, feedback: str = "", disputed: str = ""
     ) -> QATest | None:
         """QA: a reproduction test that must fail on the unpatched code. None: the F2P tests serve.
-        ``feedback``: why the previous QA test of this hypothesis was broken (the loop asks once more)."""
+        ``feedback``: why the previous QA test of this hypothesis was broken (the loop asks once more).
+        ``disputed``: the previous QA test, and its failure on candidates that pass every failing test: the test
+        may assert what the fix does not make true (the loop asks once, and walks the hypothesis again)."""
         ...
 
     def accepts(self, patch: CandidatePatch, confidence: Confidence | None) -> bool:

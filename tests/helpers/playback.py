@@ -52,7 +52,7 @@ class Playback:
         return True  # a scripted engine takes any patch
 
     def qa_test(
-        self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, feedback: str = ""
+        self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, feedback: str = "", disputed: str = ""
     ) -> QATest | None:
         return None
 

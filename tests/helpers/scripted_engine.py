@@ -22,6 +22,7 @@ class ScriptedEngine:
         qa: dict[str, QATest | None],
         candidates: dict[str, list[dict[str, str]]],
         review: Review | None = None,
+        qa_after_dispute: dict[str, QATest | None] | None = None,
     ) -> None:
         self._hypotheses = hypotheses
         self._review = review  # the reviewer's verdict it plays back (None: no reviewer)
@@ -30,6 +31,8 @@ class ScriptedEngine:
         self._candidates = candidates
         self.feedback: list[Verification] = []
         self.qa_feedback: list[tuple[str, str]] = []  # (hypothesis id, why its last QA test was broken)
+        self._qa_after_dispute = qa_after_dispute or {}  # what QA answers once its test is disputed
+        self.qa_disputes: list[tuple[str, str]] = []  # (hypothesis id, the disputed test and its failure)
 
     def usage(self) -> Usage:
         return Usage(calls=len(self.feedback))
@@ -54,10 +57,13 @@ class ScriptedEngine:
         return True  # a scripted engine takes any patch
 
     def qa_test(
-        self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, feedback: str = ""
+        self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, feedback: str = "", disputed: str = ""
     ) -> QATest | None:
         if feedback:
             self.qa_feedback.append((hypothesis.id, feedback))
+        if disputed:
+            self.qa_disputes.append((hypothesis.id, disputed))
+            return self._qa_after_dispute.get(hypothesis.id)
         return self._qa.get(hypothesis.id)
 
     def candidates(

@@ -221,3 +221,24 @@ def test_settling_a_javascript_disagreement_asks_for_a_spec_for_the_projects_run
     assert "mocha 10.8.2 on Node v20.20.2" in text and "failing test test/e.spec.js:" in text and "pytest" not in text
     python = settle_request(hypothesis, "test_settle_h1.py", "| row |", "", node.model_copy(update={"toolchain": ""}))
     assert "Write a small pytest module (saved as\n_selfix_qa/test_settle_h1.py" in python
+
+
+def test_qa_is_asked_again_saying_why_broken_or_disputed() -> None:
+    """A broken test failed in its own code; a disputed one failed on candidates that pass every failing test:
+    the request says which, with the test and its failure, for Python and JavaScript alike."""
+    from selfix_action.llm.prompts import node_qa_request, qa_request, qa_retry
+    from selfix_action.repair.values import Evidence, Hypothesis
+
+    hypothesis = Hypothesis(id="H1", rank=1, title="add subtracts", confidence=0.7, file="calc.py", symbol="add",
+                            lines=(2,))  # fmt: skip
+    disputed = qa_retry(disputed="The test (_selfix_qa/test_qa_h1.py):\nassert add(2, 2) == 5")
+    assert "failed on candidate patches that make every failing test of the project pass" in disputed
+    assert "assert add(2, 2) == 5" in disputed and "did not run as a test" not in disputed
+    broken = qa_retry(feedback="NameError: name 'ad' is not defined")
+    assert "did not run as a test" in broken and qa_retry() == ""
+    assert disputed in qa_request(hypothesis, "test_qa_h1.py", disputed)
+    node = Evidence(
+        f2p_tests=("test/a.spec.js::a",), p2p_tests=(), failures=(), suspicious_lines=(), suspicious_functions=(),
+        coverage_used=False, toolchain="mocha 10 on Node v20",
+    )  # fmt: skip
+    assert disputed in node_qa_request(hypothesis, "test/test-qa-h1.test.js", node, disputed)

@@ -95,6 +95,35 @@ def test_qa_test_that_passes_drops_the_hypothesis_a_broken_one_is_reasked_then_t
 
 
 @pytest.mark.slow
+def test_a_qa_test_only_passing_candidates_fail_is_disputed_once(make_sandbox: Callable[..., PytestSandbox]) -> None:
+    """ESLint-1's kind: the QA test asserts what the fix does not make true, so every candidate that passes the
+    failing tests fails it alone. After two such candidates QA is shown its test, one candidate and the failure,
+    once; a rewritten test that still exposes the bug walks the hypothesis again. A test kept as it was changes
+    nothing."""
+    wrong = "from calc import add\n\ndef test_it():\n    assert add(1, 2) == 3\n    assert add(2, 2) == 5\n"
+    right = wrong.replace("== 5", "== 4")
+    swapped = FIXED.replace("a + b", "b + a")
+    candidates = {"H1": [{"calc.py": FIXED}, {"calc.py": swapped}]}
+    qa = {"H1": QATest(path="test_qa_h1.py", source=wrong)}
+    engine = ScriptedEngine(
+        [hyp("H1", 1)], qa, candidates, qa_after_dispute={"H1": QATest(path="test_qa_h1.py", source=right)}
+    )
+    report = HealingLoop(make_sandbox(CALC), engine).run().report
+    assert report.stop_reason is StopReason.HEALED
+    assert [h for h, _ in engine.qa_disputes] == ["H1"]
+    shown = engine.qa_disputes[0][1]
+    assert "assert add(2, 2) == 5" in shown and "+    return a + b" in shown and "assert 4 == 5" in shown
+    first, again = report.hypotheses
+    assert first.rejections_by_stage == {"qa_test": 2} and again.outcome.startswith("healed")
+    assert report.patch is not None and again.candidates_tried == 1
+    # QA keeps its test: the dispute changes nothing, and it is not asked twice
+    engine = ScriptedEngine([hyp("H1", 1)], qa, candidates, qa_after_dispute=qa)
+    report = HealingLoop(make_sandbox(CALC), engine).run().report
+    assert report.stop_reason is StopReason.HYPOTHESES_EXHAUSTED and len(engine.qa_disputes) == 1
+    assert len(report.hypotheses) == 1
+
+
+@pytest.mark.slow
 def test_a_name_error_raised_in_project_code_exposes_the_hypothesis(
     make_sandbox: Callable[..., PytestSandbox],
 ) -> None:

@@ -233,7 +233,7 @@ class SlowDetective(ScriptedEngine):
         return super().hypotheses(evidence, sandbox, limit)
 
     def qa_test(
-        self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, feedback: str = ""
+        self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, feedback: str = "", disputed: str = ""
     ) -> QATest | None:
         self.qa_asked += 1
         return super().qa_test(hypothesis, evidence, sandbox)
