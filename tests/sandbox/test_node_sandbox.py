@@ -372,3 +372,28 @@ def test_the_behaviour_probe_watches_jest_and_vitest_in_their_own_module_sandbox
     assert as_map and all("this.out: [ 'a=1' ]" in outcome for outcome in as_map), as_map
     sibling = [c for c in evidence.disagreements if c.variation == "argument 1 as a plain object"]
     assert [(c.input, c.before) for c in sibling] == [("({ b: 2 }) on Encoder { out: [] }", "returns this")]
+
+
+def test_a_title_with_a_line_separator_stays_one_test(tmp_path: Path) -> None:
+    """ESLint titles its tests by their code, and code may hold U+2028: the reporter's JSON keeps it raw, and a
+    record is cut at "\\n" only (str.splitlines would cut it there too, and the test would have no result)."""
+    if shutil.which("node") is None:
+        pytest.skip("node is not on PATH")
+    spec = (
+        "import { it } from 'node:test';\nimport assert from 'node:assert';\n"
+        "it('foo \\u2028 bar', () => { assert.strictEqual(1, 2); });\nit('plain', () => {});\n"
+    )
+    repo = write(tmp_path / "p", {"package.json": json.dumps({"scripts": {"test": "node --test test/"}}),
+                                  "test/a.test.mjs": spec})  # fmt: skip
+    with NodeSandbox(repo, ["node", "--test", "test/"], NODE) as sandbox:
+        run = sandbox.run_tests(None)
+    assert {n: r.status for n, r in run.results.items()} == {
+        "test/a.test.mjs::foo \u2028 bar": TestStatus.FAILED,
+        "test/a.test.mjs::plain": TestStatus.PASSED,
+    }
+
+
+def test_covered_lines_count_lines_by_newlines_alone() -> None:
+    text = "a;\n'\u2028';\nb;\n"  # a line separator inside a string literal is no new line
+    starts = [text.index("a"), text.index("'"), text.index("b")]
+    assert covered_lines(text, [[0, len(text), 0], [starts[2], starts[2] + 2, 1]]) == [3]
