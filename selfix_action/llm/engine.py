@@ -860,7 +860,7 @@ def qa_source_problem(source: str, path: str = "test_qa.py") -> str | None:
         if (problem := syntax_problem(path, source)) is not None:
             return f"test_source does not parse: {problem}"
         if not has_node_test(path, source):
-            return "test_source declares no test (an it(...) or test(...) call)"
+            return "test_source declares no test (an it(...) or test(...) call, or a RuleTester run(...))"
         return None
     try:
         tree = ast.parse(source)

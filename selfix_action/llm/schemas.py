@@ -352,7 +352,11 @@ def tool_specs(bounds: ProjectBounds | None = None) -> tuple[ToolSpec, ...]:
             "Report ranked root-cause hypotheses for the failure.",
             constrained_schema(DetectiveAnswer, bounds),
         ),
-        ToolSpec(QA_TOOL, "Write a pytest reproduction test for one hypothesis.", constrained_schema(QAAnswer, bounds)),
+        ToolSpec(
+            QA_TOOL,
+            "Write a reproduction test, for the project's own test runner, for one hypothesis.",
+            constrained_schema(QAAnswer, bounds),
+        ),
         ToolSpec(
             PATCHER_TOOL,
             "Propose search/replace edits that fix the bug.",

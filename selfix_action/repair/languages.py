@@ -510,14 +510,23 @@ def _case_lines(root: Any, title: str, limit: int) -> set[int]:
 
 
 def has_node_test(path: str, text: str) -> bool:
-    """Whether a spec file declares a test (an ``it``/``test``/``specify`` call)."""
+    """Whether a spec file declares a test: an ``it``/``test``/``specify`` call, or ESLint's RuleTester's
+    ``run`` (``ruleTester.run(name, rule, {valid, invalid})``: it declares one mocha test per case)."""
     stack = [_parse(path, text).root_node]
     while stack:
         node = stack.pop()
-        if node.type == "call_expression" and _call_name(node) in _TEST_CALLS:
+        if node.type == "call_expression" and (_call_name(node) in _TEST_CALLS or _rule_tester_run(node)):
             return True
         stack.extend(node.children)
     return False
+
+
+def _rule_tester_run(call: Any) -> bool:
+    target = call.child_by_field_name("function")
+    if target is None or target.type != "member_expression":
+        return False
+    prop, owner = target.child_by_field_name("property"), target.child_by_field_name("object")
+    return prop is not None and _text(prop) == "run" and owner is not None and "ruletester" in _text(owner).lower()
 
 
 def node_names_in_test(path: str, text: str, titles: tuple[str, ...]) -> set[str]:

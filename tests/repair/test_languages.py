@@ -89,6 +89,10 @@ def test_a_test_is_found_by_its_titles_with_the_hooks_around_it() -> None:
     assert "parse" in node_names_in_test("t.test.js", SPEC, ("parser", "numbers", "reads 1"))
     assert node_outline("t.test.js", SPEC) == {1, 2}
     assert has_node_test("t.test.js", SPEC) and not has_node_test("t.js", "describe('x', () => {});")
+    # ESLint's RuleTester declares a mocha test per case (readers' QA tests were refused for it)
+    rule_spec = "const ruleTester = new RuleTester();\nruleTester.run('no-x', rule, { valid: ['a'], invalid: [] });\n"
+    assert has_node_test("t.js", rule_spec) and has_node_test("t.js", "new RuleTester().run('x', r, {});\n")
+    assert not has_node_test("t.js", "runner.run('x');\n")
 
 
 def test_a_data_driven_case_is_found_by_its_code_when_no_it_call_names_it() -> None:
