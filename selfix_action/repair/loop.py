@@ -227,6 +227,12 @@ def _behaviour_table(probe: BehaviourEvidence | None) -> str:
     )
     table = change_table(probe.changed, old="unpatched", new="patched", limit=MAX_REVIEWED_CHANGES)
     lines = [summary + (":" if table else "."), *table]
+    if probe.blind:
+        lines += [
+            "",
+            "No call a failing test made behaves differently with the patch: the fix acts through what this table "
+            "cannot show (a closure, a callback, module state), so it says little of the fix itself.",
+        ]
     if probe.still_raising:
         lines += [
             "",

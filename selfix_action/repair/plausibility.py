@@ -705,13 +705,20 @@ def probe_reasons(probe: BehaviourEvidence | None) -> list[tuple[str, Confidence
                 f"which those tests do not check (first: {_shown(first)})",
             )
         )
+    blind = (
+        "; but no call a failing test made changed outcome, so the fix acts through what the probe does not see "
+        "(a closure, a callback, module state) and these comparisons say little of it"
+        if probe.blind
+        else ""
+    )
     if not outside:
         found.append(
             (
                 "inputs_probed",
                 PROBE_LEVELS["inputs_probed"],
                 f"{probe.compared} input(s) the tests passed the edited functions, and variations of them, replayed "
-                f"unpatched and patched: {len(probe.changed)} changed outcome, none of them a passing test's call",
+                f"unpatched and patched: {len(probe.changed)} changed outcome, none of them a passing test's call"
+                + blind,
             )
         )
     if probe.second_source and probe.disagreements and probe.settled:
@@ -738,7 +745,8 @@ def probe_reasons(probe: BehaviourEvidence | None) -> list[tuple[str, Confidence
             (
                 "second_solution_agrees",
                 PROBE_LEVELS["second_solution_agrees"],
-                f"{probe.second_source} passed the same checks and behaves the same on all {probe.compared} input(s)",
+                f"{probe.second_source} passed the same checks and behaves the same on all {probe.compared} input(s)"
+                + blind,
             )
         )
     return found

@@ -308,6 +308,14 @@ class BehaviourEvidence(Frozen):
     def outside(self) -> tuple[InputChange, ...]:
         return tuple(c for c in self.changed if c.outside)
 
+    @property
+    def blind(self) -> bool:
+        """Inputs were compared, yet no call a failing test made behaves differently with the patch: the fix
+        acts through what the probe does not see (a closure, a callback, module state), so its comparisons say
+        little of it (an ESLint rule's visitor reports through its ``context``)."""
+        fixed = any(c.source == "failing" and c.variation == "as recorded" for c in self.changed)
+        return self.compared > 0 and not fixed
+
 
 class HealReport(Frozen):
     version: int = REPORT_VERSION

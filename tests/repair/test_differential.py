@@ -72,6 +72,20 @@ def test_outcomes_compare_by_value_and_exception_kind_and_unstable_inputs_are_le
     assert [(code, level) for code, level, _ in probe_reasons(raising)] == [("inputs_outside_failed", "medium")]
 
 
+def test_a_probe_that_saw_no_failing_call_change_says_it_is_blind_to_the_fix() -> None:
+    """An ESLint rule's visitor reports through its closure's ``context``: the failing test flips, yet every call
+    the probe watched returns as before. Its comparisons are then no evidence for the fix, and its reasons say so
+    (the level they allow stays: they never raised it)."""
+    same = (line("as recorded", "returns undefined"), line("argument 1 null", "returns undefined"))
+    probe = CallProbe(versions={"before": same, "before again": same, "patch": same, "second": same}, recorded=1)
+    evidence = behaviour_evidence(probe, {"t.py::test_a"}, second="second", second_source="a second answer")
+    assert evidence.blind and evidence.compared == 2
+    reasons = {code: text for code, _, text in probe_reasons(evidence)}
+    assert "does not see" in reasons["inputs_probed"] and "does not see" in reasons["second_solution_agrees"]
+    fixed = CallProbe(versions={**probe.versions, "patch": (line("as recorded", "returns 1"), same[1])}, recorded=1)
+    assert not behaviour_evidence(fixed, {"t.py::test_a"}).blind
+
+
 ORIGINAL_SHOP = (
     "class Cart:\n    def __init__(self):\n        self.items = []\n\n    def total(self):\n        return 0\n"
 )
