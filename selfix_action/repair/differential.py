@@ -223,3 +223,38 @@ def behaviour_evidence(
         still_raising=tuple(raising[:MAX_SHOWN_CHANGES]),
         note=note,
     )
+
+
+def untested_callers(
+    edited: Collection[tuple[str, str]],
+    sources: Mapping[str, str],
+    coverage: Mapping[str, Mapping[str, Sequence[int]]],
+) -> tuple[str, ...]:
+    """The project's functions (``path:qualname``, outside the edited ones) that call an edited function and that
+    no test ran on the unpatched code (``coverage``: each test's lines): whatever the patch now answers them, no
+    test checks it (Pencilblue-6: ``isFloat`` made to refuse integers, and the job runner's progress, which asks
+    it, stops moving). A call is matched by the function's name, so only names the project defines once count:
+    ``write`` or ``get`` could be anything's."""
+    names = {qualname.rsplit(".", 1)[-1] for _, qualname in edited}
+    spans = {path: function_spans(path, text) for path, text in sources.items() if any(n in text for n in names)}
+    defined: dict[str, int] = {}
+    for path, text in sources.items():
+        if any(n in text for n in names):
+            for span in spans[path]:
+                short = span.name.rsplit(".", 1)[-1]
+                defined[short] = defined.get(short, 0) + 1
+    unique = {n for n in names if defined.get(n) == 1}
+    if not unique:
+        return ()
+    ran: dict[str, set[int]] = {}
+    for files in coverage.values():
+        for path, lines in files.items():
+            ran.setdefault(path, set()).update(lines)
+    found = []
+    for path, file_spans in spans.items():
+        for span in file_spans:
+            if (path, span.name) in edited or not span.called_names & unique:
+                continue
+            if not span.statement_lines & ran.get(path, set()):
+                found.append(f"{path}:{span.name}")
+    return tuple(found)

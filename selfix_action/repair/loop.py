@@ -37,7 +37,13 @@ from dataclasses import dataclass, field
 
 from selfix_action.repair.config import LoopConfig
 from selfix_action.repair.dependencies import missing_dependencies
-from selfix_action.repair.differential import added_attributes, behaviour_evidence, probe_targets, probed_tests
+from selfix_action.repair.differential import (
+    added_attributes,
+    behaviour_evidence,
+    probe_targets,
+    probed_tests,
+    untested_callers,
+)
 from selfix_action.repair.evidence import Reproduction, gather_evidence, reproduce
 from selfix_action.repair.localize import enclosing_function, function_spans
 from selfix_action.repair.patches import changed_line_count, hunks, program_key, unified_diff
@@ -990,6 +996,11 @@ class HealingLoop:
             if span is not None and (hunk.path, span.name) not in edited:
                 edited.append((hunk.path, span.name))
         ranked = [(f.file, f.name) for f in evidence.suspicious_functions] if evidence else []
+        callers: tuple[str, ...] = ()
+        baseline = self._baseline.coverage if self._baseline is not None else None
+        if baseline:  # without coverage no caller is known to be untested
+            sources = {path: self.sandbox.read_file(path) for path in self.sandbox.source_files()}
+            callers = untested_callers(edited, sources, baseline)
         return assess_confidence(
             confirmed=winner.after is not None,
             patterns=overfitting_patterns(originals, files),
@@ -1010,6 +1021,7 @@ class HealingLoop:
             probe=winner.probe,
             property_held=property_held,
             review=review,
+            untested_callers=callers,
         )
 
     # -- bookkeeping ---------------------------------------------------------------------------------

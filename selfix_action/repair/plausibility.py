@@ -480,6 +480,7 @@ def assess_confidence(
     probe: BehaviourEvidence | None = None,
     property_held: str = "",
     review: Review | None = None,
+    untested_callers: Sequence[str] = (),
 ) -> Confidence:
     """The confidence rule. Every signal is a reason with the highest level it allows; the patch gets the lowest.
 
@@ -500,6 +501,11 @@ def assess_confidence(
     edit not being in the function coverage ranked first (coverage also ranks the code that formats a failing
     assertion, or a helper the bug calls), and no passing test running the edited lines (the reproduction test
     is a check of the new code besides the failing tests). Every other doubt still counts.
+
+    ``untested_callers`` (medium): functions of the project that call an edited function and that no test ran on
+    the unpatched code (``differential.untested_callers``): what the patch now answers them is unchecked. A fix
+    that changes a function's contract for its tests can break a caller no test runs (Pencilblue-6, `high` in
+    the second BugsJS run: ``isFloat`` made to refuse integers stopped the job runner's progress).
 
     ``thin_tests`` (medium): without that agreement, fewer than ``MIN_CONSTRAINING_TESTS`` of the project's
     tests run the edited lines (the failing ones and the passing ones that run the edit): one failing and one
@@ -639,6 +645,16 @@ def assess_confidence(
             reason("not_localized", "medium", f"edits {edited} ({where}), not `{top}`, the function ranked first")
     for code, level, text in probe_reasons(probe):
         reason(code, level, text)
+    if untested_callers:
+        shown = ", ".join(untested_callers[:3]) + (
+            f" and {len(untested_callers) - 3} more" if len(untested_callers) > 3 else ""
+        )
+        reason(
+            "untested_callers",
+            "medium",
+            f"{len(untested_callers)} function(s) of the project call the edited code and no test runs them "
+            f"({shown}): what the patch now answers them is unchecked",
+        )
     if review is not None:
         missed = f" (misses: {review.missed})" if review.missed else ""
         reason(

@@ -86,6 +86,25 @@ def test_a_probe_that_saw_no_failing_call_change_says_it_is_blind_to_the_fix() -
     assert not behaviour_evidence(fixed, {"t.py::test_a"}).blind
 
 
+def test_a_caller_of_the_edited_function_no_test_runs_is_named() -> None:
+    """Pencilblue-6's kind: the fix changes what ``isFloat`` answers, and the job runner that asks it runs in no
+    test. A caller some test runs is checked by that test; a name the project defines twice is anyone's."""
+    from selfix_action.repair.differential import untested_callers
+
+    sources = {
+        "lib/validate.js": "function isFloat(v) {\n  return v % 1 !== 0;\n}\nfunction write(x) {\n  return x;\n}\n",
+        "lib/jobs.js": "function onUpdate(step) {\n  if (isFloat(step)) {\n    progress(step);\n  }\n}\n"
+        "function tested(step) {\n  return isFloat(step);\n}\nfunction save(x) {\n  return write(x);\n}\n",
+        "lib/other.js": "function write(y) {\n  return y;\n}\n",
+        "lib/app.py": "def use(v):\n    return is_float(v)\n",
+    }
+    coverage = {"test/a.js::t": {"lib/jobs.js": [7], "lib/validate.js": [2]}}
+    edited = {("lib/validate.js", "isFloat"), ("lib/validate.js", "write")}
+    assert untested_callers(edited, sources, coverage) == ("lib/jobs.js:onUpdate",)
+    assert untested_callers({("lib/validate.js", "write")}, sources, coverage) == ()  # write: defined twice
+    assert untested_callers(edited, sources, {"t": {"lib/jobs.js": [2, 7]}}) == ()
+
+
 ORIGINAL_SHOP = (
     "class Cart:\n    def __init__(self):\n        self.items = []\n\n    def total(self):\n        return 0\n"
 )

@@ -170,6 +170,7 @@ def test_high_needs_every_signal() -> None:
         ({"alternatives": Alternatives(0, cut_short="time limit", wanted=6)}, "medium", "alternatives_unchecked"),
         ({"edited_functions": [("f.py", "g")]}, "medium", "not_localized"),
         ({"edited_functions": []}, "medium", "not_localized"),
+        ({"untested_callers": ("lib/jobs.js:JobRunner.onUpdate",)}, "medium", "untested_callers"),
     ],
 )
 def test_each_signal_lowers_the_level_with_a_named_reason(overrides: dict, level: str, code: str) -> None:
