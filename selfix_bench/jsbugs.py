@@ -42,8 +42,12 @@ from selfix_action.commands.engine_args import ENGINE_KINDS, add_llm_arguments, 
 from selfix_action.commands.fix_cmd import FixOptions, fix_request
 from selfix_action.errors import InputError, SandboxError
 from selfix_action.heal import EngineChoice
+from selfix_action.repair.differential import probe_targets, untested_callers
+from selfix_action.repair.patches import apply_unified_diff
 from selfix_action.sandbox.isolation import Isolation
+from selfix_action.sandbox.node_sandbox import NodeSandbox
 from selfix_action.sandbox.process import Limits, run_process, sandbox_env
+from selfix_action.toolchains.node import NodeProject
 from selfix_bench.base import CACHE_DIR, load_folder, read_task_data
 from selfix_bench.gittrees import changed_paths, file_at, git, overlay
 from selfix_bench.healing import heal_with
@@ -998,6 +1002,50 @@ def check_main(argv: Sequence[str] | None = None) -> int:
     return 1 if bad else 0
 
 
+def untested_callers_of(task: JsBugTask, records: Sequence[Mapping[str, Any]], workdir: Path) -> list[dict[str, Any]]:
+    """For each resolved patch of ``task``: the functions of the project that call an edited function and that
+    no test runs on the unpatched tree (the product's ``differential.untested_callers`` over the product's own
+    baseline run with per-test coverage): what the confidence rule's ``untested_callers`` reason would name."""
+    tree = materialize(task, workdir / task.id)
+    project = NodeProject("npm", task.runner, " ".join(task.test_cmd))
+    out = []
+    with NodeSandbox(tree, list(task.test_cmd), project) as sandbox:
+        baseline = sandbox.run_tests(None, coverage=True)
+        sources = {path: sandbox.read_file(path) for path in sandbox.source_files()}
+        for record in records:
+            patched = apply_unified_diff(str(record["diff"]), sources.get)
+            edited = {(t.path, t.qualname) for t in probe_targets(sources, [patched])}
+            callers = untested_callers(edited, sources, baseline.coverage or {})
+            out.append({"task": task.id, "confidence": record.get("confidence"), "edited": sorted(q for _, q in edited),
+                        "covered_tests": len(baseline.coverage or {}), "untested_callers": list(callers)})  # fmt: skip
+    return out
+
+
+def callers_main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m selfix_bench.jsbugs callers",
+        description="the untested callers of each resolved patch's edited functions, as the confidence rule sees them",
+    )
+    parser.add_argument("results", type=Path, nargs="+", help="results.jsonl files of heal runs")
+    parser.add_argument("--level", default="high", help="only patches at this confidence (all: every level)")
+    parser.add_argument("--mirror-dir", type=Path)
+    args = parser.parse_args(argv)
+    set_mirror_dir(args.mirror_dir)
+    tasks = {
+        t.id: t for folder in (Path("bench/jsbugs/tasks"), Path("bench/jsbugs/spares")) for t in load_tasks(folder)
+    }
+    wanted: dict[str, list[Mapping[str, Any]]] = {}
+    for path in args.results:
+        for record in read_results(path):
+            if record.get("resolved") and args.level in ("all", record.get("confidence")):
+                wanted.setdefault(str(record["task"]), []).append(record)
+    for task_id, records in sorted(wanted.items()):
+        with tempfile.TemporaryDirectory(prefix=f"selfix-jscallers-{task_id}-") as tmp:
+            for row in untested_callers_of(tasks[task_id], records, Path(tmp)):
+                print(json.dumps(row, sort_keys=True), flush=True)
+    return 0
+
+
 # -- the report ----------------------------------------------------------------------------------------
 def verdict(record: Mapping[str, Any], reviews: Mapping[str, Any]) -> str:
     """correct, partial, wrong, unread (resolved in another syntax, no grader's verdict yet) or unresolved: a
@@ -1115,9 +1163,15 @@ def report_main(argv: Sequence[str] | None = None) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    commands = {"build": build_main, "check": check_main, "heal": heal_main, "report": report_main}
+    commands = {
+        "build": build_main,
+        "check": check_main,
+        "heal": heal_main,
+        "report": report_main,
+        "callers": callers_main,
+    }
     if not argv or argv[0] not in commands:
-        print("usage: python -m selfix_bench.jsbugs {build|check|heal|report} ...", file=sys.stderr)
+        print("usage: python -m selfix_bench.jsbugs {build|check|heal|report|callers} ...", file=sys.stderr)
         return 2
     try:
         return commands[argv[0]](argv[1:])

@@ -13,6 +13,17 @@ from selfix_action.repair.languages import normalized_syntax
 NO_NEWLINE = "\\ No newline at end of file\n"
 
 
+def text_lines(text: str) -> list[str]:
+    """``text``'s lines with their ends, a line ended by "\n" alone: JavaScript source may hold U+2028 (ESLint
+    titles tests by their code), where ``str.splitlines`` would also cut, and both languages' parsers number lines
+    by newlines."""
+    lines = [line + "\n" for line in text.split("\n")]
+    lines[-1] = lines[-1][:-1]
+    if not lines[-1]:
+        lines.pop()
+    return lines
+
+
 def unified_diff(originals: Mapping[str, str], files: Mapping[str, str]) -> str:
     """A ``git apply``-compatible diff from original to new file texts (paths repo-relative)."""
     chunks = []
@@ -22,8 +33,8 @@ def unified_diff(originals: Mapping[str, str], files: Mapping[str, str]) -> str:
         if before == after:
             continue
         lines = difflib.unified_diff(
-            before.splitlines(keepends=True),
-            after.splitlines(keepends=True),
+            text_lines(before),
+            text_lines(after),
             fromfile=f"a/{path}" if path in originals else "/dev/null",
             tofile=f"b/{path}",
             n=3,
@@ -48,8 +59,8 @@ def hunks(originals: Mapping[str, str], files: Mapping[str, str]) -> list[Hunk]:
     """Each contiguous changed region of each file."""
     found = []
     for path in sorted(files):
-        before = originals.get(path, "").splitlines(keepends=True)
-        after = files[path].splitlines(keepends=True)
+        before = text_lines(originals.get(path, ""))
+        after = text_lines(files[path])
         matcher = difflib.SequenceMatcher(a=before, b=after, autojunk=False)
         changed = [op for op in matcher.get_opcodes() if op[0] != "equal"]
         for index, (_tag, i1, i2, _j1, _j2) in enumerate(changed):
@@ -59,8 +70,8 @@ def hunks(originals: Mapping[str, str], files: Mapping[str, str]) -> list[Hunk]:
 
 def without_hunk(originals: Mapping[str, str], files: Mapping[str, str], hunk: Hunk) -> dict[str, str]:
     """The patch with one hunk reverted to the original text."""
-    before = originals.get(hunk.path, "").splitlines(keepends=True)
-    after = files[hunk.path].splitlines(keepends=True)
+    before = text_lines(originals.get(hunk.path, ""))
+    after = text_lines(files[hunk.path])
     matcher = difflib.SequenceMatcher(a=before, b=after, autojunk=False)
     out: list[str] = []
     changed_index = 0
@@ -82,7 +93,7 @@ def without_hunk(originals: Mapping[str, str], files: Mapping[str, str], hunk: H
 def changed_line_count(originals: Mapping[str, str], files: Mapping[str, str]) -> int:
     count = 0
     for path, text in files.items():
-        for line in difflib.unified_diff(originals.get(path, "").splitlines(), text.splitlines(), n=0):
+        for line in difflib.unified_diff(text_lines(originals.get(path, "")), text_lines(text), n=0):
             if line[:1] in "+-" and not line.startswith(("+++", "---")):
                 count += 1
     return count
@@ -123,7 +134,7 @@ def apply_unified_diff(diff: str, read: Callable[[str], str | None]) -> dict[str
     (the current text, None for a file that does not exist). Every context and removed line must match exactly:
     a diff that does not apply raises ``DiffError``, and nothing is written anywhere. Deleting or renaming a
     file is refused (a patch here only edits or adds text files)."""
-    lines = diff.splitlines(keepends=True)
+    lines = text_lines(diff)
     files: dict[str, str] = {}
     index = 0
     seen_hunk = False
@@ -148,7 +159,7 @@ def apply_unified_diff(diff: str, read: Callable[[str], str | None]) -> dict[str
                 raise DiffError(f"the diff edits {new_path}, which does not exist")
             if old_path is None and read(new_path) is not None:
                 raise DiffError(f"the diff creates {new_path}, which exists already")
-        source = (current or "").splitlines(keepends=True)
+        source = text_lines(current or "")
         out: list[str] = []
         position = 0  # next line of ``source`` not yet copied
         while index < len(lines) and lines[index].startswith("@@"):

@@ -75,3 +75,16 @@ def test_program_key_ignores_formatting_and_comments_only() -> None:
     assert program_key(base) != program_key({"m.py": "x = 1 - 2\n"})
     assert program_key(base) != program_key({"n.py": "x = 1 + 2\n"})  # the path is part of it
     assert program_key({"m.py": "def f(:\n"}) != program_key({"m.py": "def f( :\n"})  # unparsable: by text
+
+
+def test_a_line_separator_inside_a_line_is_no_line_end() -> None:
+    """ESLint's sources hold U+2028 in string literals: a diff of such a file applies, and hunks count lines by
+    newlines alone (str.splitlines would cut there, and every later line number would be off by one)."""
+    from selfix_action.repair.patches import apply_unified_diff, hunks, text_lines, unified_diff
+
+    before = "const a = '\u2028';\nconst b = 1;\n"
+    after = before.replace("= 1", "= 2")
+    assert text_lines(before) == ["const a = '\u2028';\n", "const b = 1;\n"]
+    diff = unified_diff({"lib/a.js": before}, {"lib/a.js": after})
+    assert apply_unified_diff(diff, {"lib/a.js": before}.get) == {"lib/a.js": after}
+    assert [h.original_lines for h in hunks({"lib/a.js": before}, {"lib/a.js": after})] == [(2, 2)]
