@@ -416,9 +416,26 @@ def first_screen(report: HealReport) -> list[str]:
     return [*out, "", "```diff", patch.diff.rstrip("\n"), "```"]
 
 
-def _cell(text: str) -> str:
+CELL_WIDTH = 120
+
+
+def _cell(text: str, start: int = 0) -> str:
+    """A table cell of ``text`` from ``start`` on ("..." marks what is cut), in CELL_WIDTH characters."""
     text = text.replace("|", "\\|").replace("\n", " ").replace("`", "'")
-    return "`" + (text if len(text) <= 120 else text[:117] + "...") + "`"
+    shown = text if start <= 0 else "..." + text[start:]
+    return "`" + (shown if len(shown) <= CELL_WIDTH else shown[: CELL_WIDTH - 3] + "...") + "`"
+
+
+def _cells(before: str, after: str) -> tuple[str, str]:
+    """Two outcomes as cells that show where they differ: when the difference lies past what a cell holds (an
+    encoder's 30th byte), both start a little before it (readers saw equal cells for different outcomes)."""
+    common = 0
+    for a, b in zip(before, after):
+        if a != b:
+            break
+        common += 1
+    start = common - 20 if common > CELL_WIDTH - 30 else 0
+    return _cell(before, start), _cell(after, start)
 
 
 def change_table(changes: Sequence[InputChange], *, old: str, new: str, limit: int = 10) -> list[str]:
@@ -429,7 +446,8 @@ def change_table(changes: Sequence[InputChange], *, old: str, new: str, limit: i
     for change in changes[:limit]:
         origin = f"{change.source} test" + ("" if change.variation == "as recorded" else f", {change.variation}")
         name = change.function.rsplit(":", 1)[-1].replace("|", "")
-        rows.append(f"| `{name}` | {_cell(change.input)} | {origin} | {_cell(change.before)} | {_cell(change.after)} |")
+        before, after = _cells(change.before, change.after)
+        rows.append(f"| `{name}` | {_cell(change.input)} | {origin} | {before} | {after} |")
     if len(changes) > limit:
         rows.append(f"| ({len(changes) - limit} more in report.json) | | | | |")
     return rows

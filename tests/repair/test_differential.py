@@ -312,3 +312,16 @@ def test_a_settling_test_both_pass_settles_nothing(make_sandbox: Callable[..., P
     assert report.behaviour is not None and report.behaviour.settled == ""
     assert "settles nothing: both pass it" in report.behaviour.note
     assert "second_solution_differs" in codes(report)
+
+
+def test_a_table_row_shows_where_two_long_outcomes_differ() -> None:
+    """The difference past a cell's width (an encoder's buffer) is shown, both cells starting just before it."""
+    from selfix_action.repair.report import InputChange, change_table
+
+    prefix = "returns this | arguments after: this.byteBuffer: ByteBuffer { _bytes: [ " + "0, " * 60
+    change = InputChange(function="lib/e.js:Encoder.write", input="(1)", variation="as recorded", test="t",
+                         source="failing", before=prefix + "77, 116 ] }", after=prefix + "78, 116 ] }")  # fmt: skip
+    row = change_table([change], old="unpatched", new="patched")[2]
+    assert "77, 116 ] }`" in row and "78, 116 ] }`" in row and row.count("`...") == 2
+    short = change.model_copy(update={"before": "returns 1", "after": "returns 2"})
+    assert "| `returns 1` | `returns 2` |" in change_table([short], old="a", new="b")[2]
