@@ -430,7 +430,7 @@ def _cells(before: str, after: str) -> tuple[str, str]:
     """Two outcomes as cells that show where they differ: when the difference lies past what a cell holds (an
     encoder's 30th byte), both start a little before it (readers saw equal cells for different outcomes)."""
     common = 0
-    for a, b in zip(before, after):
+    for a, b in zip(before, after, strict=False):
         if a != b:
             break
         common += 1
