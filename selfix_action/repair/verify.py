@@ -215,6 +215,7 @@ class Verifier:
         self.trace = trace
         # Per-test seconds on the unpatched code (the baseline run): the base of the adaptive candidate limit.
         self.baseline_seconds: dict[str, float] = dict(baseline_seconds or {})
+        self.baseline_overhead = 0.0
         # Tests left out of every whole-suite run: those that hung on the unpatched code (set by reproduce).
         self.left_out: frozenset[str] = frozenset()
         # Function spans of unpatched files (see _guarding_tests).
@@ -258,6 +259,9 @@ class Verifier:
             raise SandboxError(f"{why}{': ' + tail if tail and tail not in why else ''}")
         self.budget.confirm_seconds = max(0.0, self.budget.clock() - started)
         self.baseline_seconds = {n: r.duration for n, r in run.results.items()}
+        # What the run spent outside its tests: the runner's start, loading the project (a Node library's
+        # require tree, pytest's collection); every check pays it again, whatever its tests take.
+        self.baseline_overhead = max(0.0, run.duration - sum(self.baseline_seconds.values()))
         return run
 
     def run(
@@ -484,6 +488,11 @@ class Verifier:
                         warm=True,
                         wall_seconds=self.candidate_wall(tests),
                     )
+                    if runs[index].timed_out and self.candidate_wall(tests) is not None:
+                        # Cut by the adaptive limit, which counts the tests' own seconds and not the runner's
+                        # start (a Node library loaded, a busy machine): once more under the sandbox's own limit
+                        # before "did not run" rejects the candidate (a reader saw a right patch fail so).
+                        runs[index] = self.run(tests, stop_first=True, extra_test_files=qa_files, warm=True)
             return runs
         if not jobs:
             return {}
@@ -493,12 +502,21 @@ class Verifier:
             for files, tests in jobs.values()
         ]
         with self.budget.timed("tests"):
-            return dict(zip(jobs, self.sandbox.check_candidates(checks), strict=True))
+            runs = dict(zip(jobs, self.sandbox.check_candidates(checks), strict=True))
+            cut = [
+                index for index, check in zip(jobs, checks, strict=True) if runs[index].timed_out and check.wall_seconds
+            ]
+            if cut:
+                self.budget.test_runs += len(cut)
+                again = [checks[list(jobs).index(index)].model_copy(update={"wall_seconds": None}) for index in cut]
+                runs.update(zip(cut, self.sandbox.check_candidates(again), strict=True))
+            return runs
 
     def candidate_wall(self, tests: Sequence[str]) -> float | None:
         """The adaptive wall limit for a candidate check of ``tests``, or None (the sandbox's limits).
 
-        ``factor`` x the seconds those tests took on the unpatched code in the baseline run, at least the floor.
+        ``factor`` x the seconds those tests took on the unpatched code in the baseline run, at least the floor,
+        plus what the baseline run spent outside its tests (the runner's start, loading the project).
         The baseline ran under coverage tracing (slower than a check), so the real margin is larger than
         ``factor``; the floor absorbs fork, fixture and scheduling noise. A test without a baseline time (a QA
         test) or a baseline without any times (no durations recorded) leaves the sandbox's limit in place.
@@ -507,7 +525,7 @@ class Verifier:
         if factor <= 0 or not self.baseline_seconds or any(t not in self.baseline_seconds for t in tests):
             return None
         spent = sum(self.baseline_seconds[t] for t in tests)
-        return max(self.config.candidate_limit_floor_seconds, factor * spent)
+        return max(self.config.candidate_limit_floor_seconds, factor * spent) + self.baseline_overhead
 
     def originals(self, files: Mapping[str, str]) -> dict[str, str]:
         """The unpatched text of each file the patch touches; a file the patch creates has none."""

@@ -513,6 +513,7 @@ def test_the_asks_see_the_test_files_a_failing_stack_passes_through() -> None:
                         suspicious_functions=(), coverage_used=False)  # fmt: skip
     assert _stack_test_files(evidence) == ["test/scripts/helpers/is.js"]
     files = {"test/index.js": "require('./scripts/helpers/is');\n", "test/scripts/helpers/is.js": "it('home');\n"}
+
     def read(path: str) -> str:
         if path not in files:
             raise FileNotFoundError(path)

@@ -266,6 +266,30 @@ def test_the_adaptive_candidate_limit_is_a_multiple_of_the_baseline_with_a_floor
     assert verifier.candidate_wall(["a", "_selfix_qa/test_x.py"]) is None  # a test without a baseline time
     off = Verifier(ScriptedSandbox(_statuses), LoopConfig(candidate_limit_factor=0), baseline_seconds={"b": 0.5})
     assert off.candidate_wall(["b"]) is None
+    # what the baseline spent outside its tests (the runner's start, loading the project) is paid by every check
+    verifier.baseline_overhead = 2.5
+    assert verifier.candidate_wall(["b", "c"]) == 10.5
+
+
+class AdaptiveLimitTooShortSandbox(ScriptedSandbox):
+    """Every check under an adaptive wall limit is cut (a Node library's load, a busy machine); under the
+    sandbox's own limit it runs."""
+
+    def run_tests(self, nodeids: Sequence[str] | None = None, **options: Any) -> TestRun:
+        if options.get("wall_seconds") is not None:
+            self.runs.append((self.text, None if nodeids is None else tuple(nodeids)))
+            return TestRun(timed_out=True)
+        return super().run_tests(nodeids, **options)
+
+
+def test_a_check_cut_by_the_adaptive_limit_runs_once_more_under_the_sandboxs_own() -> None:
+    """A reader saw a right patch fail as "did not run (timed out)": the adaptive limit counts the tests' own
+    seconds, and a check that hits it is run once more before the candidate is rejected."""
+    sandbox = AdaptiveLimitTooShortSandbox(_statuses)
+    verifier = Verifier(sandbox, LoopConfig(), baseline_seconds={F2P: 0.01, P2P: 0.01, OTHER: 0.01})
+    verdict = verifier.verify(_candidate(WHOLE), None, EVIDENCE)
+    assert verdict.ok, verdict
+    assert len(sandbox.runs) == 4  # F2P cut, F2P again; the guarding P2P cut, again
 
 
 def test_a_run_the_sandbox_cannot_make_is_a_run_without_results() -> None:
