@@ -8,6 +8,7 @@ This module imports neither kind, so the two never import each other.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -184,3 +185,8 @@ def read_task_data(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise InputError(f"bad task file {path}: not a JSON object")
     return data
+
+
+def patch_digest(patch: str) -> str:
+    """The key a reviewed verdict is filed under: the patch's text, hashed (a verdict holds for that patch only)."""
+    return hashlib.sha256(patch.encode("utf-8")).hexdigest()[:16]

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from selfix_action.repair.plausibility import PROBE_LEVELS, REVIEW_LEVELS
-from selfix_bench.report import patch_digest
+from selfix_bench.base import patch_digest
 from selfix_bench.stats import wilson_interval
 
 # The evidence-against codes whose level is fitted (plausibility.PROBE_LEVELS, the reviewer's verdicts).

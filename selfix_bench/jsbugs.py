@@ -48,10 +48,9 @@ from selfix_action.sandbox.isolation import Isolation
 from selfix_action.sandbox.node_sandbox import NodeSandbox
 from selfix_action.sandbox.process import Limits, run_process, sandbox_env
 from selfix_action.toolchains.node import NodeProject
-from selfix_bench.base import CACHE_DIR, load_folder, read_task_data
+from selfix_bench.base import CACHE_DIR, load_folder, patch_digest, read_task_data
 from selfix_bench.gittrees import changed_paths, file_at, git, overlay
 from selfix_bench.healing import heal_with
-from selfix_bench.report import patch_digest
 from selfix_bench.stats import paired_comparison, wilson_interval
 
 KIND = "jsbug"

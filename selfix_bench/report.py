@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import html
 import json
 from collections import defaultdict
@@ -10,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from selfix_bench.base import patch_digest
 from selfix_bench.stats import median, paired_comparison, wilson_interval
 
 
@@ -195,11 +195,6 @@ def realbug_section(
                 f"{p.only_b}, neither {p.neither} of {p.shared}; p = {p.p_value:.4g}"
             )
     return lines
-
-
-def patch_digest(patch: str) -> str:
-    """The key a reviewed verdict is filed under: the patch's text, hashed (a verdict holds for that patch only)."""
-    return hashlib.sha256(patch.encode("utf-8")).hexdigest()[:16]
 
 
 def read_reviews(path: Path) -> dict[str, dict[str, str]]:

@@ -17,6 +17,7 @@ import pytest
 
 from selfix_action.heal import EngineChoice
 from selfix_bench import jsbugs
+from selfix_bench.base import patch_digest
 from selfix_bench.jsbugs import (
     JsBugTask,
     command_for,
@@ -28,7 +29,6 @@ from selfix_bench.jsbugs import (
     task_from_data,
     with_reporter,
 )
-from selfix_bench.report import patch_digest
 
 
 def _task(**changes: object) -> JsBugTask:

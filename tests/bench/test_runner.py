@@ -173,7 +173,8 @@ def test_the_ci_report_a_task_gets_names_its_tests_as_pytest_does(tmp_path: Path
 
 
 def test_a_reviewed_verdict_counts_only_for_the_patch_it_was_given_for() -> None:
-    from selfix_bench.report import patch_digest, render_markdown
+    from selfix_bench.base import patch_digest
+    from selfix_bench.report import render_markdown
 
     base = {"kind": "realbug", "resolved": True, "library": "p", "template": "single-line"}
     records = [

@@ -144,6 +144,6 @@ def test_a_planted_bug_is_healed_end_to_end_from_the_runners_own_report(tmp_path
     trace = (out / "trace.jsonl").read_text()
     assert "QA test fails on the unpatched code" in trace
     assert (project / source).read_text().count("a - b") == 1  # the user's tree is untouched
-    if runner == "mocha":  # the behaviour probe watched add in mocha's process, unpatched and patched
+    if runner != "node":  # the behaviour probe watched add in the runner's process, unpatched and patched
         changed = {(c["input"], c["before"], c["after"]) for c in result["behaviour"]["changed"]}
         assert ("(1, 2)", "returns -1", "returns 3") in changed and result["behaviour"]["compared"] >= 9

@@ -161,6 +161,17 @@ def test_mochas_whole_suite_with_a_qa_test_runs_both(tmp_path: Path) -> None:
     assert set(alone.results) == {f"{qa}::q"}
 
 
+def _installed(tmp_path: Path, runner: str, script: str, files: dict[str, str]) -> Path:
+    """A project of ``files`` whose test script is ``script``, with ``runner`` installed (the workflow's npm ci,
+    from the tests' cache)."""
+    from tests.helpers.node_projects import install_into
+
+    manifest = {"name": "p", "scripts": {"test": script}, "devDependencies": {runner: "*"}}
+    repo = write(tmp_path / "p", {"package.json": json.dumps(manifest), **files})
+    install_into(repo)
+    return repo
+
+
 ENCODER = """'use strict';
 function Encoder() {
   this.out = [];
@@ -201,14 +212,10 @@ def test_the_behaviour_probe_watches_mochas_calls_in_each_version_and_a_partial_
     variations; the complete second solution disagrees with the partial patch on a sibling (an object of another
     key), and the unpatched code's two runs agree with each other."""
     from selfix_action.repair.differential import behaviour_evidence, probe_targets
-    from tests.helpers.node_projects import install_into
 
-    repo = write(
-        tmp_path / "p",
-        {"package.json": json.dumps({"scripts": {"test": "mocha test/"}, "devDependencies": {"mocha": "*"}}),
-         "lib/encoder.js": ENCODER, "test/encoder.spec.js": ENCODER_SPEC},
-    )  # fmt: skip
-    install_into(repo)
+    repo = _installed(
+        tmp_path, "mocha", "mocha test/", {"lib/encoder.js": ENCODER, "test/encoder.spec.js": ENCODER_SPEC}
+    )
     partial = ENCODER.replace(
         "  if (map instanceof Map) {", "  if (map.a) this.out.push('a=' + map.a);\n  if (map instanceof Map) {"
     )
@@ -277,14 +284,8 @@ def test_the_behaviour_probe_varies_a_context_receivers_fields(tmp_path: Path) -
     """Hexo-3's kind: a helper whose input is its receiver (``this.path``). The receiver's plain fields are varied
     as strings (text after, before, empty...), and an unanchored match the second solution anchors shows."""
     from selfix_action.repair.differential import behaviour_evidence, probe_targets
-    from tests.helpers.node_projects import install_into
 
-    repo = write(
-        tmp_path / "p",
-        {"package.json": json.dumps({"scripts": {"test": "mocha test/"}, "devDependencies": {"mocha": "*"}}),
-         "lib/is.js": IS_HOME, "test/is.spec.js": IS_HOME_SPEC},
-    )  # fmt: skip
-    install_into(repo)
+    repo = _installed(tmp_path, "mocha", "mocha test/", {"lib/is.js": IS_HOME, "test/is.spec.js": IS_HOME_SPEC})
     partial = IS_HOME.replace("  if (this.path === '')", "  if (this.path.replace(/index\\.html$/, '') === '')")
     anchored = IS_HOME.replace("  if (this.path === '')", "  if (this.path === '' || this.path === 'index.html')")
     anchored = anchored.replace("\\d+\\//.test", "\\d+\\/(index\\.html)?$/.test")
@@ -335,7 +336,6 @@ def test_the_behaviour_probe_watches_jest_and_vitest_in_their_own_module_sandbox
     reaches the recorder through ``process``, each call's test comes from the expect state, and what the recorder
     builds (a Map from a plain object) is of the code's own realm, so ``instanceof Map`` holds in the patch."""
     from selfix_action.repair.differential import behaviour_evidence, probe_targets
-    from tests.helpers.node_projects import install_into
 
     if runner == "jest":
         source, path, spec_path, spec = ENCODER, "lib/encoder.js", "test/encoder.test.js", JEST_SPEC
@@ -343,12 +343,7 @@ def test_the_behaviour_probe_watches_jest_and_vitest_in_their_own_module_sandbox
     else:
         source, path, spec_path, spec = ENCODER_TS, "src/encoder.ts", "test/encoder.test.ts", VITEST_SPEC
         command, script = ["node_modules/.bin/vitest", "run"], "vitest run"
-    repo = write(
-        tmp_path / "p",
-        {"package.json": json.dumps({"name": "p", "scripts": {"test": script}, "devDependencies": {runner: "*"}}),
-         path: source, spec_path: spec},
-    )  # fmt: skip
-    install_into(repo)
+    repo = _installed(tmp_path, runner, script, {path: source, spec_path: spec})
     guard = next(line for line in source.splitlines() if "if (map instanceof Map) {" in line)
     indent = guard[: len(guard) - len(guard.lstrip())]
     partial = source.replace(guard, f"{indent}if (map.a) this.out.push('a=' + map.a);\n{guard}")

@@ -72,6 +72,7 @@ function clip(text) {
 // module's exports, whose text would only repeat the module's function names).
 function receiver(self) {
   if (self === undefined || self === null || self === global || self === realm || typeof self !== 'object') return false;
+  if (tag(self) === '[object Module]') return false;  // an ES module's namespace: `m.add(1, 2)` after import * as m
   if (!plainObject(self)) return true;
   var values = Object.keys(self).map(function (k) { return self[k]; });
   return !values.length || !values.every(function (v) { return typeof v === 'function'; });
@@ -372,7 +373,9 @@ function record(id, self, args, inner, caller) {
   var base = { target: id, call: hash(key), text: clip(input), test: currentTest(caller) };
   var pristine = null;
   try {
-    pristine = copyOf([self, argv], new Map(), { left: COPY_LIMIT });
+    // a receiver that is no input (the global object of a sloppy-mode call, a module's namespace) is shared,
+    // not copied: copying a whole global object is not copying an input
+    pristine = copyOf([receiver(self) ? self : undefined, argv], new Map(), { left: COPY_LIMIT });
   } catch (e) {
     pristine = null;  // not copyable: the call is recorded, not varied
   }
@@ -387,7 +390,7 @@ function record(id, self, args, inner, caller) {
   outcomeOf(result, threw, self, argv, before, function (text) {
     emit(Object.assign({ variation: 'as recorded', outcome: text }, base));
   });
-  if (pristine !== null) vary(id, inner, pristine, base);
+  if (pristine !== null) vary(id, inner, pristine, base, receiver(self) ? undefined : self);
   if (threw) throw result;
   return result;
 }
@@ -412,7 +415,7 @@ function receiverVariations(self) {
   return found;
 }
 
-function vary(id, inner, pristine, base) {
+function vary(id, inner, pristine, base, shared) {
   var done = 0;
   var slots = pristine[1].map(function (value, slot) {
     return [slot, variations(value).concat(fieldVariations(value))];
@@ -429,7 +432,7 @@ function vary(id, inner, pristine, base) {
       } catch (e) {
         return;
       }
-      var self = copied[0];
+      var self = shared === undefined ? copied[0] : shared;
       var argv = copied[1].map(function (a) { return typeof a === 'function' ? stub : a; });
       var label;
       if (slot < 0) {
