@@ -441,3 +441,12 @@ def test_the_qa_request_says_which_test_helpers_it_may_import_and_how_its_functi
     assert "from tests.utils import expect" in text and "from tests.sub.helpers import ONE" in text
     assert "from tests.sub import test_other" not in text  # a test module is not a helper
     assert "at least one\nof its test functions fails" in text and "EVERY test function in the module must pass" in text
+
+
+def test_the_qa_tool_names_the_projects_own_runner_not_pytest() -> None:
+    """One tool list serves every language (the cached prompt prefix): QA's description may not say pytest to a
+    JavaScript project (readers of the BugsJS run were told to write a pytest test)."""
+    from selfix_action.llm.schemas import QA_TOOL, tool_specs
+
+    (qa,) = [spec for spec in tool_specs() if spec.name == QA_TOOL]
+    assert "pytest" not in qa.description and "project's own test runner" in qa.description
