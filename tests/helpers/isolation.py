@@ -55,6 +55,16 @@ def traversable(path: Path) -> Path:
     return path
 
 
+def home_with_git_credentials(root: Path) -> Path:
+    """A caller's $HOME under ``root`` holding ``~/.git-credentials`` with FAKE_CREDENTIAL, world-readable: only
+    hiding the home can stop a read."""
+    home = root / "home"
+    home.mkdir(mode=0o755)
+    (home / ".git-credentials").write_text(f"https://x-access-token:{FAKE_CREDENTIAL}@github.com\n")
+    (home / ".git-credentials").chmod(0o644)
+    return home
+
+
 def python_for(isolation: Isolation) -> str:
     """An interpreter (with this venv's packages) that the isolation's command can run.
 

@@ -27,8 +27,8 @@ from tests.helpers.isolation import (
     ALL_FAKE_SECRETS,
     FAKE_API_KEY,
     FAKE_CHECKOUT_TOKEN,
-    FAKE_CREDENTIAL,
     FAKE_GITHUB_TOKEN,
+    home_with_git_credentials,
     need_level,
     need_process_limit,
     traversable,
@@ -127,10 +127,7 @@ def test_the_checkouts_token_and_the_callers_git_credentials_are_unreachable(
     tmp_path: Path, isolation: Isolation
 ) -> None:
     need_level(isolation, IsolationLevel.BWRAP, "hiding the original repository and $HOME")
-    home = tmp_path / "home"
-    home.mkdir(mode=0o755)
-    (home / ".git-credentials").write_text(f"https://x-access-token:{FAKE_CREDENTIAL}@github.com\n")
-    (home / ".git-credentials").chmod(0o644)  # world-readable: only hiding can stop the read
+    home = home_with_git_credentials(tmp_path)
     repo = tmp_path / "repo"
     attack = f"""
   const places = [{json.dumps(str(repo / ".git" / "config"))}, {json.dumps(str(home / ".git-credentials"))},

@@ -21,6 +21,7 @@ from tests.helpers.isolation import (
     FAKE_GITHUB_TOKEN,
     RunAttack,
     assert_blocked,
+    home_with_git_credentials,
     need_level,
     python_for,
 )
@@ -174,10 +175,7 @@ def test_git_credentials_in_home_are_unreachable(
     run_attack: RunAttack, isolation: Isolation, tmp_path: Path, hot: bool
 ) -> None:
     need_level(isolation, IsolationLevel.BWRAP, "hiding $HOME")
-    home = tmp_path / "home"
-    home.mkdir(mode=0o755)
-    (home / ".git-credentials").write_text(f"https://x-access-token:{FAKE_CREDENTIAL}@github.com\n")
-    (home / ".git-credentials").chmod(0o644)  # world-readable: only hiding can stop the read
+    home = home_with_git_credentials(tmp_path)
     attack = f"""
     import os
     texts = []
