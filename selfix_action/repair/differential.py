@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 
 from selfix_action.repair.localize import enclosing_function, function_spans
@@ -237,13 +238,9 @@ def untested_callers(
     ``write`` or ``get`` could be anything's."""
     names = {qualname.rsplit(".", 1)[-1] for _, qualname in edited}
     spans = {path: function_spans(path, text) for path, text in sources.items() if any(n in text for n in names)}
-    defined: dict[str, int] = {}
-    for path, text in sources.items():
-        if any(n in text for n in names):
-            for span in spans[path]:
-                short = span.name.rsplit(".", 1)[-1]
-                defined[short] = defined.get(short, 0) + 1
-    unique = {n for n in names if defined.get(n) == 1}
+    # a file that never mentions a name defines none of them either
+    defined = Counter(span.name.rsplit(".", 1)[-1] for file_spans in spans.values() for span in file_spans)
+    unique = {n for n in names if defined[n] == 1}
     if not unique:
         return ()
     ran: dict[str, set[int]] = {}

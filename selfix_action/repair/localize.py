@@ -15,10 +15,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from selfix_action.repair.languages import FunctionSpan, function_spans, is_node_file, node_names_in_test
-
-__all__ = ["FunctionSpan", "Localization", "enclosing_function", "function_spans", "localize", "ochiai"]
 from selfix_action.repair.reported import TITLE_JOIN
 from selfix_action.repair.values import SuspiciousFunction, SuspiciousLine, TestResult
+
+__all__ = ["FunctionSpan", "Localization", "enclosing_function", "function_spans", "localize", "ochiai"]
 
 INNERMOST_FRAME_BONUS = 0.3
 OUTER_FRAME_BONUS = 0.1

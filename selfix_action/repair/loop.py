@@ -284,6 +284,7 @@ class HealingLoop:
         self.properties = PropertyChecks(self.verifier, sandbox, trace)  # the hypotheses' property tests
         self.notes: list[str] = []
         self._baseline: TestRun | None = None  # the unpatched suite with per-test coverage, once reproduced
+        self._callers: dict[tuple[tuple[str, str], ...], tuple[str, ...]] = {}  # see _untested_callers
         # Failing tests the engine named as the environment's, left out of the tests to heal, and why.
         self._environment_tests: tuple[str, ...] = ()
         self._environment_problem = ""
@@ -996,11 +997,6 @@ class HealingLoop:
             if span is not None and (hunk.path, span.name) not in edited:
                 edited.append((hunk.path, span.name))
         ranked = [(f.file, f.name) for f in evidence.suspicious_functions] if evidence else []
-        callers: tuple[str, ...] = ()
-        baseline = self._baseline.coverage if self._baseline is not None else None
-        if baseline:  # without coverage no caller is known to be untested
-            sources = {path: self.sandbox.read_file(path) for path in self.sandbox.source_files()}
-            callers = untested_callers(edited, sources, baseline)
         return assess_confidence(
             confirmed=winner.after is not None,
             patterns=overfitting_patterns(originals, files),
@@ -1021,8 +1017,20 @@ class HealingLoop:
             probe=winner.probe,
             property_held=property_held,
             review=review,
-            untested_callers=callers,
+            untested_callers=self._untested_callers(tuple(edited)),
         )
+
+    def _untested_callers(self, edited: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
+        """``differential.untested_callers`` of the edited functions, over the project's sources and the
+        baseline's coverage (none without coverage: no caller is known to be untested); once per set of edited
+        functions, since a winner is assessed before and after its review."""
+        baseline = self._baseline.coverage if self._baseline is not None else None
+        if not baseline:
+            return ()
+        if edited not in self._callers:
+            sources = {path: self.sandbox.read_file(path) for path in self.sandbox.source_files()}
+            self._callers[edited] = untested_callers(edited, sources, baseline)
+        return self._callers[edited]
 
     # -- bookkeeping ---------------------------------------------------------------------------------
     def _trace_refusal(self, candidate: CandidatePatch, verdict: Verification) -> None:

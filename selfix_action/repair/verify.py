@@ -480,15 +480,12 @@ class Verifier:
         if len(jobs) == 1 or qa_files:
             runs = {}
             for index, (files, tests) in jobs.items():
+                wall = self.candidate_wall(tests)
                 with self.sandbox.patched(files):
                     runs[index] = self.run(
-                        tests,
-                        stop_first=True,
-                        extra_test_files=qa_files,
-                        warm=True,
-                        wall_seconds=self.candidate_wall(tests),
+                        tests, stop_first=True, extra_test_files=qa_files, warm=True, wall_seconds=wall
                     )
-                    if runs[index].timed_out and self.candidate_wall(tests) is not None:
+                    if runs[index].timed_out and wall is not None:
                         # Cut by the adaptive limit, which counts the tests' own seconds and not the runner's
                         # start (a Node library loaded, a busy machine): once more under the sandbox's own limit
                         # before "did not run" rejects the candidate (a reader saw a right patch fail so).
@@ -497,18 +494,17 @@ class Verifier:
         if not jobs:
             return {}
         self.budget.test_runs += len(jobs)
-        checks = [
-            CandidateCheck(files=dict(files), nodeids=tuple(tests), wall_seconds=self.candidate_wall(tests))
-            for files, tests in jobs.values()
-        ]
+        checks = {
+            index: CandidateCheck(files=dict(files), nodeids=tuple(tests), wall_seconds=self.candidate_wall(tests))
+            for index, (files, tests) in jobs.items()
+        }
         with self.budget.timed("tests"):
-            runs = dict(zip(jobs, self.sandbox.check_candidates(checks), strict=True))
-            cut = [
-                index for index, check in zip(jobs, checks, strict=True) if runs[index].timed_out and check.wall_seconds
-            ]
+            runs = dict(zip(checks, self.sandbox.check_candidates(list(checks.values())), strict=True))
+            # cut by the adaptive limit: once more under the sandbox's own (see the single check above)
+            cut = [index for index, check in checks.items() if runs[index].timed_out and check.wall_seconds]
             if cut:
                 self.budget.test_runs += len(cut)
-                again = [checks[list(jobs).index(index)].model_copy(update={"wall_seconds": None}) for index in cut]
+                again = [checks[index].model_copy(update={"wall_seconds": None}) for index in cut]
                 runs.update(zip(cut, self.sandbox.check_candidates(again), strict=True))
             return runs
 

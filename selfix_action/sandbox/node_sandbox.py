@@ -31,6 +31,7 @@ from typing import Any
 from selfix_action.errors import InputError, SandboxError
 from selfix_action.junit import JUnitError, Outcome, parse_report
 from selfix_action.repair.languages import JS_SUFFIXES, TS_SUFFIXES, instrument_node_calls
+from selfix_action.repair.patches import text_lines
 from selfix_action.repair.paths import QA_TEST_DIR, is_node_source_path
 from selfix_action.repair.values import (
     CallProbe,
@@ -868,8 +869,7 @@ def covered_lines(text: str, ranges: Sequence[Sequence[int]]) -> list[int]:
     say ran: a line ran when the innermost range holding its first character counted it."""
     starts: list[int] = []  # each line's first non-blank character, as a UTF-16 offset (V8's unit)
     offset = 0
-    for line in text.split("\n"):  # lines as every other part of selfix numbers them
-        line += "\n"
+    for line in text_lines(text):  # lines as every other part of selfix numbers them
         stripped = len(line) - len(line.lstrip())
         starts.append(offset + len(line[:stripped].encode("utf-16-le")) // 2)
         offset += len(line.encode("utf-16-le")) // 2
@@ -877,7 +877,7 @@ def covered_lines(text: str, ranges: Sequence[Sequence[int]]) -> list[int]:
     for start, end, count in sorted((tuple(r) for r in ranges), key=lambda r: (r[0], -r[1])):
         for index in range(bisect.bisect_left(starts, start), bisect.bisect_left(starts, end)):
             counts[index + 1] = count
-    blank = {number for number, line in enumerate(text.split("\n"), start=1) if not line.strip()}
+    blank = {number for number, line in enumerate(text_lines(text), start=1) if not line.strip()}
     return sorted(number for number, count in counts.items() if count > 0 and number not in blank)
 
 

@@ -1,16 +1,17 @@
 // selfix's behaviour probe for Node (loaded with --require in NODE_OPTIONS): the edited functions, routed through
-// globalThis.__selfixCall by the text selfix wrote around them (repair/languages.instrument_node_calls), are
-// watched while the tests run. Each distinct call (its input: the arguments, and the receiver: a context object
-// whole, an instance by its class) is written
-// once with its outcome, the value returned or the exception thrown (a promise: what it settles to), and what the
-// call left in its arguments; then the same function runs on variations of that input (one argument, or one
-// field of a plain object argument, at a time: another type of the same thing, an empty one, a neighbour), each on copies, so the test's own objects are
-// never touched. One JSON line per input, to $SELFIX_CALLS_OUT.
+// process.__selfixCall by the text selfix wrote around them (repair/languages.instrument_node_calls), are watched
+// while the tests run. Each distinct call (its input: the arguments, and the receiver: a context object whole, an
+// instance by its class) is written once with its outcome: the value returned or the exception thrown (a promise:
+// what it settles to), and what the call changed in its arguments and its receiver's fields. Then the same
+// function runs on variations of that input (one argument, or one field of a plain object argument or of a
+// context receiver, at a time: another type of the same thing, an empty one, a neighbour), each on copies, so the
+// test's own objects are never touched. One JSON line per input, to $SELFIX_CALLS_OUT.
 //
 // The same tests run once per version of the code (unpatched twice, each patch), each version's own functions
 // answering; selfix compares the lines by input (repair/differential.py). Recording in place, rather than
 // replaying copies elsewhere, keeps receivers and closures real: a JavaScript object's class lives in the code.
-// The test that made a call comes from selfix's mocha reporter (globalThis.__selfixTest).
+// The test that made a call comes from selfix's mocha reporter (global.__selfixTest), or from jest's and vitest's
+// expect state in the caller's global (currentTest).
 'use strict';
 var fs = require('fs');
 var util = require('util');
@@ -71,7 +72,8 @@ function clip(text) {
 // A receiver worth showing: an object, not the global one, nor a namespace of functions (``m.add(1, 2)`` on a
 // module's exports, whose text would only repeat the module's function names).
 function receiver(self) {
-  if (self === undefined || self === null || self === global || self === realm || typeof self !== 'object') return false;
+  if (self === undefined || self === null || typeof self !== 'object') return false;
+  if (self === global || self === realm) return false;
   if (tag(self) === '[object Module]') return false;  // an ES module's namespace: `m.add(1, 2)` after import * as m
   if (!plainObject(self)) return true;
   var values = Object.keys(self).map(function (k) { return self[k]; });
@@ -212,7 +214,9 @@ function variations(value, nested) {
   } else if (typeof value === 'string') {
     found.push(['empty', ''], ['with text after', value + 'x'], ['with text before', 'x' + value]);
     if (value) found.push(['first character', value.slice(0, 1)]);
-    if (value.trim() !== value || value.toUpperCase() !== value) found.push(['trimmed, upper case', value.trim().toUpperCase()]);
+    if (value.trim() !== value || value.toUpperCase() !== value) {
+      found.push(['trimmed, upper case', value.trim().toUpperCase()]);
+    }
     else found.push(['padded, lower case', ' ' + value.toLowerCase() + ' ']);
     if (/^\s*\d+\s*$/.test(value)) found.push(['negative', '-' + value.trim()]);
     if (!nested) {
@@ -231,7 +235,8 @@ function variations(value, nested) {
     found.push(['as a plain object', object], ['empty', new realm.Map()]);
   } else if (plainObject(value)) {
     var keys = Object.keys(value);
-    found.push(['empty', new realm.Object()], ['as a Map', new realm.Map(keys.map(function (k) { return [k, value[k]]; }))]);
+    var asMap = new realm.Map(keys.map(function (k) { return [k, value[k]]; }));
+    found.push(['empty', new realm.Object()], ['as a Map', asMap]);
     if (keys.length > 1) {
       var first = new realm.Object();
       first[keys[0]] = value[keys[0]];
@@ -288,7 +293,8 @@ function states(self, args) {
       try { fields[key] = digest(self[key]); } catch (e) { fields[key] = 'unreadable'; }
     });
   }
-  return { args: args.map(function (a) { return a !== null && typeof a === 'object' ? digest(a) : ''; }), fields: fields };
+  var digests = args.map(function (a) { return a !== null && typeof a === 'object' ? digest(a) : ''; });
+  return { args: digests, fields: fields };
 }
 
 // The arguments and the receiver's fields the call changed, as text; each with its digest, so a change beyond
