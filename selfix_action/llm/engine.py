@@ -46,6 +46,7 @@ from selfix_action.llm.prompts import (
     second_patcher_request,
     settle_request,
     source_slices,
+    stack_test_files,
 )
 from selfix_action.llm.schemas import (
     DETECTIVE_TOOL,
@@ -74,7 +75,6 @@ from selfix_action.providers.base import (
 )
 from selfix_action.repair.languages import has_node_test, is_node_file, syntax_problem
 from selfix_action.repair.patches import changed_line_count, program_key
-from selfix_action.repair.paths import is_test_path
 from selfix_action.repair.protocols import EngineStopped, Sandbox
 from selfix_action.repair.report import Confidence, PreflightUsage, StopReason, Usage
 from selfix_action.repair.review import Review, ReviewRequest
@@ -687,14 +687,11 @@ class LLMEngine:
             focus: dict[str, list[int]] = {}
             for item in evidence.suspicious_lines:
                 focus.setdefault(item.file, []).append(item.line)
-            self._view = RepositoryView(
-                sandbox.read_file,
-                sandbox.source_files(),
-                evidence_test_files(
-                    [*evidence.f2p_tests, *evidence.p2p_tests, *_stack_test_files(evidence)], sandbox.read_file
-                ),
-                focus,
-            )
+            # the test files the failing stacks pass through too: a suite's entry file may require the one that
+            # defines the test (readers' searches for Hexo's failing titles found nothing)
+            stacks = [path for failure in evidence.failures for path in stack_test_files(failure)]
+            tests = evidence_test_files([*evidence.f2p_tests, *evidence.p2p_tests, *stacks], sandbox.read_file)
+            self._view = RepositoryView(sandbox.read_file, sandbox.source_files(), tests, focus)
             self._view_evidence = evidence
         return self._view
 
@@ -944,10 +941,3 @@ def _summarize(answer: PatcherAnswer, limit: int = 400) -> str:
         parts.append(f"in {edit.file}: `{search}` -> `{replace}`")
     text = "; ".join(parts)
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _stack_test_files(evidence: Evidence) -> list[str]:
-    """The test files the failing tests' stacks pass through: where a JavaScript suite's entry file (Hexo's
-    ``test/index.js``) requires the file that defines the test, the asks search and read that one too (readers'
-    searches for a failing test's title found nothing)."""
-    return list(dict.fromkeys(f.file for failure in evidence.failures for f in failure.frames if is_test_path(f.file)))

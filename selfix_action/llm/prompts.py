@@ -21,7 +21,7 @@ from selfix_action.repair.localize import FunctionSpan, enclosing_function, func
 from selfix_action.repair.paths import is_test_path
 from selfix_action.repair.reported import TITLE_JOIN
 from selfix_action.repair.review import ReviewedCode, ReviewRequest
-from selfix_action.repair.values import Evidence, Hypothesis, Location, Verification
+from selfix_action.repair.values import Evidence, Hypothesis, Location, TestResult, Verification
 from selfix_action.untrusted import NOTICE as UNTRUSTED_NOTICE
 from selfix_action.untrusted import block, inline
 
@@ -423,17 +423,24 @@ def test_slices(evidence: Evidence, read_file: ReadFile) -> dict[str, set[int]]:
     return wanted
 
 
+def stack_test_files(failure: TestResult) -> list[str]:
+    """The test files a failure's stack passes through, innermost first: where a JavaScript suite's entry file
+    (Hexo's ``test/index.js``) requires the file that defines the test, that file."""
+    return list(dict.fromkeys(f.file for f in reversed(failure.frames) if is_test_path(f.file)))
+
+
 def _node_test_slices(evidence: Evidence, read_file: ReadFile) -> dict[str, set[int]]:
     """A JavaScript project's failing tests: each test's call (``it``/``test``), the setup hooks of the describe
     blocks around it and the spec file's imports."""
     wanted: dict[str, set[int]] = {}
-    frames = {failure.nodeid: failure.frames for failure in evidence.failures}
+    failures = {failure.nodeid: failure for failure in evidence.failures}
     for nodeid in [n for n in evidence.f2p_tests if is_node_file(n.partition("::")[0])][:MAX_TEST_FUNCTIONS]:
         spec, _, rest = nodeid.partition("::")
         titles = tuple(rest.split(TITLE_JOIN)) if rest else ()
         # The spec file mocha loaded, then the test files of the failure's stack: a suite whose entry file
         # requires the others (Hexo's test/index.js) defines the test in one of those.
-        places = [spec, *(f.file for f in reversed(frames.get(nodeid, ())) if is_test_path(f.file))]
+        failure = failures.get(nodeid)
+        places = [spec, *(stack_test_files(failure) if failure is not None else [])]
         for path in dict.fromkeys(p for p in places if is_node_file(p)):
             try:
                 text = read_file(path)

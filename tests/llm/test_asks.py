@@ -502,16 +502,14 @@ def test_a_javascript_modules_definitions_are_its_functions_and_methods() -> Non
 def test_the_asks_see_the_test_files_a_failing_stack_passes_through() -> None:
     """Hexo's mocha runs test/index.js, which requires the file that defines each test: the failing test's stack
     names that file, and the asks search and read it too (readers' searches for a failing title found nothing)."""
-    from selfix_action.llm.engine import _stack_test_files
-    from selfix_action.repair.values import Evidence, Frame, TestResult, TestStatus
+    from selfix_action.llm.prompts import stack_test_files
+    from selfix_action.repair.values import Frame, TestResult, TestStatus
 
     nodeid = "test/index.js::Hexo > is > home"
     frames = (Frame(file="lib/plugins/helper/is.js", line=30, function="isHome"),
               Frame(file="test/scripts/helpers/is.js", line=12, function="Context.<anonymous>"))  # fmt: skip
     failure = TestResult(nodeid=nodeid, status=TestStatus.FAILED, frames=frames)
-    evidence = Evidence(f2p_tests=(nodeid,), p2p_tests=(), failures=(failure,), suspicious_lines=(),
-                        suspicious_functions=(), coverage_used=False)  # fmt: skip
-    assert _stack_test_files(evidence) == ["test/scripts/helpers/is.js"]
+    assert stack_test_files(failure) == ["test/scripts/helpers/is.js"]
     files = {"test/index.js": "require('./scripts/helpers/is');\n", "test/scripts/helpers/is.js": "it('home');\n"}
 
     def read(path: str) -> str:
@@ -519,5 +517,5 @@ def test_the_asks_see_the_test_files_a_failing_stack_passes_through() -> None:
             raise FileNotFoundError(path)
         return files[path]
 
-    listed = evidence_test_files([nodeid, *_stack_test_files(evidence)], read)
+    listed = evidence_test_files([nodeid, *stack_test_files(failure)], read)
     assert listed == ["test/index.js", "test/scripts/helpers/is.js"]
