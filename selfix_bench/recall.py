@@ -298,6 +298,11 @@ class EvidenceCapture:
     def second_patch(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> CandidatePatch | None:
         return None
 
+    def broaden(
+        self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, diff: str, review: Review
+    ) -> CandidatePatch | None:
+        return None
+
     def hypotheses(self, evidence: Evidence, sandbox: Sandbox, limit: int) -> list[Hypothesis]:
         self.evidence = evidence
         raise EngineStopped(StopReason.BUDGET_EXHAUSTED, "recall benchmark: evidence captured, no model asked")

@@ -99,6 +99,14 @@ class CascadeEngine:
             return self.offline.settle(hypothesis, evidence, sandbox, disagreements)
         return self.llm.settle(hypothesis, evidence, sandbox, disagreements)
 
+    def broaden(
+        self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, diff: str, review: Review
+    ) -> CandidatePatch | None:
+        """The engine of the hypothesis' phase, as for ``second_patch``."""
+        if self._phase == "offline":
+            return self.offline.broaden(hypothesis, evidence, sandbox, diff, review)
+        return self.llm.broaden(hypothesis, evidence, sandbox, diff, review)
+
     def second_patch(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> CandidatePatch | None:
         """The engine of the hypothesis' phase: the offline one offers none (its window's candidates serve), so
         a patch the cheap path found costs no model call here."""

@@ -157,6 +157,11 @@ class GivenPatch:
     def settle(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, disagreements: str) -> QATest | None:
         return None
 
+    def broaden(
+        self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, diff: str, review: Review
+    ) -> CandidatePatch | None:
+        return None  # the user's own patch is checked, not rewritten
+
     def second_patch(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> CandidatePatch | None:
         return None  # the user's own patch: nothing to compare it with
 

@@ -28,6 +28,7 @@ from selfix_action.llm.edits import Edit, EditError, apply_edits, normalize_path
 from selfix_action.llm.named import named_definitions
 from selfix_action.llm.prompts import (
     SYSTEM_PROMPT,
+    broaden_request,
     build_context,
     corrective_request,
     describe_failure,
@@ -93,7 +94,14 @@ A = TypeVar("A", bound=BaseModel)
 L = TypeVar("L", HypothesisAnswer, LocationAnswer)
 R = TypeVar("R")
 
-DEFAULT_OUTPUT_TOKENS = {"detective": 2500, "qa": 1500, "patcher": 2000, "patcher2": 2000, "reviewer": 800}
+DEFAULT_OUTPUT_TOKENS = {
+    "detective": 2500,
+    "qa": 1500,
+    "patcher": 2000,
+    "patcher2": 2000,
+    "broadener": 2000,
+    "reviewer": 800,
+}
 SIMILAR = 0.6  # difflib ratio above which two hypotheses at one location are the same idea
 MAX_HYPOTHESIS_LINES = 60
 MAX_ASK_ROUNDS = 3  # rounds of asks one role call may make before it must answer
@@ -101,6 +109,7 @@ ASKING_ROLES: dict[str, type[DetectiveAnswer] | type[PatcherAnswer]] = {
     "detective": DetectiveAnswer,
     "patcher": PatcherAnswer,
     "patcher2": PatcherAnswer,
+    "broadener": PatcherAnswer,
 }
 
 
@@ -435,6 +444,39 @@ class LLMEngine:
             hypothesis_id=hypothesis.id,
             description=answer.explanation[:200],
             template="llm-second",
+            files=files,
+        )
+
+    def broaden(
+        self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, diff: str, review: Review
+    ) -> CandidatePatch | None:
+        """Patcher, once more, after the Reviewer called the confirmed patch partial or wrong (usage role
+        "broadener"): the first Patcher's request with no attempt, the patch as a diff, and the reviewer's reason
+        and the case it says the patch misses; asked for one whole patch from the unpatched code that fixes that
+        case too. None: no usable answer after the corrective re-ask."""
+        editable = set(sandbox.source_files())
+        _, code = patcher_code(hypothesis, sandbox)
+        request = broaden_request(hypothesis, code, diff, review, asks_left=self._asks_left())
+
+        def validate(response: ModelResponse) -> tuple[PatcherAnswer, dict[str, str]]:
+            answer = _parse(response, PatcherAnswer)
+            if not answer.edits:
+                raise EnvironmentDiagnosis("broadener", answer.environment_problem, answer.environment_tests)
+            edits = [Edit(e.file, e.search, e.replace) for e in answer.edits]
+            try:
+                return answer, apply_edits(edits, sandbox.read_file, editable, self.protected_paths)
+            except EditError as exc:
+                raise InvalidAnswer(str(exc)) from exc
+
+        result = self._ask("broadener", PATCHER_TOOL, request, evidence, sandbox, validate)
+        if result is None:
+            return None
+        answer, files = result
+        return CandidatePatch(
+            id=f"{hypothesis.id}-B",
+            hypothesis_id=hypothesis.id,
+            description=answer.explanation[:200],
+            template="llm-broadened",
             files=files,
         )
 

@@ -20,7 +20,7 @@ from selfix_action.repair.languages import is_node_file, node_outline, node_test
 from selfix_action.repair.localize import FunctionSpan, enclosing_function, function_spans
 from selfix_action.repair.paths import is_test_path
 from selfix_action.repair.reported import TITLE_JOIN
-from selfix_action.repair.review import ReviewedCode, ReviewRequest
+from selfix_action.repair.review import Review, ReviewedCode, ReviewRequest
 from selfix_action.repair.values import Evidence, Hypothesis, Location, TestResult, Verification
 from selfix_action.untrusted import NOTICE as UNTRUSTED_NOTICE
 from selfix_action.untrusted import block, inline
@@ -790,6 +790,25 @@ def second_patcher_request(hypothesis: Hypothesis, code: str, asks_left: int = 0
     return patcher_request(hypothesis, code, (), asks_left=asks_left) + SECOND_PATCHER_FOCUS
 
 
+def broaden_request(hypothesis: Hypothesis, code: str, diff: str, review: Review, asks_left: int = 0) -> str:
+    """The Patcher's request once the Reviewer called a confirmed patch partial or wrong: the first request (no
+    attempt), the patch, and the reviewer's reason and missed case; one whole patch from the unpatched code is
+    asked for, one that keeps what the patch got right and fixes that case too."""
+    return (
+        patcher_request(hypothesis, code, (), asks_left=asks_left)
+        + f"""
+
+A patch for this hypothesis passed the failing tests, its reproduction test and the whole suite:
+{block("confirmed patch", diff, code=True, limit=6000)}
+A reviewer who did not write it judged it {review.verdict}: {inline(review.reason, 800)}
+A case the reviewer says it still gets wrong: {inline(review.missed, 600)}
+
+Check that case against the code. If the reviewer is right, fix the root cause for that case and its siblings
+as well, keeping what the patch gets right; if the reviewer is wrong, return the patch's own edits. Your edits
+apply to the unpatched code shown above, not to the patched one: give the whole patch you propose."""
+    )
+
+
 def describe_failure(verdict: Verification) -> str:
     detail = verdict.detail or ", ".join(verdict.failing_tests[:3])
     return f"verification failed at {verdict.stage.value}:\n" + block("verification output", detail, limit=1500)
@@ -864,8 +883,9 @@ Passing the tests is not being right. Judge whether the patch fixes the root cau
 input of the kind the failure shows now behaves correctly), partial (the reported case is fixed but a sibling case
 of the same bug, another type, value or path, still fails, or a second place the fix needs, such as how the
 object is built, is left as it was) or wrong (it does not fix the root cause, or it breaks correct behaviour).
-For partial or wrong, name a concrete input or case the patched code still gets wrong. Judge from the code shown;
-do not propose a new patch."""
+Check it on the inputs the code is meant to handle, not only the test's: the edited function's other branches,
+the values its callers pass, inputs just beside the reported one. For partial or wrong, name a concrete input or
+case the patched code still gets wrong. Judge from the code shown; do not propose a new patch."""
 
 
 def settle_request(

@@ -56,6 +56,11 @@ class OfflineEngine:
     def settle(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, disagreements: str) -> QATest | None:
         return None  # no QA of its own: a disagreement stays unsettled
 
+    def broaden(
+        self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, diff: str, review: Review
+    ) -> CandidatePatch | None:
+        return None  # no reviewer: nothing to broaden
+
     def second_patch(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> CandidatePatch | None:
         return None  # its second solution is another candidate that passed in the loop's window
 

@@ -150,6 +150,8 @@ class _Winner:
     agreement: str = ""  # why the hypothesis, its QA test and the verification agree on it (_agreement)
     property_held: str = ""  # what the hypothesis' property test showed of it (properties.settle)
     review: Review | None = None  # the reviewer's verdict, asked once the heal's winner is confirmed
+    qa: QATest | None = None  # the QA test of its hypothesis, which a broadened patch must pass too
+    broadened_from: str = ""  # the reviewer's case a first patch missed, when this one broadened it (_broadened)
 
 
 _LEVELS = {"low": 0, "medium": 1, "high": 2}
@@ -506,6 +508,7 @@ class HealingLoop:
                     hypothesis=hypothesis,
                     agreement=agreement,
                     property_held=held,
+                    qa=qa,
                 )
             records.append(self._record(hypothesis, exposure, tried, history, winner))
             if (
@@ -550,6 +553,11 @@ class HealingLoop:
         if winner is not None and stop.reason is StopReason.HEALED and winner.after is not None:
             # 9. Review: one look at the confirmed patch by a role that did not write it.
             winner = self._reviewed(winner, evidence)
+            if winner.review is not None and winner.review.verdict != "complete" and winner.review.missed.strip():
+                # 10. Broaden: the reviewer named a case the patch still gets wrong. The Patcher is asked once for
+                # a patch that fixes it too; verified, confirmed, probed and reviewed like the first, it replaces
+                # the first only if the reviewer then calls it complete (never a stop).
+                winner = self._broadened(winner, evidence)
         return self._finish(stop, repro, evidence, records, winner)
 
     def _without_environment_tests(self, evidence: Evidence, stopped: EngineStopped) -> Evidence | None:
@@ -678,12 +686,13 @@ class HealingLoop:
         history: list[Verification],
         *,
         cut_short: str = "",
+        minimize: bool = True,
     ) -> tuple[_Winner | None, Stop]:
         """Pick among the passing candidates: the most plausible first (fewest overfitting patterns; equals in
-        the engine's order), minimized as far as the budget allows, then confirmed on the whole suite once with
-        per-test coverage. What a confirmation needs was kept back; if it still cannot run, the patch is kept,
-        unconfirmed. One that breaks a test outside the selected ones is a failed candidate (fed back in
-        ``history``) and the next is tried; (None, ...) if every one did.
+        the engine's order), minimized as far as the budget allows (unless ``minimize`` is false), then confirmed
+        on the whole suite once with per-test coverage. What a confirmation needs was kept back; if it still cannot
+        run, the patch is kept, unconfirmed. One that breaks a test outside the selected ones is a failed candidate
+        (fed back in ``history``) and the next is tried; (None, ...) if every one did.
 
         If the confirmed one changes what some passing tests execute, up to ``BEHAVIOUR_RECHECKS`` of the next
         equally plausible candidates are confirmed too (budget allowing), and the one changing the fewest wins."""
@@ -713,10 +722,12 @@ class HealingLoop:
                     break
                 rechecks += 1
             candidate = chosen.candidate
-            with self.budget.timed("minimize"):
-                minimized = self.verifier.minimize(
-                    candidate, qa, evidence, keep=self.properties.keeps(candidate.hypothesis_id)
-                )
+            minimized = Minimized(candidate.files)
+            if minimize:
+                with self.budget.timed("minimize"):
+                    minimized = self.verifier.minimize(
+                        candidate, qa, evidence, keep=self.properties.keeps(candidate.hypothesis_id)
+                    )
             with self.budget.timed("confirm"):
                 confirmation = self.verifier.confirm(
                     minimized.files, candidate, evidence, coverage=self.config.behaviour_coverage
@@ -964,6 +975,80 @@ class HealingLoop:
             confidence=confidence.level,
         )
         return dataclasses.replace(winner, review=review, confidence=confidence)
+
+    def _broadened(self, winner: _Winner, evidence: Evidence) -> _Winner:
+        """The winner, or the Patcher's broader patch when the reviewer called the winner partial or wrong and
+        calls the broader one complete. The broader patch passes what the winner passed (the failing tests, the
+        QA test, the hypothesis' property, the whole suite) and goes through the same evidence steps, so its
+        confidence is judged on execution as the first one's was. Every way it falls short is noted."""
+        review, hypothesis = winner.review, winner.hypothesis
+        if review is None or hypothesis is None:
+            return winner
+
+        def kept(why: str) -> _Winner:
+            self.notes.append(f"not broadened after the reviewer's {review.verdict} verdict: {why}")
+            self.trace("broaden", f"kept {winner.candidate.id}: {why}", candidate=winner.candidate.id, broadened=None)
+            return winner
+
+        if self.budget.allows(self.verifier.candidate_runs + CONFIRM_RUNS) is not None:
+            return kept("no room left in the budget to verify and confirm another patch")
+        diff = unified_diff(self.verifier.originals(winner.files), winner.files)
+        try:
+            with self.budget.timed("broaden"):
+                candidate = self.engine.broaden(hypothesis, evidence, self.sandbox, diff, review)
+        except EngineStopped as stopped:
+            return kept(stopped.detail or stopped.reason.value)
+        if candidate is None:
+            return kept("the engine proposed no broader patch")
+        verdict: Verification | None = None
+        for item in self.verifier.verified(
+            [candidate], winner.qa, evidence, {program_key(winner.files)}, independent=False
+        ):
+            if isinstance(item, Stop):
+                return kept(item.why)
+            candidate, verdict = item
+            if verdict.ok and (partial := self.properties.check(hypothesis.id, candidate)) is not None:
+                verdict = partial
+            self._trace_verdict(candidate, verdict)
+        if verdict is None:
+            return kept("the Patcher returned the same program")
+        if not verdict.ok:
+            return kept(f"the broader patch failed verification ({verdict.stage.value})")
+        window = _Window(limit=0, deadline=self.budget.clock())
+        # Not minimized: what it adds is for a case no test holds, so the tests alone would take it out again.
+        broader, settled = self._settle([self._passing(candidate)], window, winner.qa, evidence, [], minimize=False)
+        if broader is None or settled.reason is not StopReason.HEALED:
+            return kept(
+                f"the broader patch was not confirmed on the whole suite{': ' + settled.why if settled.why else ''}"
+            )
+        if self.config.behaviour_probe:
+            with self.budget.timed("scrutinize"):
+                broader = self._scrutinize(broader, hypothesis, winner.qa, evidence)
+        agreement = winner.agreement  # the hypothesis and its QA test are the first patch's
+        held = self.properties.settle(hypothesis.id, broader.files)
+        broader = dataclasses.replace(
+            broader,
+            confidence=self._confidence(broader, evidence, agreement, held),
+            hypothesis=hypothesis,
+            agreement=agreement,
+            property_held=held,
+            qa=winner.qa,
+        )
+        broader = self._reviewed(broader, evidence)
+        if broader.review is None or broader.review.verdict != "complete":
+            verdict_text = broader.review.verdict if broader.review is not None else "not given"
+            return kept(f"the reviewer's verdict on the broader patch is {verdict_text}")
+        self.notes.append(
+            f"broadened after the reviewer called {winner.candidate.description} {review.verdict} (misses: "
+            f"{review.missed}): {broader.candidate.description}"
+        )
+        self.trace(
+            "broaden",
+            f"{broader.candidate.id} replaces {winner.candidate.id}",
+            candidate=winner.candidate.id,
+            broadened=broader.candidate.id,
+        )
+        return dataclasses.replace(broader, broadened_from=review.missed)
 
     def _confidence(
         self,

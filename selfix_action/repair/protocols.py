@@ -150,6 +150,15 @@ class Engine(Protocol):
         two verified patches behave differently. None: the engine cannot, and the disagreement stays."""
         ...
 
+    def broaden(
+        self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, diff: str, review: Review
+    ) -> CandidatePatch | None:
+        """Patcher, once more, after the reviewer called the confirmed patch (``diff``) partial or wrong and named
+        a case it misses (``review.missed``): one whole patch that fixes that case too, which the loop verifies,
+        confirms and has reviewed like the first. None: none to offer (an engine without a reviewer). Raises
+        ``EngineStopped`` like the other roles when it cannot answer."""
+        ...
+
     def second_patch(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> CandidatePatch | None:
         """An independent second solution for ``hypothesis`` once a patch is confirmed: a Patcher answer that never
         saw that patch nor any failed attempt (its own context, its own sample; the loop compares the two on inputs

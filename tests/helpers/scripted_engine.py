@@ -23,10 +23,15 @@ class ScriptedEngine:
         candidates: dict[str, list[dict[str, str]]],
         review: Review | None = None,
         qa_after_dispute: dict[str, QATest | None] | None = None,
+        broadened: dict[str, str] | None = None,
+        second_review: Review | None = None,
     ) -> None:
         self._hypotheses = hypotheses
         self._review = review  # the reviewer's verdict it plays back (None: no reviewer)
         self.review_requests: list[ReviewRequest] = []
+        self._broadened = broadened  # the patch it answers a partial or wrong review with (None: none)
+        self._second_review = second_review  # its verdict on that patch (None: the first verdict again)
+        self.broaden_requests: list[tuple[str, Review]] = []  # (the confirmed patch's diff, the review)
         self._qa = qa
         self._candidates = candidates
         self.feedback: list[Verification] = []
@@ -46,11 +51,27 @@ class ScriptedEngine:
     def second_patch(self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox) -> CandidatePatch | None:
         return None
 
+    def broaden(
+        self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, diff: str, review: Review
+    ) -> CandidatePatch | None:
+        self.broaden_requests.append((diff, review))
+        if self._broadened is None:
+            return None
+        return CandidatePatch(
+            id=f"{hypothesis.id}-B",
+            hypothesis_id=hypothesis.id,
+            description="broadened",
+            template="scripted",
+            files=self._broadened,
+        )
+
     def hypotheses(self, evidence: Evidence, sandbox: Sandbox, limit: int) -> list[Hypothesis]:
         return self._hypotheses[:limit]
 
     def review(self, request: ReviewRequest) -> Review | None:
         self.review_requests.append(request)
+        if self.broaden_requests and self._second_review is not None:
+            return self._second_review
         return self._review
 
     def accepts(self, patch: CandidatePatch, confidence: Confidence | None) -> bool:
@@ -81,13 +102,13 @@ class ScriptedEngine:
             )
 
 
-def hyp(ident: str, rank: int) -> Hypothesis:
+def hyp(ident: str, rank: int, file: str = "calc.py", symbol: str = "add") -> Hypothesis:
     return Hypothesis(
         id=ident,
         rank=rank,
         title=f"hypothesis {ident}",
         confidence=0.5,
-        file="calc.py",
-        symbol="add",
+        file=file,
+        symbol=symbol,
         lines=(2,),
     )

@@ -39,6 +39,7 @@ from selfix_action.repair.values import (
     Verification,
     VerifyStage,
 )
+from tests.helpers import calc_answers
 from tests.helpers.calc_answers import anthropic_script, assert_healed, run
 from tests.helpers.fake_providers import FakeProvider, anthropic_tool_use
 from tests.helpers.llm_sandbox import CachedSandbox, TraceLog
@@ -223,6 +224,26 @@ def test_the_second_patch_sees_the_hypothesis_and_the_code_but_no_first_patch_no
     assert usage["patcher2"].calls == 1 and usage["patcher"].calls == 2
 
 
+def test_the_broadening_patcher_sees_the_confirmed_patch_and_the_reviewers_case(calc: CachedSandbox) -> None:
+    broader = {"explanation": "sum any operands", "edits": [{"file": "calc.py", "search": "a - b", "replace": "a + b"}]}
+    model = QueuedModel({"report_hypotheses": [DETECTIVE], "propose_edits": [broader]})
+    engine = engine_over(model)
+    evidence = calc_evidence()
+    (hypothesis,) = engine.hypotheses(evidence, calc, 1)
+    diff = unified_diff({"calc.py": ORIGINAL}, {"calc.py": ORIGINAL.replace("a - b", "int(a) + int(b)")})
+    review = Review(**PARTIAL)
+    patch = engine.broaden(hypothesis, evidence, calc, diff, review)
+    assert patch is not None and patch.template == "llm-broadened" and "return a + b" in patch.files["calc.py"]
+    (call,) = [r for r in model.requests if r.tool == "propose_edits"]
+    text = "\n".join(m.content for m in call.messages)
+    # The hypothesis and the unpatched code, as the first Patcher had them, then the patch and the verdict.
+    assert "add subtracts instead of adding" in text and "    2 |     return a - b" in text
+    assert "+    return int(a) + int(b)" in text
+    assert "judged it partial: only ints are summed" in text and "add('a', 'b') still fails" in text
+    assert "apply to the unpatched code" in text
+    assert engine.usage().by_role["broadener"].calls == 1
+
+
 # -- the verdict's weight on real heals --------------------------------------------------------------------
 def review_reply(verdict: dict[str, Any]) -> dict[str, Any]:
     return anthropic_script(review_patch=[anthropic_tool_use("review_patch", verdict)])
@@ -230,7 +251,9 @@ def review_reply(verdict: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.slow
 def test_a_partial_verdict_caps_a_healed_patch_at_medium_and_says_why(calc: CachedSandbox, trace_log: TraceLog) -> None:
-    provider = FakeProvider(by_tool=review_reply(PARTIAL))
+    # The Patcher's, the second solution's and, asked to broaden the patch, the same edit a third time.
+    fix = anthropic_tool_use("propose_edits", calc_answers.FIX)
+    provider = FakeProvider(by_tool={**review_reply(PARTIAL), "propose_edits": [fix, fix, fix]})
     report = run("anthropic", provider, calc, trace_log)
     assert_healed(report)
     # What the loop gave the reviewer: the failing test, the edited function whole as the sandbox's patched copy
@@ -254,6 +277,9 @@ def test_a_partial_verdict_caps_a_healed_patch_at_medium_and_says_why(calc: Cach
     assert event["verdict"] == "partial" and event["confidence"] == "medium"
     # The two calls of the new evidence, each a role of its own in the usage (report.json, report.md).
     assert report.usage.by_role["reviewer"].calls == 1 and report.usage.by_role["patcher2"].calls == 1
+    # Asked to broaden the patch the reviewer called partial, the Patcher gave the same program: it stays.
+    assert report.usage.by_role["broadener"].calls == 1
+    assert any("not broadened" in n and "the Patcher returned the same program" in n for n in report.notes)
     assert "| reviewer | 1 | 100 | 20 |" in markdown and "| patcher2 | 1 | 100 | 20 |" in markdown
     # The PR body and view.html say it too.
     body = pr_body(report, run_url="https://ci.example/run/1", fp="abc")
