@@ -1,5 +1,5 @@
 """The healing loop: reproduce → localize → hypothesize → expose → patch → verify → backtrack → choose → minimize →
-confirm → judge → review.
+confirm → judge → review → broaden.
 
 Read ``HealingLoop.run`` top to bottom: every way the loop can stop is a ``StopReason`` returned there, either
 named in it or carried by a ``Stop`` value a step returned (steps never raise to stop the loop; the one
@@ -24,8 +24,10 @@ Passing is not being right, so: candidates that cannot make sense are refused be
 one passes, a few more are verified and the most plausible passing one is chosen (``plausibility``: overfitting
 patterns, then the change in what passing tests execute); and the report's ``confidence`` judges the winner with
 named reasons (``plausibility.assess_confidence``); a healed winner is shown once to the engine's reviewer, whose
-verdict is one more of those reasons (``Engine.review``). None of this is a stop: a low-confidence patch is still
-``HEALED`` when the whole suite passed on it, and says so.
+verdict is one more of those reasons (``Engine.review``); a winner it calls partial or wrong goes back to the
+Patcher once with the case it names, and a broader patch that passes everything the winner passed replaces it
+only if the reviewer calls that one complete (``Engine.broaden``). None of this is a stop: a low-confidence
+patch is still ``HEALED`` when the whole suite passed on it, and says so.
 """
 
 from __future__ import annotations
