@@ -24,6 +24,8 @@ an event ``{"t": seconds since start, "step": ..., "message": ..., <step fields>
                 the answers, asks left (the answers themselves are in the next ``model_call``'s prompt)
 ``review``      the reviewer's verdict on the healed patch (verdict, reason, missed, the confidence after it),
                 or why there is none
+``broaden``     after a partial or wrong verdict: the broader patch that replaced the healed one, or why the
+                healed one stays (``candidate``, ``broadened``: its id or null)
 ``outcome``     the final outcome as ``selfix fix`` saw it: healed?, the patch and its confidence, tokens and
                 cost (:class:`OutcomeEvent`)
 ==============  ======================================================================================
