@@ -118,7 +118,9 @@ class FakeProvider:
             self.requests.append(recorded)
             queue = self.by_tool.get(recorded.tool or "", self.queue)
             if not queue:
-                return Reply(500, {"error": {"type": "test_error", "message": "script exhausted"}})
+                # A request error, not a server error: the client retries a 5xx with backoff (seconds of idle
+                # waiting for every role a script leaves unanswered), and a 400 is final, as "no answer" means.
+                return Reply(400, {"error": {"type": "invalid_request_error", "message": "script exhausted"}})
             item = queue.popleft()
         return item(recorded) if callable(item) else item
 
