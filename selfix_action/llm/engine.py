@@ -421,31 +421,9 @@ class LLMEngine:
         given the first's request word for word, a capable model writes the first's program again. None: no usable
         answer after the corrective re-ask."""
         self._context_of(evidence, sandbox)  # the shared context's pieces: the sandbox to read, the tools' bounds
-        editable = set(sandbox.source_files())
         _, code = patcher_code(hypothesis, sandbox)
         request = second_patcher_request(hypothesis, code, asks_left=self._asks_left())
-
-        def validate(response: ModelResponse) -> tuple[PatcherAnswer, dict[str, str]]:
-            answer = _parse(response, PatcherAnswer)
-            if not answer.edits:
-                raise EnvironmentDiagnosis("patcher2", answer.environment_problem, answer.environment_tests)
-            edits = [Edit(e.file, e.search, e.replace) for e in answer.edits]
-            try:
-                return answer, apply_edits(edits, sandbox.read_file, editable, self.protected_paths)
-            except EditError as exc:
-                raise InvalidAnswer(str(exc)) from exc
-
-        result = self._ask("patcher2", PATCHER_TOOL, request, evidence, sandbox, validate, context=self._base_context)
-        if result is None:
-            return None
-        answer, files = result
-        return CandidatePatch(
-            id=f"{hypothesis.id}-S2",
-            hypothesis_id=hypothesis.id,
-            description=answer.explanation[:200],
-            template="llm-second",
-            files=files,
-        )
+        return self._one_patch("patcher2", request, hypothesis, evidence, sandbox, "S2", context=self._base_context)
 
     def broaden(
         self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, diff: str, review: Review
@@ -454,29 +432,45 @@ class LLMEngine:
         "broadener"): the first Patcher's request with no attempt, the patch as a diff, and the reviewer's reason
         and the case it says the patch misses; asked for one whole patch from the unpatched code that fixes that
         case too. None: no usable answer after the corrective re-ask."""
-        editable = set(sandbox.source_files())
         _, code = patcher_code(hypothesis, sandbox)
         request = broaden_request(hypothesis, code, diff, review, asks_left=self._asks_left())
+        return self._one_patch("broadener", request, hypothesis, evidence, sandbox, "B")
+
+    def _one_patch(
+        self,
+        role: str,
+        request: str,
+        hypothesis: Hypothesis,
+        evidence: Evidence,
+        sandbox: Sandbox,
+        suffix: str,
+        *,
+        context: str | None = None,
+    ) -> CandidatePatch | None:
+        """One Patcher answer outside the candidates' feedback loop (the second solution, the broadened patch),
+        applied to the unpatched files: an answer with no edits is an environment diagnosis, an edit that does not
+        apply is an invalid answer (one corrective re-ask). None: no usable answer."""
+        editable = set(sandbox.source_files())
 
         def validate(response: ModelResponse) -> tuple[PatcherAnswer, dict[str, str]]:
             answer = _parse(response, PatcherAnswer)
             if not answer.edits:
-                raise EnvironmentDiagnosis("broadener", answer.environment_problem, answer.environment_tests)
+                raise EnvironmentDiagnosis(role, answer.environment_problem, answer.environment_tests)
             edits = [Edit(e.file, e.search, e.replace) for e in answer.edits]
             try:
                 return answer, apply_edits(edits, sandbox.read_file, editable, self.protected_paths)
             except EditError as exc:
                 raise InvalidAnswer(str(exc)) from exc
 
-        result = self._ask("broadener", PATCHER_TOOL, request, evidence, sandbox, validate)
+        result = self._ask(role, PATCHER_TOOL, request, evidence, sandbox, validate, context=context)
         if result is None:
             return None
         answer, files = result
         return CandidatePatch(
-            id=f"{hypothesis.id}-B",
+            id=f"{hypothesis.id}-{suffix}",
             hypothesis_id=hypothesis.id,
             description=answer.explanation[:200],
-            template="llm-broadened",
+            template={"patcher2": "llm-second", "broadener": "llm-broadened"}.get(role, "llm"),
             files=files,
         )
 

@@ -152,7 +152,7 @@ class _Winner:
     agreement: str = ""  # why the hypothesis, its QA test and the verification agree on it (_agreement)
     property_held: str = ""  # what the hypothesis' property test showed of it (properties.settle)
     review: Review | None = None  # the reviewer's verdict, asked once the heal's winner is confirmed
-    qa: QATest | None = None  # the QA test of its hypothesis, which a broadened patch must pass too
+    exposure: Exposure | None = None  # how its hypothesis was exposed (its QA test, which a broader patch must pass)
     broadened_from: str = ""  # the reviewer's case a first patch missed, when this one broadened it (_broadened)
 
 
@@ -502,16 +502,7 @@ class HealingLoop:
                 with budget.timed("scrutinize"):
                     winner = self._scrutinize(winner, hypothesis, qa, evidence)
             if winner is not None:
-                agreement = _agreement(hypothesis, exposure, self.verifier.originals(winner.files), winner.files)
-                held = self.properties.settle(hypothesis.id, winner.files)
-                winner = dataclasses.replace(
-                    winner,
-                    confidence=self._confidence(winner, evidence, agreement, held),
-                    hypothesis=hypothesis,
-                    agreement=agreement,
-                    property_held=held,
-                    qa=qa,
-                )
+                winner = self._judged(winner, hypothesis, exposure, evidence)
             records.append(self._record(hypothesis, exposure, tried, history, winner))
             if (
                 winner is not None
@@ -978,14 +969,29 @@ class HealingLoop:
         )
         return dataclasses.replace(winner, review=review, confidence=confidence)
 
+    def _judged(self, winner: _Winner, hypothesis: Hypothesis, exposure: Exposure, evidence: Evidence) -> _Winner:
+        """The winner with what the confidence rule reads of it: how its hypothesis, QA test and verification
+        agree, what the hypothesis' property showed of it, and the confidence they and its evidence give."""
+        agreement = _agreement(hypothesis, exposure, self.verifier.originals(winner.files), winner.files)
+        held = self.properties.settle(hypothesis.id, winner.files)
+        return dataclasses.replace(
+            winner,
+            confidence=self._confidence(winner, evidence, agreement, held),
+            hypothesis=hypothesis,
+            agreement=agreement,
+            property_held=held,
+            exposure=exposure,
+        )
+
     def _broadened(self, winner: _Winner, evidence: Evidence) -> _Winner:
         """The winner, or the Patcher's broader patch when the reviewer called the winner partial or wrong and
         calls the broader one complete. The broader patch passes what the winner passed (the failing tests, the
         QA test, the hypothesis' property, the whole suite) and goes through the same evidence steps, so its
         confidence is judged on execution as the first one's was. Every way it falls short is noted."""
-        review, hypothesis = winner.review, winner.hypothesis
-        if review is None or hypothesis is None:
+        review, hypothesis, exposure = winner.review, winner.hypothesis, winner.exposure
+        if review is None or hypothesis is None or exposure is None:
             return winner
+        qa = exposure.qa
 
         def kept(why: str) -> _Winner:
             self.notes.append(f"not broadened after the reviewer's {review.verdict} verdict: {why}")
@@ -1003,9 +1009,7 @@ class HealingLoop:
         if candidate is None:
             return kept("the engine proposed no broader patch")
         verdict: Verification | None = None
-        for item in self.verifier.verified(
-            [candidate], winner.qa, evidence, {program_key(winner.files)}, independent=False
-        ):
+        for item in self.verifier.verified([candidate], qa, evidence, {program_key(winner.files)}, independent=False):
             if isinstance(item, Stop):
                 return kept(item.why)
             candidate, verdict = item
@@ -1018,25 +1022,15 @@ class HealingLoop:
             return kept(f"the broader patch failed verification ({verdict.stage.value})")
         window = _Window(limit=0, deadline=self.budget.clock())
         # Not minimized: what it adds is for a case no test holds, so the tests alone would take it out again.
-        broader, settled = self._settle([self._passing(candidate)], window, winner.qa, evidence, [], minimize=False)
+        broader, settled = self._settle([self._passing(candidate)], window, qa, evidence, [], minimize=False)
         if broader is None or settled.reason is not StopReason.HEALED:
             return kept(
                 f"the broader patch was not confirmed on the whole suite{': ' + settled.why if settled.why else ''}"
             )
         if self.config.behaviour_probe:
             with self.budget.timed("scrutinize"):
-                broader = self._scrutinize(broader, hypothesis, winner.qa, evidence)
-        agreement = winner.agreement  # the hypothesis and its QA test are the first patch's
-        held = self.properties.settle(hypothesis.id, broader.files)
-        broader = dataclasses.replace(
-            broader,
-            confidence=self._confidence(broader, evidence, agreement, held),
-            hypothesis=hypothesis,
-            agreement=agreement,
-            property_held=held,
-            qa=winner.qa,
-        )
-        broader = self._reviewed(broader, evidence)
+                broader = self._scrutinize(broader, hypothesis, qa, evidence)
+        broader = self._reviewed(self._judged(broader, hypothesis, exposure, evidence), evidence)
         if broader.review is None or broader.review.verdict != "complete":
             verdict_text = broader.review.verdict if broader.review is not None else "not given"
             return kept(f"the reviewer's verdict on the broader patch is {verdict_text}")
