@@ -177,6 +177,15 @@ def compare(
     return changes, compared
 
 
+def settling_rows(disagreements: Sequence[InputChange]) -> list[InputChange]:
+    """The disagreements QA is asked to settle: the ones on a test's own call or a sibling of it first, and those
+    where a variation passes nothing (None, null, undefined) only when nothing else differs. Nothing is seldom
+    what the code is meant to take (a syntax-tree node, a long's value), so neither patch has a right answer
+    there, and readers asked to settle such rows could only write a test both patches fail."""
+    meaningful = [change for change in disagreements if not change.variation.endswith(_NOTHING)]
+    return meaningful or list(disagreements)
+
+
 def unstable_inputs(probe: CallProbe) -> set[tuple[str, int, str]]:
     """Inputs whose outcome differed between two runs of the unpatched code."""
     once, again = _by_key(probe.versions.get(BEFORE, ())), _by_key(probe.versions.get(BEFORE_AGAIN, ()))

@@ -44,6 +44,7 @@ from selfix_action.repair.differential import (
     behaviour_evidence,
     probe_targets,
     probed_tests,
+    settling_rows,
     untested_callers,
 )
 from selfix_action.repair.evidence import Reproduction, gather_evidence, reproduce
@@ -857,7 +858,8 @@ class HealingLoop:
         it on both: the one it passes on stays (the second one is confirmed on the whole suite first, then takes
         the first one's place, its probe evidence with it); a test that cannot run, or that both pass or both fail,
         settles nothing, and the disagreement stands."""
-        table = "\n".join(change_table(probe.disagreements, old="first patch", new="second patch", limit=8))
+        rows = settling_rows(probe.disagreements)
+        table = "\n".join(change_table(rows, old="first patch", new="second patch", limit=8))
         try:
             settling = self.engine.settle(hypothesis, evidence, self.sandbox, table)
         except EngineStopped as stopped:

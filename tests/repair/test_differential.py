@@ -8,11 +8,17 @@ from collections.abc import Callable
 
 import pytest
 
-from selfix_action.repair.differential import added_attributes, behaviour_evidence, probe_targets, probed_tests
+from selfix_action.repair.differential import (
+    added_attributes,
+    behaviour_evidence,
+    probe_targets,
+    probed_tests,
+    settling_rows,
+)
 from selfix_action.repair.loop import HealingLoop, LoopConfig
 from selfix_action.repair.plausibility import probe_reasons
 from selfix_action.repair.protocols import Sandbox
-from selfix_action.repair.report import StopReason, render_markdown
+from selfix_action.repair.report import InputChange, StopReason, render_markdown
 from selfix_action.repair.values import CallProbe, CandidatePatch, Evidence, Hypothesis, ProbeLine, QATest
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
 from tests.helpers.playback import Playback, codes
@@ -325,3 +331,23 @@ def test_a_table_row_shows_where_two_long_outcomes_differ() -> None:
     assert "77, 116 ] }`" in row and "78, 116 ] }`" in row and row.count("`...") == 2
     short = change.model_copy(update={"before": "returns 1", "after": "returns 2"})
     assert "| `returns 1` | `returns 2` |" in change_table([short], old="a", new="b")[2]
+
+
+def _disagreement(variation: str) -> InputChange:
+    return InputChange(
+        function="lib/long.js:writeLong",
+        input="(x)",
+        variation=variation,
+        test="t",
+        source="failing",
+        before="returns 1",
+        after="returns 2",
+    )
+
+
+def test_qa_settles_the_rows_on_real_inputs_and_those_passing_nothing_only_when_nothing_else_differs() -> None:
+    recorded, sibling = _disagreement("as recorded"), _disagreement("argument 1 as a string")
+    nothing = [_disagreement("argument 1 as null"), _disagreement("argument 1 as undefined"), _disagreement("x None")]
+    assert settling_rows([nothing[0], recorded, nothing[1], sibling, nothing[2]]) == [recorded, sibling]
+    assert settling_rows(nothing) == nothing
+    assert settling_rows([]) == []
