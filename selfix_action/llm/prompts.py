@@ -16,7 +16,13 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 from selfix_action.llm.imports import import_lines, test_helper_imports
 from selfix_action.llm.test_uses import built_classes, constructor_lines, find_class, used_helpers
-from selfix_action.repair.languages import is_node_file, node_outline, node_test_lines
+from selfix_action.repair.languages import (
+    NODE_MODULE_SUFFIXES,
+    is_node_file,
+    node_outline,
+    node_relative_imports,
+    node_test_lines,
+)
 from selfix_action.repair.localize import FunctionSpan, enclosing_function, function_spans
 from selfix_action.repair.paths import is_test_path
 from selfix_action.repair.reported import TITLE_JOIN
@@ -439,18 +445,58 @@ def _node_test_slices(evidence: Evidence, read_file: ReadFile) -> dict[str, set[
         titles = tuple(rest.split(TITLE_JOIN)) if rest else ()
         # The spec file mocha loaded, then the test files of the failure's stack: a suite whose entry file
         # requires the others (Hexo's test/index.js) defines the test in one of those.
+        # A failure whose stack names no test file (an assertion library's error) leaves the files the spec
+        # loads, followed from it by their relative requires.
         failure = failures.get(nodeid)
         places = [spec, *(stack_test_files(failure) if failure is not None else [])]
-        for path in dict.fromkeys(p for p in places if is_node_file(p)):
-            try:
-                text = read_file(path)
-            except (OSError, UnicodeDecodeError, ValueError):
-                continue
-            lines = node_test_lines(path, text, titles, MAX_TEST_LINES)
-            if lines:
-                wanted.setdefault(path, node_outline(path, text, MAX_MODULE_LINES)).update(lines)
-                break
+        if not _first_defining(places, titles, read_file, wanted):
+            _first_defining(_loaded_test_files(spec, read_file), titles, read_file, wanted)
     return wanted
+
+
+MAX_LOADED_TEST_FILES = 80  # test files followed from a spec file's requires when looking for a test's title
+
+
+def _first_defining(
+    places: Sequence[str], titles: tuple[str, ...], read_file: ReadFile, wanted: dict[str, set[int]]
+) -> bool:
+    """Add the lines of the first of ``places`` that defines the test ``titles`` names to ``wanted``."""
+    for path in dict.fromkeys(p for p in places if is_node_file(p)):
+        try:
+            text = read_file(path)
+        except (OSError, UnicodeDecodeError, ValueError):
+            continue
+        lines = node_test_lines(path, text, titles, MAX_TEST_LINES)
+        if lines:
+            wanted.setdefault(path, node_outline(path, text, MAX_MODULE_LINES)).update(lines)
+            return True
+    return False
+
+
+def _loaded_test_files(spec: str, read_file: ReadFile) -> list[str]:
+    """The test files ``spec`` loads by relative requires, and those they load in turn, breadth first (Hexo's
+    ``test/index.js`` requires ``./scripts/helpers``, whose index requires ``./is``), at most
+    ``MAX_LOADED_TEST_FILES``; the project's own modules (outside the test folders) are not followed."""
+    seen: list[str] = []
+    queue = [spec]
+    while queue and len(seen) < MAX_LOADED_TEST_FILES:
+        path = queue.pop(0)
+        try:
+            text = read_file(path)
+        except (OSError, UnicodeDecodeError, ValueError):
+            continue
+        for module in node_relative_imports(path, text):
+            for candidate in (module + suffix for suffix in NODE_MODULE_SUFFIXES):
+                if candidate in seen or candidate == spec or not is_test_path(candidate):
+                    continue
+                try:
+                    read_file(candidate)
+                except (OSError, UnicodeDecodeError, ValueError):
+                    continue
+                seen.append(candidate)
+                queue.append(candidate)
+                break
+    return seen
 
 
 SETUP_METHODS = frozenset(

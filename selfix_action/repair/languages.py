@@ -439,6 +439,41 @@ def _first_string(node: Any) -> str | None:
     return None
 
 
+NODE_MODULE_SUFFIXES = ("", ".js", ".ts", ".mjs", ".cjs", ".jsx", ".tsx", "/index.js", "/index.ts")
+
+
+def node_relative_imports(path: str, text: str) -> list[str]:
+    """The modules a JavaScript or TypeScript file loads by a relative path (``require('./x')``, ``import ... from
+    '../y'``), as repository paths without the suffix resolution Node adds (``NODE_MODULE_SUFFIXES``), in the
+    order they appear; [] for another file."""
+    if not is_node_file(path):
+        return []
+    folder = PurePosixPath(path).parent
+    found: list[str] = []
+
+    def add(specifier: str | None) -> None:
+        if specifier and specifier.startswith(("./", "../")):
+            parts: list[str] = []
+            for part in (folder / specifier).parts:
+                if part == "..":
+                    if parts:
+                        parts.pop()
+                elif part != ".":
+                    parts.append(part)
+            found.append("/".join(parts))
+
+    stack = [_parse(path, text).root_node]
+    while stack:
+        node = stack.pop()
+        if node.type == "call_expression" and _call_name(node) == "require":
+            add(_first_string(node))
+        elif node.type in ("import_statement", "export_statement"):
+            source = node.child_by_field_name("source")
+            add(_text(source)[1:-1] if source is not None else None)
+        stack.extend(reversed(node.children))
+    return list(dict.fromkeys(found))
+
+
 def node_test_lines(path: str, text: str, titles: tuple[str, ...], limit: int = 30) -> set[int]:
     """The lines of the test ``titles`` names in a spec file (its ``it``/``test`` call, at most ``limit`` lines)
     and the setup hooks of the describe blocks around it; empty when it is not found (a title built at run time)."""
@@ -492,13 +527,51 @@ def _string_value(node: Any) -> str | None:
         return raw
 
 
+def _joined_value(node: Any) -> str | None:
+    """The value of ``["line 1", "line 2"].join("\\n")``, ESLint's way of writing a multi-line case's code; None
+    for any other expression."""
+    target = node.child_by_field_name("function")
+    if target is None or target.type != "member_expression":
+        return None
+    array, method = target.child_by_field_name("object"), target.child_by_field_name("property")
+    if array is None or array.type != "array" or method is None or _text(method) != "join":
+        return None
+    arguments = [c for c in node.child_by_field_name("arguments").children if c.type not in ("(", ")", ",")]
+    separator = _string_value(arguments[0]) if arguments and arguments[0].type == "string" else ","
+    items = [c for c in array.children if c.type not in ("[", "]", ",", "comment")]
+    values = [_string_value(c) if c.type in ("string", "template_string") else None for c in items]
+    if separator is None or any(v is None for v in values):
+        return None
+    return separator.join(v for v in values if v is not None)
+
+
+def _is_joined(array: Any) -> bool:
+    """Whether an array literal is the object of a ``.join(...)`` call (its strings are lines of one value)."""
+    member = array.parent
+    return (
+        member is not None
+        and member.type == "member_expression"
+        and member.child_by_field_name("property") is not None
+        and _text(member.child_by_field_name("property")) == "join"
+    )
+
+
+def _same_code(value: str | None, title: str) -> bool:
+    # A report may carry a case's title with its newlines as spaces (a JUnit name), so whitespace runs compare
+    # as one space.
+    return value is not None and (value == title or value.split() == title.split())
+
+
 def _case_lines(root: Any, title: str, limit: int) -> set[int]:
     """A data-driven test (ESLint's RuleTester: ``valid``/``invalid`` arrays whose cases are titled by their
     code): the case whose string is the title, with the object literal around it (its options and errors)."""
     stack = [root]
     while stack:
         node = stack.pop()
-        if node.type in ("string", "template_string") and _string_value(node) == title:
+        line_of_joined = node.parent is not None and node.parent.type == "array" and _is_joined(node.parent)
+        if (
+            node.type in ("string", "template_string") and not line_of_joined and _same_code(_string_value(node), title)
+        ) or (node.type == "call_expression" and _same_code(_joined_value(node), title)):
             holder = node.parent
             while holder is not None and holder.type not in ("object", "array"):
                 holder = holder.parent

@@ -205,6 +205,33 @@ def test_a_javascript_failing_test_is_shown_from_the_spec_file_its_stack_names()
     assert test_slices(evidence, files.__getitem__) == {"test/scripts/toc.js": {2, 3, 4}}
 
 
+def test_a_javascript_failing_test_no_stack_names_is_found_through_the_specs_requires() -> None:
+    """An assertion library's error names no test file (Hexo-3's is_home: "expected false to be true"): the test
+    is looked up in the files test/index.js loads, and those they load in turn, never in the project's modules."""
+    from selfix_action.llm.prompts import test_slices
+    from selfix_action.repair.values import Evidence, TestResult, TestStatus
+
+    nodeid = "test/index.js::Hexo > Helpers > is > is_home"
+    files = {
+        "test/index.js": "require('chai');\nrequire('../lib/hexo');\nrequire('./scripts/helpers');\n",
+        "test/scripts/helpers/index.js": "describe('Helpers', () => {\n  require('./is');\n});\n",
+        "test/scripts/helpers/is.js": "describe('is', () => {\n  it('is_home', () => {\n    home();\n  });\n});\n",
+        "lib/hexo.js": "it('is_home', () => {});\n",  # a project module is not a test file
+    }
+
+    def read(path: str) -> str:
+        if path not in files:
+            raise FileNotFoundError(path)
+        return files[path]
+
+    failure = TestResult(nodeid=nodeid, status=TestStatus.FAILED, message="expected false to be true")
+    evidence = Evidence(
+        f2p_tests=(nodeid,), p2p_tests=(), failures=(failure,), suspicious_lines=(), suspicious_functions=(),
+        coverage_used=False,
+    )  # fmt: skip
+    assert test_slices(evidence, read) == {"test/scripts/helpers/is.js": {2, 3, 4}}
+
+
 def test_settling_a_javascript_disagreement_asks_for_a_spec_for_the_projects_runner() -> None:
     """Two verified patches disagree on inputs the probe tried: for a Node project QA settles it with a spec
     file for the project's own runner beside the failing test, never a pytest module."""

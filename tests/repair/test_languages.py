@@ -112,6 +112,35 @@ def test_a_data_driven_case_is_found_by_its_code_when_no_it_call_names_it() -> N
     assert node_test_lines("tests/lib/rules/semi.js", spec, ("semi", "valid", "var x = 5;")) == {2}
 
 
+def test_a_case_whose_code_is_an_array_of_lines_joined_is_found_by_its_title() -> None:
+    """ESLint writes a multi-line case as ``[...].join("\\n")`` (ESLint-116, no-loop-func); a JUnit name carries
+    its newlines as spaces."""
+    spec = (
+        "ruleTester.run('no-loop-func', rule, {\n"
+        "    valid: [\n"
+        "        {\n"
+        "            code: [\n"
+        '                "while (true) {",\n'
+        '                "    (function() { a; });",\n'
+        '                "}",\n'
+        '                "let a;"\n'
+        '            ].join("\\n"),\n'
+        "            parserOptions: { ecmaVersion: 6 }\n"
+        "        }\n"
+        "    ],\n"
+        "    invalid: []\n"
+        "});\n"
+    )
+    code = "while (true) {\n    (function() { a; });\n}\nlet a;"
+    case = set(range(3, 12))
+    assert node_test_lines("tests/lib/rules/no-loop-func.js", spec, ("no-loop-func", "valid", code)) == case
+    as_junit_names_it = "while (true) {     (function() { a; }); } let a;"
+    assert (
+        node_test_lines("tests/lib/rules/no-loop-func.js", spec, ("no-loop-func", "valid", as_junit_names_it)) == case
+    )
+    assert node_test_lines("tests/lib/rules/no-loop-func.js", spec, ("no-loop-func", "valid", "let a;")) == set()
+
+
 def test_a_required_spec_file_matches_the_inner_titles() -> None:
     """Hexo's test/index.js requires the others: a file's own describe blocks are the inner titles."""
     spec = "describe('toc', function () {\n  it('default', function () {\n    toc(html);\n  });\n});\n"
