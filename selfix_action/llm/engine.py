@@ -423,7 +423,9 @@ class LLMEngine:
         self._context_of(evidence, sandbox)  # the shared context's pieces: the sandbox to read, the tools' bounds
         _, code = patcher_code(hypothesis, sandbox)
         request = second_patcher_request(hypothesis, code, asks_left=self._asks_left())
-        return self._one_patch("patcher2", request, hypothesis, evidence, sandbox, "S2", context=self._base_context)
+        return self._one_patch(
+            "patcher2", request, hypothesis, evidence, sandbox, "S2", "llm-second", context=self._base_context
+        )
 
     def broaden(
         self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, diff: str, review: Review
@@ -434,7 +436,7 @@ class LLMEngine:
         case too. None: no usable answer after the corrective re-ask."""
         _, code = patcher_code(hypothesis, sandbox)
         request = broaden_request(hypothesis, code, diff, review, asks_left=self._asks_left())
-        return self._one_patch("broadener", request, hypothesis, evidence, sandbox, "B")
+        return self._one_patch("broadener", request, hypothesis, evidence, sandbox, "B", "llm-broadened")
 
     def _one_patch(
         self,
@@ -444,6 +446,7 @@ class LLMEngine:
         evidence: Evidence,
         sandbox: Sandbox,
         suffix: str,
+        template: str,
         *,
         context: str | None = None,
     ) -> CandidatePatch | None:
@@ -470,7 +473,7 @@ class LLMEngine:
             id=f"{hypothesis.id}-{suffix}",
             hypothesis_id=hypothesis.id,
             description=answer.explanation[:200],
-            template={"patcher2": "llm-second", "broadener": "llm-broadened"}.get(role, "llm"),
+            template=template,
             files=files,
         )
 
