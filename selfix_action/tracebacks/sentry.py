@@ -68,7 +68,7 @@ def _type(value: Mapping[str, Any]) -> str:
 
 
 def _origin(payload: Mapping[str, Any], event: Mapping[str, Any] | None) -> str:
-    data = payload.get("data") if isinstance(payload.get("data"), Mapping) else {}
+    data: Mapping[str, Any] = payload["data"] if isinstance(payload.get("data"), Mapping) else {}
     for holder in (event or {}, data.get("issue") or {}, data):
         if isinstance(holder, Mapping):
             for key in ("web_url", "issue_url", "url", "permalink"):
@@ -113,7 +113,7 @@ def read_sentry(payload: Mapping[str, Any]) -> ReportedError:
             "alert ({'data': {'event': ...}}) or an issue with its metadata"
         )
     raised = values[-1]
-    stacktrace = raised.get("stacktrace") if isinstance(raised.get("stacktrace"), Mapping) else {}
+    stacktrace: Mapping[str, Any] = raised["stacktrace"] if isinstance(raised.get("stacktrace"), Mapping) else {}
     frames = [f for f in (_frame(raw) for raw in stacktrace.get("frames") or () if isinstance(raw, Mapping)) if f]
     if not frames:
         raise InputError("the Sentry event's exception has no stack trace frames with a file and a line")
