@@ -52,6 +52,13 @@ def build_parser() -> argparse.ArgumentParser:
     fix.add_argument("repo", nargs="?", default=".", help="git checkout or plain folder (default: .)")
     fix.add_argument("--junit", nargs="+", default=[], metavar="FILE", help="JUnit reports of the failed run")
     fix.add_argument(
+        "--from-error",
+        metavar="FILE",
+        help="heal a production error instead of failing tests: a Python traceback (text, e.g. a crash log) or a "
+        "Sentry event or issue-alert payload (JSON); '-' reads standard input. QA first writes a new test that "
+        "fails with it (needs an LLM engine); the patch adds that test",
+    )
+    fix.add_argument(
         "--test-cmd",
         help="the project's test command (default: python -m pytest; for a JavaScript project its package.json "
         "test script)",
@@ -203,6 +210,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_action(os.environ, sys.stdout, sys.stderr)
         if args.command == "fix":
             from selfix_action.commands.fix_cmd import FixOptions, resolve_test_cmd, run_fix
+            from selfix_action.heal.error_input import read_error_file
 
             repo = Path(args.repo)
             if not repo.is_dir():
@@ -214,6 +222,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             options = FixOptions(
                 repo=repo,
                 junit=tuple(Path(p) for p in args.junit),
+                reported_error=read_error_file(args.from_error) if args.from_error else None,
                 test_cmd=resolve_test_cmd(args.test_cmd, repo.resolve() / (args.working_directory or ".")),
                 working_directory=args.working_directory,
                 toolchain=args.toolchain,

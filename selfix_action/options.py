@@ -449,6 +449,17 @@ OPTIONS = _options(
         limits={"min_length": 1, "max_length": 50},
     ),
     Option(
+        "from_error",
+        "str",
+        "",
+        "Heal a production error instead of a failed run: a path in the workspace to a Python traceback (text) or a "
+        "Sentry event or issue-alert payload (JSON). QA first writes a new test that fails with that error (an LLM "
+        "engine is needed); the PR adds it. A workflow_dispatch run's `error` input (the text itself, as selfix "
+        "serve sends it) does the same.",
+        cli=("--from-error",),
+        config=False,
+    ),
+    Option(
         "config_file",
         "str",
         ".github/selfix.yml",

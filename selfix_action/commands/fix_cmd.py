@@ -17,6 +17,7 @@ from selfix_action.repair.loop import LoopConfig
 from selfix_action.repair.report import candidate_counts
 from selfix_action.sandbox.isolation import IsolationConfig
 from selfix_action.sandbox.process import Limits
+from selfix_action.tracebacks import ReportedError
 
 __all__ = ["FixOptions", "fix_request", "resolve_test_cmd", "run_fix"]
 
@@ -28,6 +29,7 @@ class FixOptions(BaseModel):
 
     repo: Path
     junit: tuple[Path, ...] = ()
+    reported_error: ReportedError | None = None  # --from-error: heal this instead of failing tests
     test_cmd: tuple[str, ...] = ()
     working_directory: str = ""  # the project's folder in the repository; "": found (heal.project)
     toolchain: str = "auto"  # python, node, or auto (heal.project.node_project decides)
@@ -69,6 +71,7 @@ def fix_request(options: FixOptions) -> HealRequest:
         working_directory=options.working_directory,
         toolchain=options.toolchain,
         junit=options.junit,
+        reported_error=options.reported_error,
         junit_strict=True,
         engine=options.engine,
         loop=LoopConfig(

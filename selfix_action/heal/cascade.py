@@ -27,6 +27,7 @@ from selfix_action.llm.engine import LLMEngine
 from selfix_action.repair.patches import unified_diff
 from selfix_action.repair.protocols import Engine, Sandbox
 from selfix_action.repair.report import Confidence, OfflineUsage, Usage
+from selfix_action.repair.reported_error import ReproductionRequest
 from selfix_action.repair.review import Review, ReviewRequest
 from selfix_action.repair.values import CandidatePatch, Evidence, Hypothesis, PlanChange, QATest, Verification
 from selfix_action.untrusted import block
@@ -165,6 +166,10 @@ class CascadeEngine:
             return self._offline_candidates(hypothesis, evidence, sandbox, history)
         self._phase = "llm"
         return self.llm.candidates(hypothesis, evidence, sandbox, history)
+
+    def reproduce_error(self, request: ReproductionRequest, sandbox: Sandbox, feedback: str = "") -> QATest | None:
+        """A reported error's reproduction test is the LLM engine's to write: the offline engine writes no tests."""
+        return self.llm.reproduce_error(request, sandbox, feedback)
 
     def review(self, request: ReviewRequest) -> Review | None:
         """The LLM engine reviews whichever engine's patch won, the offline one's too: its one call then is the

@@ -260,6 +260,9 @@ def apply_to_tree(repo: Path, files: Mapping[str, str], originals: Mapping[str, 
         with open(repo / path, encoding="utf-8", newline="") as handle:
             if handle.read() != original:
                 raise InputError(f"{path} changed while selfix was working; not applying (see patch.diff)")
+    for path in files.keys() - originals.keys():  # a file the patch adds (a reported error's reproduction test)
+        if (repo / path).exists() or (repo / path).is_symlink():
+            raise InputError(f"{path} appeared while selfix was working; not applying (see patch.diff)")
     for path, text in files.items():
         target = repo / path
         # Write beside the file and rename, so an interrupted apply never leaves a half-written file.

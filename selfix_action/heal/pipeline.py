@@ -34,6 +34,7 @@ from selfix_action.heal.outputs import (
     write_report_files,
 )
 from selfix_action.heal.project import in_repository, node_project, project_folder, project_patterns
+from selfix_action.heal.reproduction_file import ReproductionFile, reproduction_file
 from selfix_action.heal.request import HealRequest
 from selfix_action.junit import Outcome, TestCaseResult, parse_reports
 from selfix_action.learn.hooks import learn_from_run, open_memory, outcome_fields, trace_header
@@ -42,6 +43,7 @@ from selfix_action.repair.loop import HealingLoop, HealResult
 from selfix_action.repair.protocols import Engine
 from selfix_action.repair.report import STOP_EXPLANATIONS, HealReport, StopReason
 from selfix_action.repair.reported import ReportedTest
+from selfix_action.repair.reported_error import Reproducer
 from selfix_action.sandbox.isolation import Isolation, detect_isolation
 from selfix_action.sandbox.node_sandbox import NodeSandbox
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox, is_python
@@ -73,6 +75,7 @@ class HealContext:
     junit_failing: tuple[ReportedTest, ...]  # the CI report's tests, resolved against the checkout by the loop
     junit_passing: tuple[ReportedTest, ...]
     node: NodeProject | None = None  # a JavaScript/TypeScript project: its tests run on the Node sandbox
+    reproduction: ReproductionFile | None = None  # --from-error: the new test file the reported error goes in
 
     @property
     def repo(self) -> Path:
@@ -161,7 +164,13 @@ def heal_in_sandbox(context: HealContext) -> HealResult:
     with open_sandbox(request, isolation, context.node) as sandbox:
         config = request.loop.model_copy(update={"allow_ports": request.isolation.allow_ports})
         loop = HealingLoop(sandbox, context.engine, config, trace=context.trace, repo_label=request.repo_label)
-        result = loop.run(context.junit_failing, context.junit_passing)
+        if request.reported_error is not None and context.reproduction is not None:
+            reproducer = context.engine
+            assert isinstance(reproducer, Reproducer)  # heal() refused an engine that writes no tests
+            file = context.reproduction
+            result = loop.heal_reported(request.reported_error, reproducer, file.path, file.imports)
+        else:
+            result = loop.run(context.junit_failing, context.junit_passing)
         limits = sandbox.limits_report()
         process_runs = {
             "hot": sandbox.hot_runs,
@@ -285,6 +294,8 @@ def heal(
     refusal = out_dir_refusal(repo, request.out_dir)
     if refusal is not None:  # before anything runs or is written
         raise InputError(refusal)
+    if request.reported_error is not None and request.junit:
+        raise InputError("--from-error heals a reported error, --junit a failed run's tests: give one of them")
     cases = reported_cases(request.junit, strict=request.junit_strict, warn=warned)
     failing, passing = split_cases(cases, warn=warned)
     if request.junit and not failing:
@@ -296,6 +307,11 @@ def heal(
     # put back in repository-relative paths (in_repository) below.
     project = _in_folder(request, repo, folder.path)
     node = node_project(project.repo, project.toolchain)
+    if node is not None and request.reported_error is not None:
+        raise InputError(
+            "--from-error reads Python tracebacks and Sentry events of Python code; this is a JavaScript/TypeScript "
+            "project (a package.json and no Python file): give its failing tests' JUnit report instead"
+        )
     if node is not None:  # JavaScript/TypeScript: the same loop, on the Node half of the toolchain seam
         project = _for_node(project, node)
         failing, passing = split_cases(cases, warn=warned, name=node_reported(node.runner))
@@ -315,6 +331,15 @@ def heal(
         memory=(lambda: memory) if request.memory_path is not None else None,
     )
     engine = engine_setup.engine
+    reproduction = None
+    if request.reported_error is not None:
+        if not isinstance(engine, Reproducer) or engine_setup.llm_problem:
+            why = f" ({engine_setup.llm_problem})" if engine_setup.llm_problem else ""
+            raise InputError(
+                "--from-error needs an LLM engine: QA writes the test that reproduces the error, and the offline "
+                f"engine writes no tests{why}; use --engine anthropic, openai, or auto with a model key"
+            )
+        reproduction = reproduction_file(project.repo, request.reported_error)
     if engine_setup.llm_problem:  # --engine auto: the offline engine heals alone, the problem is reported
         warned(engine_setup.llm_problem)
     isolation = detect_isolation(request.isolation)
@@ -331,7 +356,7 @@ def heal(
                 warned(f"memory disabled: {request.memory_path} goes through a symbolic link in the repository")
             elif memory_path is not None:
                 memory = open_memory(memory_path, warned)
-            context = HealContext(project, engine, isolation, trace, memory, failing, passing, node)
+            context = HealContext(project, engine, isolation, trace, memory, failing, passing, node, reproduction)
             result = in_repository(healer(context), folder.path)
             if folder.path:
                 result = dataclasses.replace(

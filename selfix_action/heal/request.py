@@ -17,6 +17,7 @@ from selfix_action.errors import InputError
 from selfix_action.repair.loop import LoopConfig
 from selfix_action.sandbox.isolation import IsolationConfig
 from selfix_action.sandbox.process import Limits
+from selfix_action.tracebacks import ReportedError
 
 ENGINES = ("offline", "anthropic", "openai", "auto")
 
@@ -100,6 +101,8 @@ class HealRequest:
     # folder with a package.json and no Python file (heal.project.node_project).
     toolchain: str = "auto"
     junit: tuple[Path, ...] = ()
+    # A production error to heal instead of failing tests (``--from-error``): QA reproduces it by a new test first.
+    reported_error: ReportedError | None = None
     # True (selfix fix): an unreadable JUnit file is bad input. False (the action): it is skipped with a warning,
     # since an artifact may hold other XML files beside the reports.
     junit_strict: bool = True

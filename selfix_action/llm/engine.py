@@ -42,6 +42,8 @@ from selfix_action.llm.prompts import (
     qa_request,
     qa_retry,
     render_slices,
+    reproducer_context,
+    reproducer_request,
     reviewer_context,
     reviewer_request,
     second_patcher_request,
@@ -78,6 +80,7 @@ from selfix_action.repair.languages import has_node_test, is_node_file, syntax_p
 from selfix_action.repair.patches import changed_line_count, program_key
 from selfix_action.repair.protocols import EngineStopped, Sandbox
 from selfix_action.repair.report import Confidence, PreflightUsage, StopReason, Usage
+from selfix_action.repair.reported_error import ReproductionRequest
 from selfix_action.repair.review import Review, ReviewRequest
 from selfix_action.repair.values import (
     CandidatePatch,
@@ -101,6 +104,7 @@ DEFAULT_OUTPUT_TOKENS = {
     "patcher2": 2000,
     "broadener": 2000,
     "reviewer": 800,
+    "reproducer": 1500,
 }
 SIMILAR = 0.6  # difflib ratio above which two hypotheses at one location are the same idea
 MAX_HYPOTHESIS_LINES = 60
@@ -487,6 +491,39 @@ class LLMEngine:
             return None
         source = answer.test_source if answer.test_source.endswith("\n") else answer.test_source + "\n"
         return QATest(path=path, source=source)
+
+    def reproduce_error(self, request: ReproductionRequest, sandbox: Sandbox, feedback: str = "") -> QATest | None:
+        """QA from a reported error (``--from-error``, usage role "reproducer"): a test module for
+        ``request.test_path`` that fails with that error, in a context of its own (the error, the project's frames
+        and code; there is no failing test nor localization yet). A corrective re-ask when the answer cannot be a
+        test module; None when neither can. Raises ``EngineStopped`` when the budget or the model stops."""
+        context = reproducer_context(request)
+        messages = [Message("user", reproducer_request(request, feedback))]
+        parse = _qa_answer_for(request.test_path)
+        problem = ""
+        for attempt in (1, 2):
+            response = self._call("reproducer", QA_TOOL, context, messages)
+            try:
+                answer = parse(response)
+            except InvalidAnswer as bad:
+                problem = str(bad)
+                self.budget.invalid_answers += 1
+                self.trace(
+                    "model_invalid",
+                    f"reproducer: unusable answer ({'re-asking' if attempt == 1 else 'giving up'}): {bad}",
+                    role="reproducer",
+                    attempt=attempt,
+                    problem=problem,
+                )
+                messages += [
+                    Message("assistant", response.text.strip() or "(no answer)"),
+                    Message("user", corrective_request(problem)),
+                ]
+                continue
+            source = answer.test_source if answer.test_source.endswith("\n") else answer.test_source + "\n"
+            return QATest(path=request.test_path, source=source)
+        self._last_problem = problem
+        return None
 
     def review(self, request: ReviewRequest) -> Review | None:
         """Reviewer: one call (a corrective re-ask if its answer cannot be used) in a context of its own, built

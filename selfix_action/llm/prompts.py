@@ -26,6 +26,7 @@ from selfix_action.repair.languages import (
 from selfix_action.repair.localize import FunctionSpan, enclosing_function, function_spans
 from selfix_action.repair.paths import is_test_path
 from selfix_action.repair.reported import TITLE_JOIN
+from selfix_action.repair.reported_error import ReproductionRequest
 from selfix_action.repair.review import Review, ReviewedCode, ReviewRequest
 from selfix_action.repair.values import Evidence, Hypothesis, Location, TestResult, Verification
 from selfix_action.untrusted import NOTICE as UNTRUSTED_NOTICE
@@ -975,3 +976,50 @@ what the first patch does and what the second does:
 Decide, from the hypothesis and the code alone, what the correct code does on these inputs: the behaviour the
 hypothesis' fix calls for, for the whole class of inputs it names. {how} In expected_failure, say which patch
 you expect to fail it and why.{uses}"""
+
+
+def reproducer_context(request: ReproductionRequest) -> str:
+    """The reproducer's own context (a role of its own: no failing test, no localization yet): the reported error
+    with the project's frames and code, and how the project's tests import it."""
+    imports = (
+        "\nHow a test module beside it imports the project (use the same style):\n"
+        + block("test imports", request.test_imports, code=True, limit=2500)
+        if request.test_imports
+        else ""
+    )
+    return (
+        SYSTEM_PROMPT
+        + "\nA production error was reported for this project. No test reproduces it yet.\n"
+        + block("reported error", request.error, limit=12000)
+        + imports
+    )
+
+
+def reproducer_request(request: ReproductionRequest, feedback: str = "") -> str:
+    """QA, from a reported error: a new test module that fails with that error on the current code; ``feedback``
+    says what its previous test did instead (untrusted test output)."""
+    again = (
+        "\n\nYour previous test did not reproduce the error. What it did:\n"
+        + block("previous attempt", feedback, limit=3000)
+        + "\nWrite a corrected module."
+        if feedback
+        else ""
+    )
+    site = request.site
+    return f"""\
+Role: QA.
+Write a pytest module saved as {inline(request.test_path)}: a new file among the project's tests, run by pytest from
+the repository root with the project importable exactly as its other tests import it. It reproduces THE REPORTED
+ERROR: on the current code at least one of its test functions must fail because {inline(request.exc_type, 200)} is
+raised in {inline(site.file)}, function {inline(site.function, 200)} (that must be the innermost frame of the
+project's code in the test's traceback), and every test function that fails must fail that way. How it is judged:
+the traceback of the test run itself, not its text.
+
+Call the project's code the way the stack shows production called it, with the inputs the stack, the code and the
+message point to. Let the exception escape: no pytest.raises, no try/except around the call, never raise it
+yourself, never stub or mock the function that raises it. After the call assert only what must hold once the bug
+is fixed (often nothing beyond the call returning): the module is added to the project with the fix, and every
+test in it must pass then. One or two test functions, plain asserts, no network, no files outside tmp_path; import
+the project as its tests do; never import conftest.py or a test module.{again}
+
+Answer with test_source (the whole module) and an empty property_source."""

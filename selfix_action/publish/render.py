@@ -24,6 +24,7 @@ from selfix_action.repair.report import (
     property_verdict,
     render_confidence,
     render_review,
+    reported_error_lines,
     time_split,
 )
 
@@ -148,6 +149,7 @@ def pr_body(report: HealReport, *, run_url: str, fp: str) -> str:
         if root.hypothesis.reasoning:
             lines += [clean(root.hypothesis.reasoning, 1500), ""]
     lines += [f"**Patch:** {clean(report.patch.description, 500)}", "", *_diff_summary(report.patch.diff), ""]
+    lines += [clean(line, 1500) for line in reported_error_lines(report)]
     lines += _environment_section(report)
     lines += [
         "### Hypotheses",
@@ -293,6 +295,7 @@ def escalation_body(
     title = "selfix: diagnosis" if explain_only else "selfix could not heal this failure"
     lines = [f"## {title}", "", f"**{clean(report.explanation, 500)}.**", ""]
     lines += _headline_facts(report)
+    lines += [clean(line, 1500) for line in reported_error_lines(report)]
     lines += _environment_section(report)
     lines += ["### What failed", "", *_failure_section(report), ""]
     if report.suspicious_functions:

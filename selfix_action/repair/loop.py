@@ -73,6 +73,15 @@ from selfix_action.repair.report import (
     change_table,
 )
 from selfix_action.repair.reported import ReportedTest
+from selfix_action.repair.reported_error import (
+    MAX_ATTEMPTS,
+    Reproducer,
+    ReproductionRequest,
+    judge_reproduction,
+    locate_frames,
+    raise_site,
+    render_error,
+)
 from selfix_action.repair.review import Review, review_request
 from selfix_action.repair.services import unreachable_services
 from selfix_action.repair.values import (
@@ -81,6 +90,7 @@ from selfix_action.repair.values import (
     Evidence,
     Hypothesis,
     QATest,
+    ReproductionRecord,
     TestRun,
     Verification,
     VerifyStage,
@@ -96,6 +106,7 @@ from selfix_action.repair.verify import (
     noop_trace,
     verification_summary,
 )
+from selfix_action.tracebacks import ReportedError
 
 __all__ = ["HealResult", "HealingLoop", "LoopConfig"]
 
@@ -295,14 +306,103 @@ class HealingLoop:
         self._environment_problem = ""
         self._narrowings = 0
 
-    # -- the loop ------------------------------------------------------------------------------------
-    def run(
-        self, junit_failing: Sequence[str | ReportedTest] = (), junit_passing: Sequence[str | ReportedTest] = ()
+    # -- a heal from a production error ---------------------------------------------------------------
+    def heal_reported(
+        self, error: ReportedError, reproducer: Reproducer, test_path: str, test_imports: str = ""
     ) -> HealResult:
-        """Heal; ``junit_failing``/``junit_passing`` are a CI report's tests (node ids, or cases resolved to the
-        tests collected here when the baseline runs), empty without a report."""
+        """0. Reproduce a reported error (``--from-error``) by a test QA writes in ``test_path``, a new file of the
+        project's tests (see ``repair.reported_error``); then heal as ``run`` does, with the tests that failed
+        with that error as the failing tests and the rest of the suite as the passing tests. The patch adds the
+        test file. Stops with ``ERROR_NOT_REPRODUCED`` when no frame is this checkout's source or no test QA
+        wrote failed that way, with TIME_LIMIT or TEST_RUN_BUDGET, or as the engine stops (``EngineStopped``)."""
         budget = self.budget
         budget.start()
+        self.trace("start", f"reproducing {error.headline()[:200]} with the {self.engine.name} engine")
+        editable = set(self.sandbox.source_files())
+        located = locate_frames(error, editable)
+        site = raise_site(located, editable.__contains__)
+        record = ReproductionRecord(
+            origin=error.origin or error.source,
+            headline=error.headline()[:500],
+            fingerprint=error.fingerprint,
+            site=site.label() if site is not None else "",
+            test_path=test_path,
+            reproduced=False,
+        )
+        if site is None:
+            frames = ", ".join(f"{f.path}:{f.function}" for f in error.frames[-3:])
+            detail = f"none of the reported frames is a source file of this checkout (innermost: {frames})"
+            return self._unreproduced(Stop(StopReason.ERROR_NOT_REPRODUCED, detail), record)
+        request = ReproductionRequest(
+            error=render_error(error, located, self.sandbox.read_file),
+            exc_type=error.exc_type,
+            site=site,
+            test_path=test_path,
+            test_imports=test_imports,
+        )
+        attempts: list[str] = []
+        reproduction: tuple[QATest, tuple[str, ...]] | None = None
+        while reproduction is None and len(attempts) < MAX_ATTEMPTS:
+            if (stop := budget.allows(2)) is not None:  # this test's run, and the baseline after it
+                return self._unreproduced(stop, record.model_copy(update={"attempts": tuple(attempts)}))
+            try:
+                with budget.timed("reproduce_error"):
+                    test = reproducer.reproduce_error(request, self.sandbox, attempts[-1] if attempts else "")
+            except EngineStopped as stopped:
+                record = record.model_copy(update={"attempts": tuple(attempts)})
+                return self._unreproduced(Stop(stopped.reason, stopped.detail), record)
+            if test is None:
+                attempts.append("QA offered no reproduction test")
+                break
+            with self.sandbox.patched({test_path: test.source}):
+                run = self.verifier.run([test_path])
+            judgement = judge_reproduction(run, test_path, error.exc_type, site, editable.__contains__)
+            attempts.append(judgement.summary)
+            self.trace(
+                "reproduce_error",
+                judgement.summary,
+                attempt=len(attempts),
+                reproduced=bool(judgement.reproduced),
+                test_path=test_path,
+                source=test.source,
+            )
+            if judgement.reproduced:
+                reproduction = (test, judgement.reproduced)
+        record = record.model_copy(update={"attempts": tuple(attempts), "reproduced": reproduction is not None})
+        if reproduction is None:
+            tried = f"{len(attempts)} attempt(s) by QA; the last: {attempts[-1]}" if attempts else "no attempt"
+            return self._unreproduced(Stop(StopReason.ERROR_NOT_REPRODUCED, tried), record)
+        test, failing = reproduction
+        # The test stays in the scratch copy for the whole heal: the baseline collects it as the project's own.
+        with self.sandbox.patched({test_path: test.source}):
+            result = self.run(failing, clock_started=True)
+        if result.report.stop_reason is StopReason.REPORT_MISMATCH:
+            # It failed when run by its path, but the suite's own collection (python_files, testpaths) left it out.
+            detail = (
+                f"the reproduction test {test_path} failed with the reported error when run by its path, but the "
+                "project's pytest configuration does not collect it with the suite (python_files, testpaths)"
+            )
+            return self._unreproduced(Stop(StopReason.ERROR_NOT_REPRODUCED, detail), record)
+        return _with_reproduction(result, record, test_path, test.source)
+
+    def _unreproduced(self, stop: Stop, record: ReproductionRecord) -> HealResult:
+        result = self._finish(stop, Reproduction(TestRun()))
+        return dataclasses.replace(result, report=result.report.model_copy(update={"reported_error": record}))
+
+    # -- the loop ------------------------------------------------------------------------------------
+    def run(
+        self,
+        junit_failing: Sequence[str | ReportedTest] = (),
+        junit_passing: Sequence[str | ReportedTest] = (),
+        *,
+        clock_started: bool = False,
+    ) -> HealResult:
+        """Heal; ``junit_failing``/``junit_passing`` are a CI report's tests (node ids, or cases resolved to the
+        tests collected here when the baseline runs), empty without a report. ``clock_started``: the time limit
+        already counts (``heal_reported`` spent some of it reproducing the reported error)."""
+        budget = self.budget
+        if not clock_started:
+            budget.start()
         self.trace("start", f"healing with the {self.engine.name} engine")
 
         # 1. Reproduce: which tests fail here, and do they fail every time?
@@ -1302,3 +1402,20 @@ def _qa_alone(verdict: Verification) -> bool:
     """A candidate whose only failing tests are the QA test's: every failing test of the project passed."""
     failing = verdict.failing_tests
     return verdict.stage is VerifyStage.QA and bool(failing) and all(t.startswith(QA_TEST_DIR) for t in failing)
+
+
+def _with_reproduction(result: HealResult, record: ReproductionRecord, test_path: str, source: str) -> HealResult:
+    """The heal's outcome with the reproduction test: a patch adds it as a new file (its diff, its files), and
+    the report says where the error came from."""
+    report = result.report.model_copy(update={"reported_error": record})
+    if result.files is None or report.patch is None:
+        return dataclasses.replace(result, report=report)
+    files = {**result.files, test_path: source}
+    patch = report.patch.model_copy(
+        update={
+            "files": tuple(sorted(files)),
+            "diff": unified_diff(result.originals, files),
+            "changed_lines": changed_line_count(result.originals, files),
+        }
+    )
+    return dataclasses.replace(result, files=files, report=report.model_copy(update={"patch": patch}))

@@ -13,6 +13,7 @@ from selfix_action.repair.review import Review
 from selfix_action.repair.values import (
     Hypothesis,
     PropertyRecord,
+    ReproductionRecord,
     SuspiciousFunction,
     SuspiciousLine,
     TestResult,
@@ -48,6 +49,8 @@ class StopReason(StrEnum):
     ENVIRONMENT = "environment_not_code"  # the engine diagnosed the environment, not the code: nothing to patch
     # The JUnit report's failing tests are not in this checkout (another commit's report?): bad input, exit 2.
     REPORT_MISMATCH = "report_tests_not_found"
+    # --from-error: no test QA wrote failed with the reported exception at the reported project frame.
+    ERROR_NOT_REPRODUCED = "error_not_reproduced"
 
     @property
     def exit_code(self) -> ExitCode:
@@ -67,6 +70,10 @@ STOP_EXPLANATIONS = {
         "the budget ran out before the whole suite could confirm it: review it before applying"
     ),
     StopReason.NO_FAILING_TESTS: "no test fails, so there is nothing to heal",
+    StopReason.ERROR_NOT_REPRODUCED: (
+        "no reproduction test failed with the reported exception raised at the reported place in the project's "
+        "code, so there is no failing test to heal against and no patch (see what each attempt did)"
+    ),
     StopReason.NOT_REPRODUCIBLE: "the failing tests passed when re-run in the sandbox: probably flaky, no patch",
     StopReason.ONLY_SANDBOX_FAILURES: (
         "the only tests that fail in the sandbox passed in the CI report, so the sandbox made them fail (see the "
@@ -330,6 +337,8 @@ class HealReport(Frozen):
     flaky_tests: tuple[str, ...] = ()
     # Killed by the test-run time limit on the unpatched code: left out of every run after the first, never F2P.
     hung_tests: tuple[str, ...] = ()
+    # A heal from a production error (--from-error): where it came from and how it was reproduced; None otherwise.
+    reported_error: ReproductionRecord | None = None
     # Passed in the CI report, failed in the sandbox (with the sandbox's failure): never healed nor used as P2P.
     sandbox_failures: tuple[TestResult, ...] = ()
     failures: tuple[TestResult, ...] = ()
@@ -488,6 +497,30 @@ def behaviour_lines(report: HealReport, *, limit: int = 10) -> list[str]:
     return [*out, ""]
 
 
+def reported_error_lines(report: HealReport) -> list[str]:
+    """A heal from a production error (--from-error): where it came from, where it was raised in this checkout and
+    how it was reproduced, each attempt's outcome included ([] for a heal of failing tests). Untrusted parts (the
+    origin, the message, test output) are the caller's to clean."""
+    record = report.reported_error
+    if record is None:
+        return []
+    out = ["### Where the error came from", "", f"- Reported by: {record.origin}", f"- Error: `{record.headline}`"]
+    out.append(
+        f"- Raised at: `{record.site}` in this checkout" if record.site else "- Raised at: no frame of this checkout"
+    )
+    out.append(f"- Error fingerprint: `{record.fingerprint}`")
+    if record.reproduced:
+        added = report.patch is not None and record.test_path in report.patch.files
+        out.append(
+            f"- Reproduction test: `{record.test_path}`, written by QA, failed with the reported exception raised "
+            "at that frame on the unpatched code (read from its own traceback)"
+            + ("; this patch adds it as a new file, and it passes with the fix" if added else "")
+        )
+    for number, attempt in enumerate(record.attempts, 1):
+        out.append(f"- Attempt {number}: {attempt}")
+    return [*out, ""]
+
+
 def render_markdown(report: HealReport) -> str:
     """report.md: first the outcome, the confidence and the patch (``first_screen``); then the details: what
     failed, what was tried in order and why each was dropped, the patch's record, tests, timings."""
@@ -495,6 +528,7 @@ def render_markdown(report: HealReport) -> str:
     out.append(f"**{report.explanation}.**")
     out += [f"\n{line}" for line in headline_facts(report)]
     out += ["", *first_screen(report)]
+    out += ["", *(line.replace("### ", "## ", 1) for line in reported_error_lines(report))]
     out += ["", "## Details", "", f"- Repository: `{report.repo}`", f"- Engine: `{report.engine}`"]
     out.append(f"- Test runs: {report.test_runs}; candidate patches: {candidate_counts(report)}")
     if report.process_runs:

@@ -159,6 +159,19 @@ class PlanChange(Frozen):
         return [*self.follow, *(h for h in ahead if h.id not in self.drop)]
 
 
+class ReproductionRecord(Frozen):
+    """A heal from a production error (``repair.reported_error``), for the report and the PR: where the error
+    came from and how it was reproduced."""
+
+    origin: str
+    headline: str
+    fingerprint: str
+    site: str  # file:function
+    test_path: str
+    reproduced: bool
+    attempts: tuple[str, ...] = ()  # what each of QA's tests did
+
+
 class QATest(Frozen):
     """A reproduction test written for one hypothesis; it must fail on the unpatched code."""
 

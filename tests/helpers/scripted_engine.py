@@ -6,6 +6,7 @@ from collections.abc import Iterator, Sequence
 
 from selfix_action.repair.protocols import Sandbox
 from selfix_action.repair.report import Confidence, Usage
+from selfix_action.repair.reported_error import ReproductionRequest
 from selfix_action.repair.review import Review, ReviewRequest
 from selfix_action.repair.values import CandidatePatch, Evidence, Hypothesis, PlanChange, QATest, Verification
 
@@ -25,6 +26,7 @@ class ScriptedEngine:
         qa_after_dispute: dict[str, QATest | None] | None = None,
         broadened: dict[str, str] | None = None,
         second_review: Review | None = None,
+        reproductions: list[str | None] | None = None,
     ) -> None:
         self._hypotheses = hypotheses
         self._review = review  # the reviewer's verdict it plays back (None: no reviewer)
@@ -33,6 +35,8 @@ class ScriptedEngine:
         self._second_review = second_review  # its verdict on that patch (None: the first verdict again)
         self.broaden_requests: list[tuple[str, Review]] = []  # (the confirmed patch's diff, the review)
         self._qa = qa
+        self._reproductions = list(reproductions or [])  # QA's reproduction tests of a reported error, in order
+        self.reproduction_requests: list[tuple[ReproductionRequest, str]] = []  # (request, feedback)
         self._candidates = candidates
         self.feedback: list[Verification] = []
         self.qa_feedback: list[tuple[str, str]] = []  # (hypothesis id, why its last QA test was broken)
@@ -76,6 +80,11 @@ class ScriptedEngine:
 
     def accepts(self, patch: CandidatePatch, confidence: Confidence | None) -> bool:
         return True  # a scripted engine takes any patch
+
+    def reproduce_error(self, request: ReproductionRequest, sandbox: Sandbox, feedback: str) -> QATest | None:
+        self.reproduction_requests.append((request, feedback))
+        source = self._reproductions.pop(0) if self._reproductions else None
+        return QATest(path=request.test_path, source=source) if source is not None else None
 
     def qa_test(
         self, hypothesis: Hypothesis, evidence: Evidence, sandbox: Sandbox, feedback: str = "", disputed: str = ""

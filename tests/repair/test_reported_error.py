@@ -1,0 +1,161 @@
+"""Step 0 of a heal from a production error (``HealingLoop.heal_reported``): a reproduction test first.
+
+Real pytest runs in the real sandbox. The reported traceback comes from a deployment (other paths, a frame of code
+this checkout does not have); QA's tests are judged by the traceback their own run produced: the same exception
+type raised at the same project frame, or it is fed back and QA is asked again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from selfix_action.repair.loop import HealingLoop, LoopConfig
+from selfix_action.repair.report import StopReason, render_markdown
+from selfix_action.sandbox.pytest_sandbox import PytestSandbox
+from selfix_action.tracebacks import read_error
+from tests.helpers.scripted_engine import ScriptedEngine, hyp
+
+CART = """\
+PRICES = {"pear": 3, "apple": 2}
+
+
+def price(name):
+    return PRICES[name]
+
+
+def total(items):
+    return sum(price(name) * count for name, count in items.items())
+
+
+def average(items):
+    return total(items) / len(items)
+"""
+FIXED = CART.replace("    return total(items) / len(items)\n", "    return total(items) / len(items) if items else 0\n")
+TESTS = """\
+from shop.cart import average, total
+
+
+def test_total():
+    assert total({"pear": 2}) == 6
+
+
+def test_average():
+    assert average({"pear": 1, "apple": 1}) == 2.5
+"""
+PROJECT = {"shop/__init__.py": "", "shop/cart.py": CART, "tests/test_cart.py": TESTS}
+REPORTED = """\
+2026-12-01 09:12:44 ERROR app.checkout: request failed
+Traceback (most recent call last):
+  File "/srv/app/releases/41/web/views.py", line 20, in checkout
+    summary = cart.average(session_items)
+  File "/srv/app/releases/41/shop/cart.py", line 13, in average
+    return total(items) / len(items)
+           ~~~~~~~~~~~~~^~~~~~~~~~~~
+ZeroDivisionError: division by zero
+"""
+TEST_PATH = "tests/test_selfix_average.py"
+REPRODUCES = """\
+from shop.cart import average
+
+
+def test_an_empty_cart_averages():
+    assert average({}) == 0
+"""
+WRONG_PLACE = """\
+from shop.cart import price
+
+
+def test_unknown_item():
+    price("kiwi")
+"""
+CAUGHT = """\
+import pytest
+
+from shop.cart import average
+
+
+def test_empty():
+    with pytest.raises(ZeroDivisionError):
+        average({})
+"""
+RAISED_BY_THE_TEST = """\
+def test_divides():
+    1 / 0
+"""
+QUICK = LoopConfig(behaviour_probe=False)
+
+
+def engine(*reproductions: str | None) -> ScriptedEngine:
+    return ScriptedEngine(
+        [hyp("H1", 1, file="shop/cart.py", symbol="average")],
+        {},
+        {"H1": [{"shop/cart.py": FIXED}]},
+        reproductions=list(reproductions),
+    )
+
+
+@pytest.mark.slow
+def test_a_reproduced_error_is_healed_and_the_patch_adds_its_test(make_sandbox: Callable[..., PytestSandbox]) -> None:
+    scripted = engine(REPRODUCES)
+    result = HealingLoop(make_sandbox(PROJECT), scripted, QUICK).heal_reported(
+        read_error(REPORTED, origin="crash.log"), scripted, TEST_PATH
+    )
+    report = result.report
+    assert report.stop_reason is StopReason.HEALED
+    assert result.files == {"shop/cart.py": FIXED, TEST_PATH: REPRODUCES}
+    assert report.f2p_tests == (f"{TEST_PATH}::test_an_empty_cart_averages",)
+    assert set(report.p2p_tests) == {"tests/test_cart.py::test_total", "tests/test_cart.py::test_average"}
+    assert report.patch is not None and f"diff --git a/{TEST_PATH} b/{TEST_PATH}\nnew file mode" in report.patch.diff
+    record = report.reported_error
+    assert record is not None and record.reproduced and record.site == "shop/cart.py:average"
+    assert record.origin == "crash.log" and record.headline == "ZeroDivisionError: division by zero"
+    # QA saw the project's frame as this checkout's file, the library-less stack, and the raising code.
+    ((request, feedback),) = scripted.reproduction_requests
+    assert feedback == "" and request.site.label() == "shop/cart.py:average"
+    assert "shop/cart.py:13 in average" in request.error and "return total(items) / len(items)" in request.error
+    assert "crash.log" in render_markdown(report)
+
+
+@pytest.mark.slow
+def test_a_test_failing_another_way_is_fed_back_and_qa_asked_again(make_sandbox: Callable[..., PytestSandbox]) -> None:
+    scripted = engine(WRONG_PLACE, CAUGHT, REPRODUCES)
+    result = HealingLoop(make_sandbox(PROJECT), scripted, QUICK).heal_reported(
+        read_error(REPORTED), scripted, TEST_PATH
+    )
+    assert result.report.stop_reason is StopReason.HEALED
+    feedbacks = [feedback for _, feedback in scripted.reproduction_requests]
+    assert feedbacks[0] == ""
+    assert "expected ZeroDivisionError raised at shop/cart.py:average" in feedbacks[1]
+    assert "KeyError" in feedbacks[1] and "at shop/cart.py:price" in feedbacks[1]
+    assert "passed on the unpatched code" in feedbacks[2]
+    record = result.report.reported_error
+    assert record is not None and len(record.attempts) == 3 and record.reproduced
+
+
+@pytest.mark.slow
+def test_an_error_no_test_reproduces_ends_in_an_escalation_saying_what_was_tried(
+    make_sandbox: Callable[..., PytestSandbox],
+) -> None:
+    scripted = engine(RAISED_BY_THE_TEST, CAUGHT, WRONG_PLACE, REPRODUCES)
+    result = HealingLoop(make_sandbox(PROJECT), scripted, QUICK).heal_reported(
+        read_error(REPORTED), scripted, TEST_PATH
+    )
+    report = result.report
+    assert report.stop_reason is StopReason.ERROR_NOT_REPRODUCED and report.exit_code == 1
+    assert result.files is None and scripted.feedback == []  # no Patcher was asked
+    record = report.reported_error
+    assert record is not None and not record.reproduced and len(record.attempts) == 3
+    # An exception the test raises itself is not the project's.
+    assert "outside the project's source" in record.attempts[0]
+    assert "3 attempt(s) by QA" in report.notes[-1]
+
+
+def test_an_error_from_code_this_checkout_lacks_stops_before_qa(make_sandbox: Callable[..., PytestSandbox]) -> None:
+    scripted = engine(REPRODUCES)
+    other = REPORTED.replace("shop/cart.py", "billing/ledger.py")
+    result = HealingLoop(make_sandbox(PROJECT), scripted, QUICK).heal_reported(read_error(other), scripted, TEST_PATH)
+    assert result.report.stop_reason is StopReason.ERROR_NOT_REPRODUCED
+    assert scripted.reproduction_requests == []
+    assert "none of the reported frames is a source file of this checkout" in result.report.notes[-1]
