@@ -1,8 +1,9 @@
 """What triggered this run, read from the event payload into one small typed value.
 
 Triggers: ``workflow_run`` (a failed run of another workflow), ``issue_comment`` with a ``/selfix`` command on a
-pull request, ``workflow_dispatch`` (inputs ``ref`` and ``description``), and a plain step after a failed test
-step in the same job (any other event). Payload fields are untrusted text; only typed values leave this module.
+pull request, ``workflow_dispatch`` (inputs ``ref`` and ``description``, and ``error``: a production error to
+heal), and a plain step after a failed test step in the same job (any other event). Payload fields are untrusted
+text; only typed values leave this module.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 from selfix_action.action.settings import Settings
 from selfix_action.ci.gitops import AUTHOR_EMAIL, BRANCH_PREFIX, carries_trailer
 from selfix_action.errors import InputError
+from selfix_action.tracebacks import MAX_ERROR_BYTES
 
 MAX_EVENT_BYTES = 25 * 1024 * 1024
 MAX_HINT_CHARS = 2000
@@ -67,6 +69,10 @@ class CommentTrigger:
 class DispatchTrigger:
     ref: str
     description: str
+    # A production error to heal (input ``error``: a traceback or a Sentry payload, as ``selfix serve`` sends it);
+    # "" for a heal of the branch's failing tests. ``signal``: the server's fingerprint of it, for the log.
+    error: str = ""
+    signal: str = ""
 
     @property
     def name(self) -> str:
@@ -199,7 +205,12 @@ def parse_event(settings: Settings, payload: dict[str, Any]) -> Trigger | Skip:
     if event == "workflow_dispatch":
         inputs = payload.get("inputs") or {}
         ref = _str(inputs, "ref") or _str(payload, "ref") or settings.ref_name
-        return DispatchTrigger(ref=ref, description=_str(inputs, "description")[:MAX_HINT_CHARS])
+        return DispatchTrigger(
+            ref=ref,
+            description=_str(inputs, "description")[:MAX_HINT_CHARS],
+            error=_str(inputs, "error")[:MAX_ERROR_BYTES],
+            signal=_str(inputs, "signal")[:100],
+        )
     own = _selfix_commit(payload.get("head_commit")) if event == "push" else ""
     if own:
         return Skip(f"the pushed commit {_str(payload, 'after')[:12]} is selfix's own: {own}")

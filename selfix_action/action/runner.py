@@ -37,13 +37,15 @@ from selfix_action.action.log import GroupedProgress, Log, step_annotations, wri
 from selfix_action.action.publisher import Publisher
 from selfix_action.action.settings import Settings
 from selfix_action.ci.gitops import Git, fingerprint, token_header
-from selfix_action.ci.request import heal_request
+from selfix_action.ci.request import heal_request, read_from_error_file
 from selfix_action.errors import SelfixError
 from selfix_action.github.client import WRITE_PERMISSIONS
 from selfix_action.heal import Healer, HealOutcome, heal, heal_in_sandbox
+from selfix_action.heal.error_input import read_error_text
 from selfix_action.publish import render
 from selfix_action.publish.policy import Target, plan_escalation, plan_fix, plan_nothing
 from selfix_action.repair.report import HealReport, render_markdown
+from selfix_action.tracebacks import ReportedError
 
 
 @dataclass
@@ -127,9 +129,10 @@ class ActionSteps:
             self.log.line(f"selfix: triggered by {trigger.name}")
         return trigger, payload
 
-    def heal(self, junit: tuple[Path, ...], hint: str) -> HealOutcome:
-        """The heal pipeline (``setup_command`` included); warnings become ``::warning::`` lines."""
-        request = heal_request(self.settings, self.env, junit, hint)
+    def heal(self, junit: tuple[Path, ...], hint: str, reported: ReportedError | None = None) -> HealOutcome:
+        """The heal pipeline (``setup_command`` included); warnings become ``::warning::`` lines. ``reported``: a
+        production error to heal instead of the JUnit reports' failing tests."""
+        request = heal_request(self.settings, self.env, junit, hint, reported_error=reported)
         warnings: list[str] = []
         # The progress lines go to the log as the heal runs (a heal can take many minutes), one group per step;
         # they quote test output, so workflow commands are stopped meanwhile and the warnings are emitted after.
@@ -232,8 +235,21 @@ def _on_comment(steps: ActionSteps, trigger: CommentTrigger, default_branch: str
     return steps.locator.for_pull(pull, default_branch)
 
 
+def reported_error_of(steps: ActionSteps, trigger: Trigger) -> ReportedError | None:
+    """The production error this run heals: a dispatch's ``error`` input (the text, as ``selfix serve`` sends it),
+    else the ``from_error`` input's file in the workspace; None for a heal of failing tests."""
+    if isinstance(trigger, DispatchTrigger) and trigger.error.strip():
+        signal = f" (selfix serve signal {trigger.signal})" if trigger.signal else ""
+        steps.log.line(f"selfix: healing the production error given to this workflow_dispatch run{signal}")
+        return read_error_text(trigger.error, origin=f"the error sent to this workflow_dispatch run{signal}")
+    if steps.settings.from_error:
+        return read_from_error_file(steps.settings.from_error, steps.settings.workspace)
+    return None
+
+
 def _heal_and_publish(steps: ActionSteps, trigger: Trigger, target: Target, junit: tuple[Path, ...]) -> ActionOutcome:
-    healed = steps.heal(junit, hint_of(trigger))
+    reported = reported_error_of(steps, trigger)
+    healed = steps.heal(() if reported is not None else junit, hint_of(trigger), reported)
     report = healed.report
     if healed.paths is None:  # the JUnit reports show no failing test: nothing ran
         steps.log.line(f"selfix: {report.explanation}")

@@ -10,11 +10,13 @@ from typing import Any
 from selfix_action.ci.settings import OptionSettings
 from selfix_action.errors import InputError
 from selfix_action.heal import EngineChoice, HealRequest, resolve_test_cmd
+from selfix_action.heal.error_input import read_error_file
 from selfix_action.heal.request import price_pair, read_price_table
 from selfix_action.publish.policy import protected_patterns
 from selfix_action.repair.loop import LoopConfig
 from selfix_action.sandbox.isolation import IsolationConfig
 from selfix_action.sandbox.process import Limits
+from selfix_action.tracebacks import ReportedError
 
 # In the workspace, not RUNNER_TEMP: a container action's RUNNER_TEMP is not visible to the later
 # actions/upload-artifact step, the workspace is (the example workflows upload .selfix/report/).
@@ -70,6 +72,14 @@ def isolation_config(settings: OptionSettings) -> IsolationConfig:
     return IsolationConfig(mode=settings.isolation, require_isolation=required, allow_ports=settings.allow_ports)
 
 
+def read_from_error_file(name: str, workspace: Path) -> ReportedError:
+    """The ``from_error`` input: a traceback or a Sentry payload inside the workspace."""
+    path = (workspace / name).resolve()
+    if not path.is_relative_to(workspace.resolve()):
+        raise InputError(f"from_error must be a file inside the workspace, got {name!r}")
+    return read_error_file(str(path))
+
+
 def read_prices_file(name: str, workspace: Path) -> dict[str, Any] | None:
     """The ``prices_file`` input: a price table inside the workspace (None: the built-in one)."""
     if not name:
@@ -86,6 +96,8 @@ def heal_request(
     junit: tuple[Path, ...],
     hint: str,
     option_names: Mapping[str, str] = ACTION_OPTIONS,
+    *,
+    reported_error: ReportedError | None = None,
 ) -> HealRequest:
     """The heal the settings ask for; ``option_names`` spells the options in the front end's words for the advice
     (the action's inputs by default)."""
@@ -105,6 +117,7 @@ def heal_request(
         working_directory=settings.working_directory,
         toolchain=settings.toolchain,
         junit=junit,
+        reported_error=reported_error,
         junit_strict=False,  # an artifact may hold other XML beside the reports: skipped with a warning
         engine=EngineChoice(
             kind=settings.engine,

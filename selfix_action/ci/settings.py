@@ -146,6 +146,7 @@ class OptionSettings(BaseModel):
     allow_ports: Ports = _option("allow_ports")  # the host's loopback ports test runs may connect to
     memory_path: str = _option("memory_path")  # relative to the workspace; "none" turns the memory off
     config_file: str = _option("config_file")
+    from_error: str = _option("from_error")  # a reported error's file in the workspace: heal it (--from-error)
     ci_on_fix_branch: CiOnFixBranch = _option("ci_on_fix_branch")
     max_open_prs: int = _option("max_open_prs")  # 0: no cap
     opt_out_label: str = _option("opt_out_label")
@@ -258,7 +259,7 @@ def load_options(
                 values[name] = _bool(what, name, value)
             else:
                 values[name] = value
-        elif name not in SECRET_INPUTS and name != "config_file" and getattr(file_config, name) is not None:
+        elif BY_NAME[name].config and getattr(file_config, name) is not None:
             values[name] = getattr(file_config, name)
         elif default != "" and default is not None:
             values[name] = default

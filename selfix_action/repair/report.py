@@ -528,7 +528,8 @@ def render_markdown(report: HealReport) -> str:
     out.append(f"**{report.explanation}.**")
     out += [f"\n{line}" for line in headline_facts(report)]
     out += ["", *first_screen(report)]
-    out += ["", *(line.replace("### ", "## ", 1) for line in reported_error_lines(report))]
+    if origin := reported_error_lines(report):
+        out += ["", *(line.replace("### ", "## ", 1) for line in origin)]
     out += ["", "## Details", "", f"- Repository: `{report.repo}`", f"- Engine: `{report.engine}`"]
     out.append(f"- Test runs: {report.test_runs}; candidate patches: {candidate_counts(report)}")
     if report.process_runs:

@@ -117,6 +117,7 @@ def test_every_declared_input_is_read_and_vice_versa(tmp_path: Path) -> None:
         "working_directory": "backend",
         "toolchain": "node",
         "allow_ports": "5432",
+        "from_error": "crash.log",
     }
     assert set(values) == declared
     env = {f"INPUT_{k.upper()}": v for k, v in values.items()} | {"GITHUB_WORKSPACE": str(tmp_path)}
