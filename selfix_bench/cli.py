@@ -85,6 +85,12 @@ def add_bench_arguments(bench: argparse.ArgumentParser) -> None:
         help="give each heal the CI's JUnit report of its task (its F2P failing, its P2P passing), as the action "
         "gets it; without it selfix runs the tests and takes every failing one as a target",
     )
+    bench.add_argument(
+        "--from-traceback",
+        action="store_true",
+        help="heal each real bug from its failing test's traceback alone, as production reports an error (the "
+        "test's frames dropped, deployment paths): selfix fix --from-error, no failing test named, no bug report",
+    )
     add_llm_arguments(bench)
 
 
@@ -122,6 +128,7 @@ def run_bench_command(args: argparse.Namespace) -> int:
         isolation=args.isolation,
         api_key=args.api_key or "",
         junit=args.junit,
+        from_traceback=args.from_traceback,
     )
     run_dir = run_bench(options, log=lambda m: print(m, flush=True))
     print((run_dir / "report.md").read_text(encoding="utf-8").split("\n## Tasks")[0])

@@ -44,6 +44,9 @@ class BenchOptions:
     isolation: str = "none"  # the sandbox's isolation level for the heals
     api_key: str = ""  # --api-key: reaches the workers through their environment, never their argv
     junit: bool = False  # each heal gets the CI's JUnit report of its task (F2P failing, P2P passing)
+    # each heal gets only the traceback of its failing test's exception, as production would report it
+    # (selfix fix --from-error): no failing test named, no bug report
+    from_traceback: bool = False
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:
@@ -79,6 +82,7 @@ def run_one(task: BenchTask, task_file: Path, options: BenchOptions, transcript:
         *(["--engine-json", options.engine_json] if options.engine_json else []),
         *(["--transcript", str(transcript)] if transcript is not None else []),
         *(["--junit"] if options.junit else []),
+        *(["--from-traceback"] if options.from_traceback else []),
         *(["--mirror-dir", str(options.mirror_dir)] if options.mirror_dir else []),
     ]
     env = {**os.environ, **({API_KEY_VARIABLE: options.api_key} if options.api_key else {})}
@@ -172,6 +176,7 @@ def run_bench(options: BenchOptions, log: Callable[[str], None] = print) -> Path
                 "time_limit": options.time_limit,
                 "isolation": options.isolation,
                 "junit": options.junit,
+                "from_traceback": options.from_traceback,
                 "engine": json.loads(options.engine_json) if options.engine_json else None,
                 "task_count": len(tasks),
             },

@@ -27,10 +27,13 @@ from selfix_action.heal import EngineChoice, HealRequest
 from selfix_action.heal.request import ENGINES
 from selfix_action.repair.loop import LoopConfig
 from selfix_action.repair.patches import unified_diff
+from selfix_action.repair.paths import is_test_path
 from selfix_action.repair.protocols import Engine
 from selfix_action.repair.report import Usage
 from selfix_action.sandbox.isolation import IsolationConfig
 from selfix_action.sandbox.process import Limits
+from selfix_action.sandbox.pytest_sandbox import PytestSandbox
+from selfix_action.tracebacks import read_error
 from selfix_bench import realbugs
 from selfix_bench.base import BenchTask
 from selfix_bench.healing import heal_with
@@ -72,6 +75,7 @@ class HealSettings:
     isolation: str = "none"
     transcript: Path | None = None
     junit: bool = False  # give the heal the CI's JUnit report (the task's F2P failing, its P2P passing)
+    from_traceback: bool = False  # heal from the failing test's traceback alone (production_traceback)
 
 
 def junit_report(failing: Sequence[str], passing: Sequence[str]) -> str:
@@ -113,6 +117,14 @@ def heal(
         ci_report = out_dir.parent / "ci-junit.xml"
         ci_report.write_text(junit_report(*ci), encoding="utf-8")
         junit = (ci_report,)
+    reported = None
+    if settings.from_traceback:
+        text = production_traceback(repo, test_cmd, ci[0])
+        if not text:
+            return {}, {}, {"stop_reason": "no_production_traceback", "test_runs": 1}
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        (out_dir.parent / "reported-traceback.txt").write_text(text, encoding="utf-8")
+        reported, hint = read_error(text, origin="the failing test's traceback"), ""
     custom = engine is not None or settings.mode not in ENGINES
     choice = EngineChoice() if custom else engine_choice(settings.mode, settings.engine_json, label)
     request = HealRequest(
@@ -120,6 +132,7 @@ def heal(
         test_cmd=test_cmd,
         out_dir=out_dir,
         junit=junit,
+        reported_error=reported,
         engine=choice,
         loop=LoopConfig(time_limit_seconds=settings.time_limit, max_candidates=settings.max_candidates, user_hint=hint),
         limits=Limits(),  # the product's default per test run (120 s): the benchmark is no stricter than a user
@@ -148,7 +161,42 @@ def heal(
     }
     if report.patch is not None:
         fields["patch_engine"] = report.patch.template
+    if reported is not None:
+        fields["reported_traceback"] = (out_dir.parent / "reported-traceback.txt").read_text(encoding="utf-8")
+        if report.reported_error is not None:
+            fields["reproduced"] = report.reported_error.reproduced
+            fields["reproduction_attempts"] = list(report.reported_error.attempts)
     return dict(outcome.result.files or {}), dict(outcome.result.originals or {}), fields
+
+
+# Where the traceback says the code ran: a deployment's folder, not the checkout (the heal maps it back).
+DEPLOYED_AT = "/srv/app/"
+
+
+def production_traceback(repo: Path, test_cmd: tuple[str, ...], failing: Sequence[str]) -> str:
+    """The failing tests run once in the product's sandbox; of the first whose exception left the project's own
+    code (its innermost project frame not a test file), the traceback as production would log it: the test's
+    frames dropped (production has no test), the project's frames under a deployment path, the exception line.
+    "" when no failing test raised from the project's code (an assertion in the test is no production error)."""
+    with PytestSandbox(repo, test_cmd, limits=Limits(), isolation=None) as sandbox:
+        run = sandbox.run_tests(list(failing))
+    for nodeid in failing:
+        result = run.results.get(nodeid)
+        if result is None or result.ok or not result.frames or is_test_path(result.frames[-1].file):
+            continue
+        frames = [f for f in result.frames if not is_test_path(f.file)]
+        lines = ["Traceback (most recent call last):"]
+        for frame in frames:
+            lines.append(f'  File "{DEPLOYED_AT}{frame.file}", line {frame.line}, in {frame.function}')
+            if frame.code.strip():
+                lines.append(f"    {frame.code.strip()}")
+        message = result.message.strip()
+        first = message.splitlines()[0] if message else ""
+        # pytest's message may repeat the type ("TypeError: ..."): the line is written once, as Python writes it.
+        first = first.removeprefix(f"{result.exc_type}: ")
+        lines.append(f"{result.exc_type}: {first}" if first else result.exc_type)
+        return "\n".join(lines) + "\n"
+    return ""
 
 
 def usage_fields(usage: Usage) -> dict[str, Any]:
@@ -230,6 +278,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--isolation", default="none", help="the sandbox's isolation level (none)")
     parser.add_argument("--transcript", type=Path, help="keep the heal's trace.jsonl here")
     parser.add_argument("--junit", action="store_true", help="give the heal the CI's JUnit report of the task")
+    parser.add_argument("--from-traceback", action="store_true", help="heal from the failing test's traceback alone")
     parser.add_argument("--mirror-dir", type=Path, help="local git mirrors for real-bug tasks (else their URLs)")
     args = parser.parse_args(argv)
     realbugs.set_mirror_dir(args.mirror_dir)
@@ -242,6 +291,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         isolation=args.isolation,
         transcript=args.transcript,
         junit=args.junit,
+        from_traceback=args.from_traceback,
     )
     record = run_task(task, settings)
     print(json.dumps(record), flush=True)

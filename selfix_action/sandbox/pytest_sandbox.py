@@ -29,7 +29,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from selfix_action.errors import InputError, SandboxError
-from selfix_action.repair.paths import IGNORED_DIR_NAMES, QA_TEST_DIR, is_ignored_path, is_source_path
+from selfix_action.repair.paths import IGNORED_DIR_NAMES, QA_TEST_DIR, is_ignored_path, is_source_path, is_test_path
 from selfix_action.repair.values import (
     CallProbe,
     CandidateCheck,
@@ -264,7 +264,18 @@ class PytestSandbox:
                 "SELFIX_ROOT": str(self.root),
                 "SELFIX_STOP_FIRST": "1" if stop_first else "0",  # else the project's -x / --maxfail is undone
                 **({"SELFIX_SELECT": str(select)} if select is not None else {}),
+                **({"SELFIX_ADD": json.dumps(added)} if select is None and (added := self.added_tests()) else {}),
             },
+        )
+
+    def added_tests(self) -> list[str]:
+        """Test files a ``patched`` call added outside the scratch QA folder (a reported error's reproduction test):
+        part of the suite while they are there, so a whole-suite run collects them beside the paths the project's
+        test command names (which may name only some modules)."""
+        return sorted(
+            rel
+            for rel, original in self._skeletons.items()
+            if original is None and rel in self._current and is_test_path(rel) and not rel.startswith(QA_TEST_DIR + "/")
         )
 
     def run_tests(
@@ -294,7 +305,9 @@ class PytestSandbox:
             if time_left is not None:
                 self._deadline = time.monotonic() + max(1.0, time_left)
             try:
-                return self._run_until_done(selected, stop_first, coverage, warm and not coverage)
+                # A whole-suite run with an added test file runs cold: the warm worker collected the suite without it.
+                warm = warm and not coverage and not (selected is None and self.added_tests())
+                return self._run_until_done(selected, stop_first, coverage, warm)
             finally:
                 self._call_wall = None
                 self._deadline = None

@@ -7,14 +7,18 @@ type raised at the same project frame, or it is fed back and QA is asked again.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 from selfix_action.repair.loop import HealingLoop, LoopConfig
 from selfix_action.repair.report import StopReason, render_markdown
+from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
 from selfix_action.tracebacks import read_error
+from tests.helpers.projects import write_project
 from tests.helpers.scripted_engine import ScriptedEngine, hyp
 
 CART = """\
@@ -159,3 +163,17 @@ def test_an_error_from_code_this_checkout_lacks_stops_before_qa(make_sandbox: Ca
     assert result.report.stop_reason is StopReason.ERROR_NOT_REPRODUCED
     assert scripted.reproduction_requests == []
     assert "none of the reported frames is a source file of this checkout" in result.report.notes[-1]
+
+
+@pytest.mark.slow
+def test_a_test_command_naming_its_modules_still_runs_the_reproduction_test_in_the_suite(tmp_path: Path) -> None:
+    """``pytest tests/test_cart.py``: the suite's own runs (the baseline, the confirmation) collect the added file
+    beside the module the command names, as the reproduction must fail there and pass with the fix."""
+    repo = write_project(tmp_path / "proj", PROJECT)
+    scripted = engine(REPRODUCES)
+    command = [sys.executable, "-m", "pytest", "tests/test_cart.py"]
+    with PytestSandbox(repo, command, limits=Limits(wall_seconds=60), scratch_parent=tmp_path) as sandbox:
+        result = HealingLoop(sandbox, scripted, QUICK).heal_reported(read_error(REPORTED), scripted, TEST_PATH)
+    assert result.report.stop_reason is StopReason.HEALED
+    assert f"{TEST_PATH}::test_an_empty_cart_averages" in result.report.tests_after
+    assert result.files is not None and TEST_PATH in result.files

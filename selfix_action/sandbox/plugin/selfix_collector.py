@@ -8,6 +8,7 @@ either unchanged. ``SELFIX_LINE_COLLECTOR``: ``fallback`` (default: ours only wi
 fallback). Results are appended to a JSON-lines file as
 each test finishes, so a run that is killed for a timeout still tells which tests finished and which one hung.
 
+``SELFIX_ADD`` (a JSON list of test files) adds files to a whole-suite run's arguments.
 ``SELFIX_SELECT`` names a JSON file listing the tests (node ids or files) to run: they replace the run's
 positional arguments (``config.args``, which collection reads), whatever paths the project's test command names.
 Passing them as arguments instead would run the command's own paths beside them, and pytest before 8 refuses
@@ -155,6 +156,12 @@ def _emit(record):
 
 def _select(config):
     path = os.environ.get("SELFIX_SELECT", "")
+    added = os.environ.get("SELFIX_ADD", "")
+    if not path and added:
+        # The whole suite plus test files selfix added (a reported error's reproduction test), which the
+        # command's own paths may not reach; pytest drops a file named twice.
+        config.args = list(config.args) + [a for a in _from_rootdir(config, json.loads(added)) if a not in config.args]
+        return
     if not path:
         return
     with open(path, encoding="utf-8") as handle:
