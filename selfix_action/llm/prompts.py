@@ -988,8 +988,7 @@ def reproducer_context(request: ReproductionRequest) -> str:
         else ""
     )
     return (
-        SYSTEM_PROMPT
-        + "\nA production error was reported for this project. No test reproduces it yet.\n"
+        "A production error was reported for this project. No test reproduces it yet.\n"
         + block("reported error", request.error, limit=12000)
         + imports
     )
