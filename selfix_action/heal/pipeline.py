@@ -336,8 +336,8 @@ def heal(
         if not isinstance(engine, Reproducer) or engine_setup.llm_problem:
             why = f" ({engine_setup.llm_problem})" if engine_setup.llm_problem else ""
             raise InputError(
-                "--from-error needs an LLM engine: QA writes the test that reproduces the error, and the offline "
-                f"engine writes no tests{why}; use --engine anthropic, openai, or auto with a model key"
+                "healing a reported error needs an LLM engine: QA writes the test that reproduces it, and the "
+                f"offline engine writes no tests{why}; choose the anthropic or openai engine, or auto with a model key"
             )
         reproduction = reproduction_file(project.repo, request.reported_error)
     if engine_setup.llm_problem:  # --engine auto: the offline engine heals alone, the problem is reported

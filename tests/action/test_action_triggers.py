@@ -5,6 +5,8 @@ Every test asserts exactly which API calls were made (``fake.calls``), and what 
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,6 +30,7 @@ from tests.helpers.action import (
     workflow_run_payload,
 )
 from tests.helpers.fake_github import FakeGitHub, load_exchanges
+from tests.helpers.fake_providers import FakeProvider, serve
 
 R = f"/repos/{REPO}"
 
@@ -70,6 +73,74 @@ def test_workflow_dispatch_heals_the_ref_with_the_description(tmp_path: Path, fa
     heads = remote_branches(repos)
     assert heads["feature/avg"] == repos.feature_sha and heads["main"] == repos.main_sha
     assert git(repos.origin, "show", f"{heads[branch]}:calc.py") + "\n" == FIXED_CALC
+
+
+@pytest.fixture
+def llm() -> Iterator[dict[str, str]]:
+    """The inputs naming an LLM engine (QA writes a reproduction test), whose server answers the preflight; the
+    heal itself is the synthetic healer's, so no role is asked."""
+    with serve(FakeProvider(by_tool={})) as url:
+        yield {"engine": "anthropic", "anthropic_api_key": "k", "anthropic_base_url": url}
+
+
+SENTRY_ALERT = {
+    "action": "triggered",
+    "data": {
+        "event": {
+            "event_id": "e1",
+            "web_url": "https://sentry.example/organizations/o/issues/7/events/e1/",
+            "exception": {
+                "values": [
+                    {
+                        "type": "ZeroDivisionError",
+                        "value": "division by zero",
+                        "module": "builtins",
+                        "stacktrace": {
+                            "frames": [
+                                {"abs_path": "/srv/app/calc.py", "lineno": 2, "function": "average", "in_app": True}
+                            ]
+                        },
+                    }
+                ]
+            },
+        }
+    },
+}
+
+
+def test_workflow_dispatch_with_an_error_heals_that_error_and_not_a_junit_report(
+    tmp_path: Path, fake: FakeGitHub, repos: Repos, llm: dict[str, str]
+) -> None:
+    """``selfix serve`` dispatches a Sentry alert as the ``error`` input: the heal gets the error, no JUnit files,
+    and the log says which signal it was."""
+    calls: list[HealContext] = []
+    data = dispatch_payload("feature/avg", "")
+    data["inputs"] = {"ref": "feature/avg", "error": json.dumps(SENTRY_ALERT), "signal": "error:abc123"}
+    env = action_env(tmp_path, fake, repos, "workflow_dispatch", data, **llm)
+    run = invoke(env, synthetic(True, calls))
+    assert (run.code, run.outputs["status"]) == (0, "healed"), run.out
+    reported = calls[0].request.reported_error
+    assert reported is not None and reported.exc_type == "ZeroDivisionError"
+    assert reported.origin == "https://sentry.example/organizations/o/issues/7/events/e1/"
+    assert calls[0].junit == () and calls[0].reproduction is not None
+    assert "selfix serve signal error:abc123" in run.out
+
+
+def test_the_from_error_input_names_a_file_in_the_workspace(
+    tmp_path: Path, fake: FakeGitHub, repos: Repos, llm: dict[str, str]
+) -> None:
+    calls: list[HealContext] = []
+    crash = repos.workspace / "crash.log"
+    crash.write_text('Traceback (most recent call last):\n  File "/app/calc.py", line 2, in f\nKeyError: 1\n')
+    data = dispatch_payload("feature/avg", "")
+    env = action_env(tmp_path, fake, repos, "workflow_dispatch", data, from_error="crash.log", **llm)
+    run = invoke(env, synthetic(True, calls))
+    assert run.code == 0, run.out
+    reported = calls[0].request.reported_error
+    assert reported is not None and (reported.exc_type, reported.origin) == ("KeyError", "the error report crash.log")
+    outside = action_env(tmp_path, fake, repos, "workflow_dispatch", data, from_error="../crash.log", **llm)
+    run = invoke(outside, synthetic(True))
+    assert run.code == 1 and "from_error must be a file inside the workspace" in run.out
 
 
 def test_workflow_dispatch_ref_that_is_not_a_branch_is_an_error(tmp_path: Path, fake: FakeGitHub, repos: Repos) -> None:

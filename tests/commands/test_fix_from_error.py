@@ -128,7 +128,7 @@ def test_from_error_is_refused_with_the_offline_engine_or_beside_a_junit_report(
     repo = write_project(tmp_path / "shop", PROJECT)
     (tmp_path / "crash.log").write_text(CRASH_LOG)
     assert _fix(repo, "--from-error", str(tmp_path / "crash.log")) == 2
-    assert "--from-error needs an LLM engine" in capsys.readouterr().err
+    assert "healing a reported error needs an LLM engine" in capsys.readouterr().err
     (tmp_path / "r.xml").write_text('<testsuite name="s"><testcase classname="a" name="b"/></testsuite>')
     assert _fix(repo, "--from-error", str(tmp_path / "crash.log"), "--junit", str(tmp_path / "r.xml")) == 2
     assert "give one of them" in capsys.readouterr().err
