@@ -7,6 +7,8 @@ an event ``{"t": seconds since start, "step": ..., "message": ..., <step fields>
 ==============  ======================================================================================
 ``sandbox``     the isolation every test run had (:class:`SandboxEvent`)
 ``start``       the engine that heals
+``reproduce_error``  a heal from a production error (--from-error): one of QA's reproduction tests and what its
+                run did (``attempt``, ``reproduced``, ``test_path``, ``source``); role ``reproducer`` in ``model_call``
 ``reproduce``   baseline run and re-runs of the failing tests
 ``localize``    evidence: failing tests with exception, message and project frames, their fingerprints,
                 the ranked suspicious lines (:class:`LocalizeEvent`)
