@@ -110,7 +110,10 @@ def render_error(error: ReportedError, located: Sequence[LocatedFrame], read_fil
     project = [item for item in located if item.file is not None]
     if project:
         lines.append("\nthe project's frames (outermost first), as files of this checkout:")
-        lines += [f"  {item.file}:{item.frame.line} in {item.frame.function}: {item.frame.code}" for item in project]
+        for item in project:
+            lines.append(f"  {item.file}:{item.frame.line} in {item.frame.function}: {item.frame.code}")
+            if item.frame.variables:  # what the report recorded of the frame's locals: the inputs that raised
+                lines.append("    locals: " + ", ".join(f"{name}={value}" for name, value in item.frame.variables))
     lines.append("\nthe whole stack as reported (outermost first):")
     for item in located:
         where = "project" if item.file is not None else "library"

@@ -20,6 +20,9 @@ class ReportedFrame:
     code: str = ""  # the line's text, when the report carried it
     module: str = ""  # the dotted module name, when the report carried it (Sentry)
     in_app: bool | None = None  # Sentry's verdict; None when the report does not say
+    # The frame's local variables as the report shows them (Sentry's ``vars``: reprs, cut): the inputs that
+    # raised, what a reproduction test most needs. Untrusted text.
+    variables: tuple[tuple[str, str], ...] = ()
 
     @property
     def looks_like_library(self) -> bool:

@@ -8,6 +8,7 @@ prints them; the last exception is the one that was raised.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -45,6 +46,21 @@ def _exception_values(event: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [v for v in exception or () if isinstance(v, Mapping)] if isinstance(exception, list) else []
 
 
+MAX_VARIABLES = 20
+MAX_VARIABLE_CHARS = 300
+
+
+def _variables(raw: object) -> tuple[tuple[str, str], ...]:
+    """Sentry's ``vars`` of a frame (already reprs, or JSON values): name and text, bounded."""
+    if not isinstance(raw, Mapping):
+        return ()
+    out = []
+    for name, value in list(raw.items())[:MAX_VARIABLES]:
+        text = value if isinstance(value, str) else json.dumps(value, default=str)
+        out.append((str(name)[:100], text[:MAX_VARIABLE_CHARS]))
+    return tuple(out)
+
+
 def _frame(raw: Mapping[str, Any]) -> ReportedFrame | None:
     path = _text(raw.get("abs_path")) or _text(raw.get("filename"))
     line = raw.get("lineno")
@@ -58,6 +74,7 @@ def _frame(raw: Mapping[str, Any]) -> ReportedFrame | None:
         code=_text(raw.get("context_line")).strip(),
         module=_text(raw.get("module"), 200),
         in_app=in_app if isinstance(in_app, bool) else None,
+        variables=_variables(raw.get("vars")),
     )
 
 

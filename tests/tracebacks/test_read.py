@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from selfix_action.errors import InputError
+from selfix_action.repair.reported_error import locate_frames, render_error
 from selfix_action.tracebacks import read_error, read_sentry, read_traceback
 
 _PROGRAM = textwrap.dedent(
@@ -161,6 +162,8 @@ def test_a_sentry_sdk_event_and_its_issue_alert_read_alike(tmp_path: Path) -> No
     assert error.chained == ("KeyError: 'apple'",)
     assert [f.function for f in error.frames][-3:] == ["total", "<genexpr>", "price"]
     assert error.frames[-1].path.endswith("shop/cart.py")
+    # The SDK records each frame's locals: the input that raised, which QA is shown.
+    assert ("name", "'apple'") in error.frames[-1].variables
     alert = {
         "action": "triggered",
         "data": {
@@ -220,3 +223,30 @@ def test_an_api_event_with_entries_and_an_issue_webhook_read_too() -> None:
 def test_json_that_is_no_sentry_exception_is_bad_input(text: str) -> None:
     with pytest.raises(InputError):
         read_error(text)
+
+
+def test_a_frames_locals_reach_the_reproducers_view_of_the_error() -> None:
+    event = {
+        "exception": {
+            "values": [
+                {
+                    "type": "KeyError",
+                    "value": "'kiwi'",
+                    "stacktrace": {
+                        "frames": [
+                            {
+                                "abs_path": "/app/shop/cart.py",
+                                "lineno": 7,
+                                "function": "price",
+                                "vars": {"name": "'kiwi'", "count": 2, "<ignore>": "x" * 1000},
+                            }
+                        ]
+                    },
+                }
+            ]
+        }
+    }
+    error = read_sentry(event)
+    text = render_error(error, locate_frames(error, ["shop/cart.py"]), lambda path: "")
+    assert "locals: name='kiwi', count=2" in text
+    assert max(len(value) for _, value in error.frames[0].variables) == 300
