@@ -111,6 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     mem.add_argument("--no-memory", action="store_true", help="neither read nor update a memory (the default)")
     _add_mcp_command(sub)
+    _add_serve_command(sub)
     _add_learning_commands(sub)
     return parser
 
@@ -124,6 +125,16 @@ def _add_mcp_command(sub: argparse._SubParsersAction) -> None:
     mcp.add_argument("--test-timeout", type=float, default=120.0, help="wall seconds per test run (120)")
     add_llm_arguments(mcp)
     _add_sandbox_arguments(mcp.add_argument_group("sandbox"))
+
+
+def _add_serve_command(sub: argparse._SubParsersAction) -> None:
+    serve = sub.add_parser(
+        "serve",
+        help="receive GitHub, Sentry and signed error webhooks; dispatch each heal to GitHub Actions or a local pool",
+    )
+    serve.add_argument(
+        "--config", type=Path, required=True, metavar="FILE", help="the YAML config (secrets: SELFIX_SERVE_* env)"
+    )
 
 
 def _add_sandbox_arguments(box: argparse._ArgumentGroup) -> None:
@@ -266,6 +277,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                     use_memory=False,
                 )
             )
+        if args.command == "serve":
+            from selfix_action.commands.serve_cmd import run_serve
+
+            return run_serve(args.config)
         if args.command in ("export", "learn", "view"):
             from selfix_action.commands import learn_cmd
 

@@ -73,9 +73,21 @@ class ArtifactInfo:
     archive_download_url: str
 
 
+def _reset_at(exc: Exception) -> float | None:
+    """When a rate limit lifts, from the refusal's headers (retry-after wins, as GitHub documents)."""
+    headers = {k.lower(): v for k, v in (getattr(exc, "headers", None) or {}).items()}
+    if str(headers.get("retry-after", "")).isdigit():
+        return time.time() + float(headers["retry-after"])
+    if str(headers.get("x-ratelimit-reset", "")).isdigit():
+        return float(headers["x-ratelimit-reset"])
+    return None
+
+
 def _translate(exc: Exception, what: str) -> GitHubError:
     if isinstance(exc, RateLimitExceededExceedsMaxWait | RateLimitExceededException):
-        return GitHubRateLimited(f"GitHub rate limit while trying to {what}", getattr(exc, "status", 403))
+        return GitHubRateLimited(
+            f"GitHub rate limit while trying to {what}", getattr(exc, "status", 403), reset_at=_reset_at(exc)
+        )
     if isinstance(exc, GithubException):
         message = exc.data.get("message", "") if isinstance(exc.data, dict) else str(exc.data)
         return GitHubError(f"GitHub API error {exc.status} while trying to {what}: {message}", exc.status)
@@ -455,6 +467,35 @@ class GitHubClient:
             return str(getattr(run, "html_url", "") or "")
 
         return self._call(f"dispatch workflow {workflow_id} on {ref}", go)
+
+    def dispatch_workflow_file(self, workflow_file: str, ref: str, inputs: dict[str, str]) -> str:
+        """Run the workflow ``workflow_file`` (``selfix.yml``) on ``ref`` with ``inputs`` (``workflow_dispatch``, as
+        ``selfix serve`` hands a heal to Actions); the run's URL, or "" when the server does not say. Never retried
+        (a lost answer would start the run twice); GitHub's refusals are translated into what to fix."""
+        what = f"dispatch {workflow_file} on {ref}"
+
+        def go() -> str:
+            workflow = self._repo.get_workflow(workflow_file)
+            run = workflow.create_dispatch(ref, inputs=inputs, throw=True, return_run_details=True)
+            return str(getattr(run, "html_url", "") or "")
+
+        try:
+            return go()
+        except GithubException as exc:
+            message = exc.data.get("message", "") if isinstance(exc.data, dict) else str(exc.data)
+            if exc.status == 404 and not isinstance(exc, RateLimitExceededException):
+                raise GitHubError(
+                    f"{what}: workflow not found (file name? on the default branch?): {message}", 404
+                ) from exc
+            if exc.status == 422:
+                raise GitHubError(
+                    f"{what}: the workflow rejected the inputs: {message} "
+                    "(does it declare them under on.workflow_dispatch.inputs?)",
+                    422,
+                ) from exc
+            raise _translate(exc, what) from exc
+        except _API_ERRORS as exc:
+            raise _translate(exc, what) from exc
 
     # -- artifacts ------------------------------------------------------------------------------------------
     def run_artifacts(self, run_id: int, name_pattern: str = "*") -> list[ArtifactInfo]:

@@ -16,6 +16,10 @@ class GitHubError(SelfixError):
 class GitHubRateLimited(GitHubError):
     """The API refused for rate limiting and the reset is further away than we are willing to wait."""
 
+    def __init__(self, message: str, status: int | None = None, reset_at: float | None = None) -> None:
+        super().__init__(message, status)
+        self.reset_at = reset_at  # unix time of x-ratelimit-reset (or now + retry-after), when GitHub said
+
 
 class ArtifactRefused(SelfixError):
     """An artifact archive that is too big, or holds an entry that is unsafe to extract."""
