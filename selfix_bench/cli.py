@@ -16,7 +16,7 @@ from pathlib import Path
 
 from selfix_action.commands.engine_args import ENGINE_KINDS, add_llm_arguments, engine_choice
 from selfix_action.errors import InputError
-from selfix_bench import addopts
+from selfix_bench import addopts, serve_load
 from selfix_bench.field import add_field_arguments, run_field_command
 from selfix_bench.recall import add_recall_arguments, options_from, run_recall
 from selfix_bench.runner import BenchOptions, read_records, run_bench
@@ -34,6 +34,8 @@ def main(argv: Sequence[str], parser_class: type[argparse.ArgumentParser] = argp
         return run_recall_command(arguments[1:], parser_class)
     if arguments[:1] == ["addopts"]:  # the project's pytest addopts: heal time with and without (addopts.py)
         return addopts.main(arguments[1:], parser_class)
+    if arguments[:1] == ["serve-load"]:  # selfix serve under signed load, kill -9 mid-load (serve_load.py)
+        return serve_load.main(arguments[1:], parser_class)
     if arguments[:1] == ["field"]:
         field = parser_class(
             prog="selfix bench field",

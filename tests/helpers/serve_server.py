@@ -71,7 +71,7 @@ class ServeProcess:
 
     def start(self, timeout: float = 30.0) -> ServeProcess:
         self.log_path = self.config.parent / "serve.log"
-        log = open(self.log_path, "ab")  # noqa: SIM115 -- the child holds it; closed in stop()
+        log = open(self.log_path, "ab")  # the child writes to it; closed in stop() or kill()
         self._log = log
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "selfix_action.cli", "serve", "--config", str(self.config)],
