@@ -228,4 +228,15 @@ def read_generic(body: bytes, config: ServeConfig) -> Signal:
         reported = read_error(error)
     except InputError as exc:
         raise BadPayload(f"the error cannot be read: {exc}") from None
-    return _error_signal("error", repo, reported, error, config)
+    return _error_signal("error", repo, reported, _error_input(error), config)
+
+
+def _error_input(text: str) -> str:
+    """The error as the heal's input, within GitHub's limit: a long traceback keeps its end (the raise and the
+    exception), a Sentry event its exception (``_compact_sentry``)."""
+    if len(text) <= MAX_DISPATCH_INPUT_CHARS:
+        return text
+    if text.lstrip().startswith("{"):
+        payload = json.loads(text)  # read_error parsed it already
+        return _compact_sentry(payload if "data" in payload else {"data": {"event": payload}})
+    return text[-MAX_DISPATCH_INPUT_CHARS:]

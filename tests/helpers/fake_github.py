@@ -75,6 +75,10 @@ class State:
     dispatches: list[dict[str, Any]] = field(default_factory=list)  # workflow_dispatch requests: workflow, ref
     # The status a dispatch gets: 200 with the run (return_run_details), 204 (an older server), 403, 422...
     dispatch_status: int = 200
+    # The workflows a dispatch may name (by id or file name; None: any) and the inputs they declare under
+    # on.workflow_dispatch.inputs (None: any). GitHub answers 404 and 422 ("Unexpected inputs provided") otherwise.
+    workflows: set[str] | None = None
+    declared_inputs: set[str] | None = None
     blobs: dict[int, bytes] = field(default_factory=dict)
     next_id: int = 1000
     next_number: int = 100
@@ -532,8 +536,15 @@ class FakeGitHub(LocalServer):
             return 403, {}, {"message": "Resource not accessible by integration"}
         if status == 422:
             return 422, {}, {"message": "Workflow does not have 'workflow_dispatch' trigger"}
+        if self.state.workflows is not None and wid not in self.state.workflows:
+            return 404, {}, {"message": "Not Found", "documentation_url": "https://docs.github.com/rest"}
+        inputs = body.get("inputs") or {}
+        declared = self.state.declared_inputs
+        if declared is not None and set(inputs) - declared:
+            unexpected = ", ".join(f'"{name}"' for name in sorted(set(inputs) - declared))
+            return 422, {}, {"message": f"Unexpected inputs provided: [{unexpected}]"}
         run_id = self._new_id()
-        self.state.dispatches.append({"workflow": wid, "ref": body["ref"], "run_id": run_id})
+        self.state.dispatches.append({"workflow": wid, "ref": body["ref"], "run_id": run_id, "inputs": inputs})
         if status == 204 or not body.get("return_run_details"):
             return 204, {}, b""
         url = f"{self.url}/repos/{self.state.repo}/actions/runs/{run_id}"
