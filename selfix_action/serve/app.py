@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -124,6 +125,9 @@ def _receiver(source: str) -> Callable[[Request], Any]:
                 outcome = await asyncio.wrap_future(runtime.store.submit(operation))
             except QueueFull:
                 raise Refusal(503, "busy", "the server is saturated: retry later") from None
+            except sqlite3.Error as exc:  # the disk, not the client: 503, and the sender delivers again
+                log().error("database error", extra={"event": "store_error", "error": str(exc), "source": source})
+                raise Refusal(503, "database", "the database cannot store the signal: retry later") from None
         except Refusal as refusal:
             metrics.count("selfix_serve_refused_total", reason=refusal.reason)
             log().info(

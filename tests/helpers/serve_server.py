@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -194,4 +195,22 @@ def traceback_text(n: int, function: str = "parse") -> str:
         f'  File "/srv/app/shop/cart.py", line {40 + n % 5}, in {function}\n'
         "    return int(value)\n"
         f"ValueError: invalid literal for int() with base 10: 'x{n}'\n"
+    )
+
+
+# -- the database, read back ---------------------------------------------------------------------------------
+def rows(database: Path, query: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    conn = sqlite3.connect(database)
+    try:
+        return conn.execute(query, params).fetchall()
+    finally:
+        conn.close()
+
+
+def stored_counts(database: Path) -> tuple[int, int, int]:
+    """Deliveries, signals and fingerprints in the database."""
+    return (
+        rows(database, "SELECT COUNT(*) FROM deliveries")[0][0],
+        rows(database, "SELECT COUNT(*) FROM signals")[0][0],
+        rows(database, "SELECT COUNT(*) FROM fingerprints")[0][0],
     )

@@ -2,31 +2,12 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.helpers.serve_server import ServeProcess, free_port, write_config
-
-
-def rows(database: Path, query: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    conn = sqlite3.connect(database)
-    try:
-        return conn.execute(query, params).fetchall()
-    finally:
-        conn.close()
-
-
-def stored_counts(database: Path) -> tuple[int, int, int]:
-    """Deliveries, signals and fingerprints in the database."""
-    return (
-        rows(database, "SELECT COUNT(*) FROM deliveries")[0][0],
-        rows(database, "SELECT COUNT(*) FROM signals")[0][0],
-        rows(database, "SELECT COUNT(*) FROM fingerprints")[0][0],
-    )
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ import pytest
 
 from selfix_action.github.client import GitHubClient
 from selfix_action.serve.config import ServeConfig, parse_config
-from selfix_action.serve.dispatch import ActionsDispatcher, DispatchLoop, LocalPool
+from selfix_action.serve.dispatch import ActionsDispatcher, DispatchLoop, LocalJob, LocalPool, run_local_heal
 from selfix_action.serve.observe import Metrics
 from selfix_action.serve.signals import Signal
 from selfix_action.serve.store import Store, accept
@@ -226,3 +226,13 @@ def test_a_crashing_local_job_is_a_failed_heal_not_a_dead_server(tmp_path: Path,
     assert state is not None and state["state"] == "failed"
     assert "RuntimeError: the heal blew up" in state["last_error"]
     assert metrics.value("selfix_serve_dispatch_failures_total", reason="local") == 1
+
+
+def test_the_real_local_job_runs_selfix_fix_from_error_through_the_cli(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The job the server wires in: ``selfix fix PATH --from-error FILE --engine E --test-cmd C`` through the CLI's
+    own checks (here the offline engine, which cannot write the reproduction test: exit 2 with the reason)."""
+    job = LocalJob(tmp_path, "python -m pytest -q", "offline", traceback_text(1), f"error:tools:{'f' * 16}")
+    assert run_local_heal(job) == 2
+    assert "healing a reported error needs an LLM engine" in capsys.readouterr().err

@@ -28,11 +28,12 @@ from tests.helpers.serve_server import (
     failed_run,
     free_port,
     github_request,
+    rows,
     sentry_request,
+    stored_counts,
     traceback_text,
     write_config,
 )
-from tests.serve.conftest import rows, stored_counts
 
 
 def _refused_and_nothing_stored(
