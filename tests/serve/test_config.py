@@ -92,3 +92,13 @@ def test_sentry_projects_map_to_their_repository() -> None:
     assert config.repo_of_sentry_project("12") == "o/web"
     assert config.repo_of_sentry_project("cli") == "tools"
     assert config.repo_of_sentry_project("other") is None
+
+
+def test_selfix_serve_exits_2_on_a_bad_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from selfix_action.cli import main
+
+    path = _write(tmp_path, "repositories: [{repo: o/r}]\nwebhook_secret: oops\n")
+    assert main(["serve", "--config", str(path)]) == ExitCode.BAD_INPUT
+    err = capsys.readouterr().err
+    assert err.startswith("selfix: error: serve config: webhook_secret looks like a secret") and err.count("\n") == 1
+    assert main(["serve", "--config", str(tmp_path / "absent.yml")]) == ExitCode.BAD_INPUT
