@@ -37,7 +37,7 @@ RETRY_BACKOFF_SECONDS = 30.0  # a transport failure or 5xx: tried again this muc
 @dataclass(frozen=True)
 class Dispatched:
     url: str  # the run's URL ("" when GitHub does not say), or a description of the local job
-    finished: bool = True  # False: running in the local pool, finished later
+    finished: bool = True  # False: started in the local pool, which records its state itself
 
 
 class Dispatcher(Protocol):
@@ -137,6 +137,8 @@ class LocalPool:
         )
         with self._lock:
             self._running.add(heal.fingerprint)
+        # Marked before it starts: a quick job's end (done, failed) must not be overwritten by its start.
+        self._store.write(set_state(heal.fingerprint, "dispatched", run_url=f"local pool: {self._local.path}"))
         future = self._executor.submit(self._job, job)
         future.add_done_callback(lambda done: self._finished(heal.fingerprint, done))
         return Dispatched(f"local pool: {self._local.path}", finished=False)
@@ -270,7 +272,8 @@ class DispatchLoop:
             self._fail(heal, str(exc), "refused")
             return 0
         state = "dispatched"
-        self._store.write(set_state(heal.fingerprint, state, run_url=outcome.url))
+        if outcome.finished:  # a local job recorded its own start (and may have ended already)
+            self._store.write(set_state(heal.fingerprint, state, run_url=outcome.url))
         self._metrics.count("selfix_serve_dispatched_total")
         log().info("heal dispatched", extra={"event": "dispatched", "status": state, "url": outcome.url, **fields})
         return 1
