@@ -6,6 +6,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import random
 import signal
 import socket
 import sqlite3
@@ -30,9 +31,19 @@ REPO = "octo-org/octo-repo"
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A free port below Linux's ephemeral range (32768 and up), chosen at random: a port the kernel hands out for
+    port 0 could be handed to another test's server while this one restarts on it (a kill -9 test), and its
+    clients would then be answered by the wrong server."""
+    rng = random.SystemRandom()
+    for _ in range(200):
+        port = rng.randrange(20000, 32000)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise AssertionError("no free port in 20000-31999")
 
 
 def write_config(folder: Path, port: int, **overrides: Any) -> Path:
@@ -55,7 +66,7 @@ def server_env(**extra: str) -> dict[str, str]:
         SELFIX_SERVE_GITHUB_WEBHOOK_SECRET=GITHUB_SECRET,
         SELFIX_SERVE_SENTRY_CLIENT_SECRET=SENTRY_SECRET,
         SELFIX_SERVE_SIGNING_SECRET=SIGNING_SECRET,
-        SELFIX_SERVE_ADMIN_TOKEN=ADMIN_TOKEN,
+        SELFIX_SERVE_ADMIN_TOKEN=f"{ADMIN_TOKEN}-{uuid.uuid4().hex}",  # each server its own: start() knows it
         SELFIX_SERVE_GITHUB_TOKEN="token-for-tests",
     )
     env.update(extra)
@@ -87,12 +98,21 @@ class ServeProcess:
                 raise AssertionError(f"selfix serve exited {self.proc.returncode}: {self.log()}")
             try:
                 if self.request("GET", "/healthz", timeout=1.0)[0] == 200:
+                    # This process's server, not another test's on a reused port: only it knows this admin token.
+                    status, _ = self.request("GET", "/signals/probe", headers=self.admin(), timeout=1.0)
+                    if status != 404 or self.proc.poll() is not None:
+                        self.kill()
+                        raise AssertionError(f"another server answers on port {self.port}: {self.log()}")
                     return self
-            except OSError:
+            except (OSError, http.client.HTTPException):
                 pass
             time.sleep(0.05)
         self.kill()
         raise AssertionError(f"selfix serve did not answer /healthz in {timeout} s: {self.log()}")
+
+    def admin(self) -> dict[str, str]:
+        """The header of ``GET /signals/<fingerprint>``."""
+        return {"Authorization": f"Bearer {self.env['SELFIX_SERVE_ADMIN_TOKEN']}"}
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path and self.log_path.exists() else ""

@@ -19,7 +19,6 @@ import pytest
 from selfix_action.serve.signatures import sign_generic, sign_github, sign_sentry
 from tests.helpers.fake_github import FakeGitHub
 from tests.helpers.serve_server import (
-    ADMIN_TOKEN,
     GITHUB_SECRET,
     REPO,
     SENTRY_SECRET,
@@ -284,7 +283,7 @@ def _sentry_alert_like_traceback(n: int) -> dict[str, object]:
 
 
 def _state(server: ServeProcess, fingerprint: str) -> str:
-    status, found = server.request("GET", f"/signals/{fingerprint}", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
+    status, found = server.request("GET", f"/signals/{fingerprint}", headers=server.admin())
     return str(found["state"]) if status == 200 else ""
 
 
