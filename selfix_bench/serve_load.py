@@ -17,6 +17,7 @@ import http.client
 import json
 import os
 import queue
+import random
 import secrets
 import signal
 import socket
@@ -245,9 +246,18 @@ def _client(load: Load, tickets: queue.Queue[int | None], lock: threading.Lock) 
 
 
 def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A free port below Linux's ephemeral range, at random: the server restarts on it after the kill, and a port the
+    kernel hands out for port 0 could meanwhile go to another process."""
+    rng = random.SystemRandom()
+    for _ in range(200):
+        port = rng.randrange(20000, 32000)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise InputError("no free port in 20000-31999 on 127.0.0.1")
 
 
 def run_load(rate: float, seconds: float, kill_at: float, folder: Path) -> tuple[Load, float]:
