@@ -66,6 +66,11 @@ def test_import_contracts_are_kept() -> None:
         ("mcp_server/_probe.py", "import subprocess\n", "Only sandbox/ starts processes"),
         ("mcp_server/_probe.py", "import gitlab\n", "Only gitlab/ imports python-gitlab"),
         ("gitlab_ci/_probe.py", "import mcp\n", "Only mcp_server/ imports the MCP SDK"),
+        # selfix serve: the only Starlette/uvicorn import, a front end like the others, starting no process itself.
+        ("commands/_probe.py", "import starlette\n", "Only serve/ imports Starlette and uvicorn"),
+        ("serve/_probe.py", "from selfix_action.mcp_server import results\n", "A front end never imports another"),
+        ("serve/_probe.py", "import subprocess\n", "Only sandbox/ starts processes"),
+        ("serve/_probe.py", "import github\n", "Only github/ imports PyGithub"),
         # The product never imports the benchmark, not even inside a function.
         ("cli_probe.py", "def f():\n    import selfix_bench.runner\n", "The product never imports the benchmark"),
         ("../selfix_bench/_probe.py", "import subprocess\n", "Only sandbox/ starts processes"),
