@@ -69,6 +69,9 @@ class ServeConfig:
     github_api_url: str = "https://api.github.com"
     dispatch_interval_seconds: float = 1.0  # how often the dispatcher looks for pending heals
     max_dispatch_attempts: int = 5  # transport failures before a heal is marked failed
+    # Heals dispatched to one repository's Actions per rolling hour: a storm of distinct errors (a bad deploy) waits
+    # in the database instead of starting hundreds of runners at once.
+    max_dispatches_per_hour: int = 20
     # False: receive and store only (a staging server, or measuring the receiver alone); heals stay pending
     dispatch: bool = True
     repositories: tuple[RepositoryConfig, ...] = ()
@@ -206,7 +209,8 @@ def parse_config(data: Any, env: Mapping[str, str], base: Path = Path(".")) -> S
         )
     known = {
         "listen", "database", "max_body_bytes", "replay_window_seconds", "queue_size", "github_api_url",
-        "dispatch_interval_seconds", "max_dispatch_attempts", "dispatch", "repositories", "local",
+        "dispatch_interval_seconds", "max_dispatch_attempts", "max_dispatches_per_hour", "dispatch", "repositories",
+        "local",
     }  # fmt: skip
     _unknown(data, known, "")
     listen = _field(data, "listen", str, "127.0.0.1:8080", "")
@@ -219,6 +223,7 @@ def parse_config(data: Any, env: Mapping[str, str], base: Path = Path(".")) -> S
     queue_size = _field(data, "queue_size", int, 10_000, "")
     interval = _field(data, "dispatch_interval_seconds", (int, float), 1.0, "")
     attempts = _field(data, "max_dispatch_attempts", int, 5, "")
+    per_hour = _field(data, "max_dispatches_per_hour", int, 20, "")
     dispatch = _field(data, "dispatch", bool, True, "")
     api_url = _field(data, "github_api_url", str, "https://api.github.com", "")
     for name, value in (
@@ -227,6 +232,7 @@ def parse_config(data: Any, env: Mapping[str, str], base: Path = Path(".")) -> S
         ("queue_size", queue_size),
         ("dispatch_interval_seconds", interval),
         ("max_dispatch_attempts", attempts),
+        ("max_dispatches_per_hour", per_hour),
     ):
         if value <= 0:
             raise InputError(f"serve config: {name} must be positive, got {value}")
@@ -250,6 +256,7 @@ def parse_config(data: Any, env: Mapping[str, str], base: Path = Path(".")) -> S
         github_api_url=api_url.rstrip("/"),
         dispatch_interval_seconds=float(interval),
         max_dispatch_attempts=attempts,
+        max_dispatches_per_hour=per_hour,
         dispatch=dispatch,
         repositories=repositories,
         local=local,

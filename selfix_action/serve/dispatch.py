@@ -230,12 +230,21 @@ class DispatchLoop:
     def run_once(self) -> int:
         """Dispatch what is pending now; the number handed over."""
         handed = 0
-        for heal in self._store.pending(time.time()):
+        now = time.time()
+        budget: dict[str, int] = {}
+        for heal in self._store.pending(now, limit=200):
             if self._stop.is_set():
                 break
             dispatcher = self._dispatcher(heal.repo)
             if isinstance(dispatcher, LocalPool) and dispatcher.full:
                 continue  # stays pending, in the database rather than in the pool's memory
+            if not isinstance(dispatcher, LocalPool) and dispatcher is not None:
+                if heal.repo not in budget:
+                    used = self._store.dispatched_since(heal.repo, now - 3600)
+                    budget[heal.repo] = self._config.max_dispatches_per_hour - used
+                if budget[heal.repo] <= 0:
+                    continue  # this repository's hourly budget is spent: it waits, oldest first
+                budget[heal.repo] -= 1
             handed += self._dispatch_one(heal, dispatcher)
         return handed
 

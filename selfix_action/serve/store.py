@@ -59,7 +59,8 @@ CREATE TABLE IF NOT EXISTS fingerprints (
     attempts INTEGER NOT NULL DEFAULT 0,
     not_before REAL NOT NULL DEFAULT 0,  -- a rate-limited dispatch waits for the reset
     last_error TEXT NOT NULL DEFAULT '',
-    run_url TEXT NOT NULL DEFAULT ''
+    run_url TEXT NOT NULL DEFAULT '',
+    dispatched_at REAL NOT NULL DEFAULT 0  -- when it last left for Actions or the pool (the hourly budget)
 );
 CREATE INDEX IF NOT EXISTS fingerprints_pending ON fingerprints(state, not_before);
 """
@@ -232,6 +233,12 @@ class Store:
         )  # fmt: skip
         return dict(zip(keys, rows[0], strict=True))
 
+    def dispatched_since(self, repo: str, since: float) -> int:
+        """Heals of ``repo`` dispatched at or after ``since`` (whatever their state now)."""
+        return int(
+            self.read("SELECT COUNT(*) FROM fingerprints WHERE repo = ? AND dispatched_at >= ?", (repo, since))[0][0]
+        )
+
     def states(self) -> dict[str, int]:
         return dict(self.read("SELECT state, COUNT(*) FROM fingerprints GROUP BY state"))
 
@@ -291,8 +298,9 @@ def set_state(
     def operation(conn: sqlite3.Connection) -> None:
         conn.execute(
             "UPDATE fingerprints SET state = ?, last_error = ?, run_url = ?, not_before = ?, "
-            "attempts = attempts + ? WHERE fingerprint = ?",
-            (state, error[:2000], run_url, not_before, 1 if attempt else 0, fingerprint),
+            "attempts = attempts + ?, dispatched_at = CASE WHEN ? = 'dispatched' THEN ? ELSE dispatched_at END "
+            "WHERE fingerprint = ?",
+            (state, error[:2000], run_url, not_before, 1 if attempt else 0, state, time.time(), fingerprint),
         )
 
     return operation

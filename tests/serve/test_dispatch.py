@@ -142,11 +142,16 @@ def test_an_unknown_workflow_fails_with_what_to_check(
     assert record.__dict__["fingerprint"] == RUN.fingerprint and "workflow not found" in record.__dict__["error"]
 
 
-def test_inputs_the_workflow_does_not_declare_fail_with_githubs_message(fake: FakeGitHub, store: Store) -> None:
+def test_inputs_the_workflow_does_not_declare_fail_with_githubs_message(
+    fake: FakeGitHub, store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
     fake.state.declared_inputs = {"ref", "description"}  # a workflow from before error and signal
     _signal(store, ERROR, "d1")
     metrics = Metrics()
-    _loop(_config(fake), store, metrics).run_once()
+    with caplog.at_level(logging.INFO, logger="selfix.serve"):
+        _loop(_config(fake), store, metrics).run_once()
+    (record,) = [r for r in caplog.records if r.__dict__.get("event") == "dispatch_failed"]
+    assert record.__dict__["reason"] == "http_422" and "Unexpected inputs provided" in record.__dict__["error"]
     state = store.fingerprint(ERROR.fingerprint)
     assert state is not None and state["state"] == "failed"
     assert 'the workflow rejected the inputs: Unexpected inputs provided: ["error", "signal"]' in state["last_error"]
@@ -236,3 +241,25 @@ def test_the_real_local_job_runs_selfix_fix_from_error_through_the_cli(
     job = LocalJob(tmp_path, "python -m pytest -q", "offline", traceback_text(1), f"error:tools:{'f' * 16}")
     assert run_local_heal(job) == 2
     assert "healing a reported error needs an LLM engine" in capsys.readouterr().err
+
+
+def test_a_storm_of_distinct_errors_is_dispatched_within_the_hourly_budget(fake: FakeGitHub, store: Store) -> None:
+    for n in range(5):
+        _signal(store, Signal("github", "workflow_run", f"github:{REPO}:run:{n}", REPO,
+                              {"ref": "main", "description": f"run {n}", "run_id": n}), f"d{n}")  # fmt: skip
+    loop = _loop(_config(fake, max_dispatches_per_hour=3), store, Metrics())
+    assert loop.run_once() == 3
+    assert loop.run_once() == 0  # the rest wait for the hour to roll on
+    assert store.states() == {"dispatched": 3, "pending": 2}
+    assert [d["inputs"]["description"] for d in fake.state.dispatches] == ["run 0", "run 1", "run 2"]  # oldest first
+    store.write(lambda conn: conn.execute("UPDATE fingerprints SET dispatched_at = dispatched_at - 3601"))
+    assert loop.run_once() == 2
+
+
+def test_a_server_answering_204_without_run_details_is_a_dispatch(fake: FakeGitHub, store: Store) -> None:
+    fake.state.dispatch_status = 204  # GitHub before return_run_details, or GHES
+    _signal(store, RUN, "d1")
+    assert _loop(_config(fake), store, Metrics()).run_once() == 1
+    state = store.fingerprint(RUN.fingerprint)
+    assert state is not None and state["state"] == "dispatched" and state["run_url"] == ""
+    assert len(fake.state.dispatches) == 1
