@@ -92,6 +92,11 @@ def build_context(
         "## Similar past fixes",
         block("similar past fixes", similar_fixes.strip()) if similar_fixes.strip() else "(none recorded yet)",
     ]
+    if evidence.reported_error.strip():
+        sections += [
+            "## The production error this heal started from (the failing test reproduces it)",
+            block("reported error", evidence.reported_error, limit=6000),
+        ]
     if evidence.user_hint.strip():
         # Comment or dispatch text: anyone with write access (or a listed bot) typed it; still data, not orders.
         sections += ["## Hint from the maintainer", block("maintainer hint", evidence.user_hint.strip(), limit=2000)]

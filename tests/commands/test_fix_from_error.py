@@ -116,6 +116,10 @@ def test_a_crash_log_is_reproduced_then_healed_and_the_patch_adds_the_test(
     assert roles[:2] == ["reproducer", "detective"]
     first_call = next(e for e in events if e.get("step") == "model_call")
     assert "shop/cart.py:9 in average" in json.dumps(first_call["prompt"])
+    # The Detective reads the error as reported beside its reproduction test (the deployment's frames too).
+    detective = next(e for e in events if e.get("step") == "model_call" and e["role"] == "detective")
+    assert "The production error this heal started from" in json.dumps(detective["prompt"])
+    assert "/srv/app/web/views.py" in json.dumps(detective["prompt"])
     markdown = (repo / ".selfix" / "report.md").read_text()
     assert "## Where the error came from" in markdown and "crash.log" in markdown
     # The user's tree is untouched until --apply.
