@@ -160,3 +160,35 @@ def test_a_missing_error_file_is_bad_input(tmp_path: Path, capsys: pytest.Captur
     repo = write_project(tmp_path / "shop", PROJECT)
     assert _fix(repo, "--from-error", str(tmp_path / "nope.log")) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_an_error_no_test_reproduces_exits_1_with_each_attempt_and_the_next_step(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = write_project(tmp_path / "shop", PROJECT)
+    (tmp_path / "crash.log").write_text(CRASH_LOG)
+    passes = qa("from shop.cart import average\n\n\ndef test_one_item():\n    assert average({'pear': 1}) == 3\n")
+    provider = FakeProvider(
+        by_tool={"write_reproduction_test": [anthropic_tool_use("write_reproduction_test", passes)] * 3}
+    )
+    with serve(provider) as url:
+        code = _fix(
+            repo,
+            "--from-error",
+            str(tmp_path / "crash.log"),
+            "--engine",
+            "anthropic",
+            "--base-url",
+            url,
+            "--api-key",
+            "k",
+        )
+    out = capsys.readouterr().out
+    assert code == 1, out
+    report = json.loads((repo / ".selfix" / "report.json").read_text())
+    assert report["stop_reason"] == "error_not_reproduced" and report["usage"]["calls"] == 3
+    assert len(report["reported_error"]["attempts"]) == 3
+    assert all("passed on the unpatched code" in a for a in report["reported_error"]["attempts"])
+    assert report["next_step"].startswith("No test reproduced the error")
+    assert not (repo / ".selfix" / "patch.diff").exists()
