@@ -72,6 +72,12 @@ def _fix(repo: Path, *extra: str) -> int:
     return main(["fix", str(repo), "--quiet", "--max-retry-wait", "0.05", *extra])
 
 
+def _heal_crash(repo: Path, crash_log: Path, provider: FakeProvider) -> int:
+    """``selfix fix --from-error`` with the Anthropic engine, its server the fake provider."""
+    with serve(provider) as url:
+        return _fix(repo, "--from-error", str(crash_log), "--engine", "anthropic", "--base-url", url, "--api-key", "k")
+
+
 @pytest.mark.slow
 def test_a_crash_log_is_reproduced_then_healed_and_the_patch_adds_the_test(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -88,18 +94,7 @@ def test_a_crash_log_is_reproduced_then_healed_and_the_patch_adds_the_test(
             "propose_edits": [anthropic_tool_use("propose_edits", PATCH)],
         }
     )
-    with serve(provider) as url:
-        code = _fix(
-            repo,
-            "--from-error",
-            str(tmp_path / "crash.log"),
-            "--engine",
-            "anthropic",
-            "--base-url",
-            url,
-            "--api-key",
-            "k",
-        )
+    code = _heal_crash(repo, tmp_path / "crash.log", provider)
     out = capsys.readouterr().out
     assert code == 0, out
     report = json.loads((repo / ".selfix" / "report.json").read_text())
@@ -172,18 +167,7 @@ def test_an_error_no_test_reproduces_exits_1_with_each_attempt_and_the_next_step
     provider = FakeProvider(
         by_tool={"write_reproduction_test": [anthropic_tool_use("write_reproduction_test", passes)] * 3}
     )
-    with serve(provider) as url:
-        code = _fix(
-            repo,
-            "--from-error",
-            str(tmp_path / "crash.log"),
-            "--engine",
-            "anthropic",
-            "--base-url",
-            url,
-            "--api-key",
-            "k",
-        )
+    code = _heal_crash(repo, tmp_path / "crash.log", provider)
     out = capsys.readouterr().out
     assert code == 1, out
     report = json.loads((repo / ".selfix" / "report.json").read_text())
