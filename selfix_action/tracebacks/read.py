@@ -30,10 +30,10 @@ def read_error(text: str, *, origin: str = "") -> ReportedError:
             error = read_sentry(payload)
         except InputError:
             # A structured log record ({"level": "error", "exc_info": "Traceback ..."}) carries the text itself.
-            text = _traceback_text(payload)
-            if text is None:
+            logged = _traceback_text(payload)
+            if logged is None:
                 raise
-            error = read_traceback(text)
+            error = read_traceback(logged)
             return _with_origin(error, origin) if origin else error
         return error if error.origin or not origin else _with_origin(error, origin)
     error = read_traceback(text)
