@@ -1205,6 +1205,7 @@ class HealingLoop:
             property_held=property_held,
             review=review,
             untested_callers=self._untested_callers(tuple(edited)),
+            reproduced_from_error=bool(self._reported_error),
         )
 
     def _untested_callers(self, edited: tuple[tuple[str, str], ...]) -> tuple[str, ...]:

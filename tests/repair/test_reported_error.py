@@ -120,6 +120,9 @@ def test_a_reproduced_error_is_healed_and_the_patch_adds_its_test(make_sandbox: 
     assert feedback == "" and request.site.label() == "shop/cart.py:average"
     assert "shop/cart.py:13 in average" in request.error and "return total(items) / len(items)" in request.error
     assert "crash.log" in render_markdown(report)
+    # Its only failing test is selfix's own: the patch is never `high` on that alone.
+    assert report.confidence is not None and report.confidence.level != "high"
+    assert "reproduction_only" in {r.code for r in report.confidence.reasons}
 
 
 @pytest.mark.slow
