@@ -235,7 +235,22 @@ def _hung(report: HealReport, request: HealRequest, options: Mapping[str, str]) 
     )
 
 
+def _not_reproduced(report: HealReport, request: HealRequest, options: Mapping[str, str]) -> str:
+    record = report.reported_error
+    if record is not None and not record.site:
+        return (
+            "None of the error's frames is a file of this checkout: check that the error comes from this "
+            "repository and that its project folder is the one healed (the working directory)."
+        )
+    return (
+        "No test reproduced the error (each attempt is listed): give QA what production knew, a Sentry event with "
+        "its frames' local variables, or the failing request's input in the error text; or write a test that fails "
+        "with it and heal that test's failure from its JUnit report."
+    )
+
+
 _ADVICE = {
+    StopReason.ERROR_NOT_REPRODUCED: _not_reproduced,
     StopReason.ONLY_HUNG_TESTS: _hung,
     StopReason.VERIFIED_UNCONFIRMED: _unconfirmed,
     StopReason.REPORT_MISMATCH: _mismatch,

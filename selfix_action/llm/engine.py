@@ -497,53 +497,52 @@ class LLMEngine:
         ``request.test_path`` that fails with that error, in a context of its own (the error, the project's frames
         and code; there is no failing test nor localization yet). A corrective re-ask when the answer cannot be a
         test module; None when neither can. Raises ``EngineStopped`` when the budget or the model stops."""
-        context = reproducer_context(request)
-        messages = [Message("user", reproducer_request(request, feedback))]
-        parse = _qa_answer_for(request.test_path)
-        problem = ""
-        for attempt in (1, 2):
-            response = self._call("reproducer", QA_TOOL, context, messages)
-            try:
-                answer = parse(response)
-            except InvalidAnswer as bad:
-                problem = str(bad)
-                self.budget.invalid_answers += 1
-                self.trace(
-                    "model_invalid",
-                    f"reproducer: unusable answer ({'re-asking' if attempt == 1 else 'giving up'}): {bad}",
-                    role="reproducer",
-                    attempt=attempt,
-                    problem=problem,
-                )
-                messages += [
-                    Message("assistant", response.text.strip() or "(no answer)"),
-                    Message("user", corrective_request(problem)),
-                ]
-                continue
-            source = answer.test_source if answer.test_source.endswith("\n") else answer.test_source + "\n"
-            return QATest(path=request.test_path, source=source)
-        self._last_problem = problem
-        return None
+        answer, problem = self._own_context_call(
+            "reproducer",
+            QA_TOOL,
+            reproducer_context(request),
+            reproducer_request(request, feedback),
+            _qa_answer_for(request.test_path),
+        )
+        if answer is None:
+            self._last_problem = problem
+            return None
+        source = answer.test_source if answer.test_source.endswith("\n") else answer.test_source + "\n"
+        return QATest(path=request.test_path, source=source)
 
     def review(self, request: ReviewRequest) -> Review | None:
         """Reviewer: one call (a corrective re-ask if its answer cannot be used) in a context of its own, built
         from ``request`` alone: the failing tests, the edited code, the hypothesis, the patch, the behaviour
         table. Raises ``EngineStopped`` when the budget or the model cannot answer, or no answer was usable."""
-        context = reviewer_context(request)
-        messages = [Message("user", reviewer_request(request))]
+        answer, problem = self._own_context_call(
+            "reviewer",
+            REVIEW_TOOL,
+            reviewer_context(request),
+            reviewer_request(request),
+            lambda response: _parse(response, ReviewAnswer),
+        )
+        if answer is None:
+            raise EngineStopped(StopReason.MODEL_ERROR, f"the reviewer gave no usable answer: {problem}")
+        return Review(verdict=answer.verdict, reason=answer.reason, missed=answer.missed)
+
+    def _own_context_call(
+        self, role: str, tool: str, context: str, request: str, parse: Callable[[ModelResponse], R]
+    ) -> tuple[R | None, str]:
+        """One call of a role that reads a context of its own (not the shared one, no asks), with one corrective
+        re-ask when its answer cannot be used: (the parsed answer or None, the last problem)."""
+        messages = [Message("user", request)]
         problem = ""
         for attempt in (1, 2):
-            response = self._call("reviewer", REVIEW_TOOL, context, messages)
+            response = self._call(role, tool, context, messages)
             try:
-                answer = _parse(response, ReviewAnswer)
-                return Review(verdict=answer.verdict, reason=answer.reason, missed=answer.missed)
+                return parse(response), ""
             except InvalidAnswer as bad:
                 problem = str(bad)
                 self.budget.invalid_answers += 1
                 self.trace(
                     "model_invalid",
-                    f"reviewer: unusable answer ({'re-asking' if attempt == 1 else 'giving up'}): {bad}",
-                    role="reviewer",
+                    f"{role}: unusable answer ({'re-asking' if attempt == 1 else 'giving up'}): {bad}",
+                    role=role,
                     attempt=attempt,
                     problem=problem,
                 )
@@ -551,7 +550,7 @@ class LLMEngine:
                     Message("assistant", response.text.strip() or "(no answer)"),
                     Message("user", corrective_request(problem)),
                 ]
-        raise EngineStopped(StopReason.MODEL_ERROR, f"the reviewer gave no usable answer: {problem}")
+        return None, problem
 
     def _sample_count(self) -> int:
         """Patcher samples for this first attempt: ``samples`` when the call budget leaves room for them and for

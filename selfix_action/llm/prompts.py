@@ -92,6 +92,11 @@ def build_context(
         "## Similar past fixes",
         block("similar past fixes", similar_fixes.strip()) if similar_fixes.strip() else "(none recorded yet)",
     ]
+    if evidence.reported_error.strip():
+        sections += [
+            "## The production error this heal started from (the failing test reproduces it)",
+            block("reported error", evidence.reported_error, limit=6000),
+        ]
     if evidence.user_hint.strip():
         # Comment or dispatch text: anyone with write access (or a listed bot) typed it; still data, not orders.
         sections += ["## Hint from the maintainer", block("maintainer hint", evidence.user_hint.strip(), limit=2000)]
@@ -1015,10 +1020,13 @@ project's code in the test's traceback), and every test function that fails must
 the traceback of the test run itself, not its text.
 
 Call the project's code the way the stack shows production called it, with the inputs the stack, the code and the
-message point to. Let the exception escape: no pytest.raises, no try/except around the call, never raise it
-yourself, never stub or mock the function that raises it. After the call assert only what must hold once the bug
-is fixed (often nothing beyond the call returning): the module is added to the project with the fix, and every
-test in it must pass then. One or two test functions, plain asserts, no network, no files outside tmp_path; import
+message point to (the class to build, its constructor and abstract members are shown when the raising code is a
+method). Let the reported exception escape: never catch it (no pytest.raises of it, no try/except around the
+call), never raise it yourself, never stub or mock the function that raises it. After the call assert only what
+must hold once the bug is fixed (often nothing beyond the call returning); if the fixed code should instead raise
+a different error of the project's for this input, you may expect that one with pytest.raises(ThatError), which
+lets the reported exception through on the current code. The module is added to the project with the fix, and
+every test in it must pass then. One or two test functions, plain asserts, no network, no files outside tmp_path; import
 the project as its tests do; never import conftest.py or a test module.{again}
 
 Answer with test_source (the whole module) and an empty property_source."""

@@ -305,6 +305,7 @@ class HealingLoop:
         self._environment_tests: tuple[str, ...] = ()
         self._environment_problem = ""
         self._narrowings = 0
+        self._reported_error = ""  # the production error being healed, as QA read it (heal_reported)
 
     # -- a heal from a production error ---------------------------------------------------------------
     def heal_reported(
@@ -373,6 +374,7 @@ class HealingLoop:
             tried = f"{len(attempts)} attempt(s) by QA; the last: {attempts[-1]}" if attempts else "no attempt"
             return self._unreproduced(Stop(StopReason.ERROR_NOT_REPRODUCED, tried), record)
         test, failing = reproduction
+        self._reported_error = request.error
         # The test stays in the scratch copy for the whole heal: the baseline collects it as the project's own.
         with self.sandbox.patched({test_path: test.source}):
             result = self.run(failing, clock_started=True)
@@ -447,6 +449,8 @@ class HealingLoop:
             return self._finish(stop, repro)
         with budget.timed("localize"):
             evidence = gather_evidence(self.sandbox, repro, user_hint=self.config.user_hint, trace=self.trace)
+            if self._reported_error:  # a heal from a production error: the Detective reads it beside its test
+                evidence = evidence.model_copy(update={"reported_error": self._reported_error})
         if not evidence.coverage_used and repro.baseline.coverage_note:
             self.notes.append(f"localization without coverage: {repro.baseline.coverage_note}")
         if not evidence.suspicious_lines:
@@ -1201,6 +1205,7 @@ class HealingLoop:
             property_held=property_held,
             review=review,
             untested_callers=self._untested_callers(tuple(edited)),
+            reproduced_from_error=bool(self._reported_error),
         )
 
     def _untested_callers(self, edited: tuple[tuple[str, str], ...]) -> tuple[str, ...]:

@@ -481,6 +481,7 @@ def assess_confidence(
     property_held: str = "",
     review: Review | None = None,
     untested_callers: Sequence[str] = (),
+    reproduced_from_error: bool = False,
 ) -> Confidence:
     """The confidence rule. Every signal is a reason with the highest level it allows; the patch gets the lowest.
 
@@ -501,6 +502,11 @@ def assess_confidence(
     edit not being in the function coverage ranked first (coverage also ranks the code that formats a failing
     assertion, or a helper the bug calls), and no passing test running the edited lines (the reproduction test
     is a check of the new code besides the failing tests). Every other doubt still counts.
+
+    ``reproduced_from_error`` (medium): the heal started from a production error, so the only failing test is the
+    reproduction QA wrote from the traceback: it shows the error no longer happens, not that what the code now
+    does is what the project wants. In the first traceback run (bench/fromerror, 20 real bugs) 4 of the 14
+    patches that were otherwise `high` failed the developers' tests or were read partial.
 
     ``untested_callers`` (medium): functions of the project that call an edited function and that no test ran on
     the unpatched code (``differential.untested_callers``): what the patch now answers them is unchecked. A fix
@@ -654,6 +660,13 @@ def assess_confidence(
             "medium",
             f"{len(untested_callers)} function(s) of the project call the edited code and no test runs them "
             f"({shown}): what the patch now answers them is unchecked",
+        )
+    if reproduced_from_error:
+        reason(
+            "reproduction_only",
+            "medium",
+            "the failing test is selfix's own reproduction of a production error (written from its traceback), not "
+            "a test of the project's: it shows the error no longer occurs, not that the new result is the intended one",
         )
     if review is not None:
         missed = f" (misses: {review.missed})" if review.missed else ""

@@ -14,17 +14,21 @@ adds a test, always in a new file, never editing one.
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Protocol, runtime_checkable
 
+from selfix_action.repair.languages import function_spans
+from selfix_action.repair.localize import enclosing_function
 from selfix_action.repair.protocols import Sandbox
 from selfix_action.repair.values import Frozen, QATest, TestResult, TestRun
 from selfix_action.tracebacks import ReportedError, ReportedFrame
 
 MAX_ATTEMPTS = 3
-MAX_SOURCE_LINES = 60  # of the raising function, shown to QA
+MAX_SOURCE_LINES = 80  # of one frame's function, shown to QA
+MAX_SHOWN_LINES = 240  # of every frame's function together
 
 
 class RaiseSite(Frozen):
@@ -118,20 +122,66 @@ def render_error(error: ReportedError, located: Sequence[LocatedFrame], read_fil
     for item in located:
         where = "project" if item.file is not None else "library"
         lines.append(f"  [{where}] {item.frame.path}:{item.frame.line} in {item.frame.function}: {item.frame.code}")
-    if project:
-        innermost = project[-1]
-        assert innermost.file is not None
+    shown: set[tuple[str, str]] = set()
+    budget = MAX_SHOWN_LINES
+    for item in reversed(project):  # innermost first: the raising code matters most
+        assert item.file is not None
         try:
-            text = read_file(innermost.file)
+            text = read_file(item.file)
         except (OSError, ValueError):
-            text = ""
-        if text:
-            source = text.splitlines()
-            start = max(0, innermost.frame.line - MAX_SOURCE_LINES // 2)
-            shown = source[start : start + MAX_SOURCE_LINES]
-            lines.append(f"\n{innermost.file}, lines {start + 1}-{start + len(shown)} of this checkout:")
-            lines += [f"{start + 1 + i:5d}  {line}" for i, line in enumerate(shown)]
+            continue
+        source = text.splitlines()
+        span = enclosing_function(function_spans(item.file, text), item.frame.line)
+        key = (item.file, span.name if span is not None else str(item.frame.line))
+        if key in shown or budget <= 0:
+            continue
+        shown.add(key)
+        if span is not None and span.end - span.start < MAX_SOURCE_LINES:
+            first, last = span.start, span.end
+        else:
+            first = max(1, item.frame.line - MAX_SOURCE_LINES // 2)
+            last = min(len(source), first + MAX_SOURCE_LINES - 1)
+        last = min(last, first + budget - 1)
+        budget -= last - first + 1
+        name = f"`{span.name}`" if span is not None else "around the frame's line"
+        lines.append(f"\n{item.file}, {name}, lines {first}-{last} of this checkout:")
+        lines += [f"{n:5d}  {source[n - 1]}" for n in range(first, min(last, len(source)) + 1)]
+        if len(shown) == 1 and span is not None and "." in span.name:
+            lines += _class_outline(text, span.name.rsplit(".", 1)[0], item.file)
     return "\n".join(lines)
+
+
+def _class_outline(text: str, qualified: str, file: str) -> list[str]:
+    """How to build the raising method's object: its class's header, its constructor's signature (own or
+    inherited from a class in the same file) and the abstract members a subclass must define."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    classes = {node.name: node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)}
+    name = qualified.rsplit(".", 1)[-1]
+    node = classes.get(name)
+    if node is None:
+        return []
+    source = text.splitlines()
+    out = [f"\nthe class `{name}` in {file} (how a test builds one):", f"{node.lineno:5d}  {source[node.lineno - 1]}"]
+    seen, queue = set(), [node]
+    while queue:
+        current = queue.pop(0)
+        if current.name in seen:
+            continue
+        seen.add(current.name)
+        for member in current.body:
+            if not isinstance(member, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            decorators = {ast.unparse(d).rsplit(".", 1)[-1] for d in member.decorator_list}
+            abstract = bool(decorators & {"abstractmethod", "abstractproperty"})
+            if member.name == "__init__" or abstract:
+                where = "" if current is node else f" (from {current.name})"
+                tag = "abstract: a subclass must define it" if abstract else "constructor"
+                out.append(f"{member.lineno:5d}  {source[member.lineno - 1].strip()}  # {tag}{where}")
+        queue += [classes[b.id] for b in current.bases if isinstance(b, ast.Name) and b.id in classes]
+    return out
 
 
 def _innermost_project_frame(result: TestResult, test_path: str, editable: Callable[[str], bool]) -> str:

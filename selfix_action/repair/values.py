@@ -106,6 +106,9 @@ class Evidence(Frozen):
     coverage_used: bool
     localization_note: str = ""
     user_hint: str = ""  # free text from the user ("/selfix fix <text>")
+    # A heal from a production error: the error as reported (repair.reported_error.render_error), which the
+    # failing test reproduces; the Detective reads its frames, library frames and recorded locals too.
+    reported_error: str = ""
     # What a reproduction test under the scratch folder can use (the baseline run's TestRun fields of these names).
     pytest_plugins: tuple[str, ...] = ()
     root_fixtures: tuple[tuple[str, str], ...] = ()

@@ -72,6 +72,12 @@ def _fix(repo: Path, *extra: str) -> int:
     return main(["fix", str(repo), "--quiet", "--max-retry-wait", "0.05", *extra])
 
 
+def _heal_crash(repo: Path, crash_log: Path, provider: FakeProvider) -> int:
+    """``selfix fix --from-error`` with the Anthropic engine, its server the fake provider."""
+    with serve(provider) as url:
+        return _fix(repo, "--from-error", str(crash_log), "--engine", "anthropic", "--base-url", url, "--api-key", "k")
+
+
 @pytest.mark.slow
 def test_a_crash_log_is_reproduced_then_healed_and_the_patch_adds_the_test(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -88,18 +94,7 @@ def test_a_crash_log_is_reproduced_then_healed_and_the_patch_adds_the_test(
             "propose_edits": [anthropic_tool_use("propose_edits", PATCH)],
         }
     )
-    with serve(provider) as url:
-        code = _fix(
-            repo,
-            "--from-error",
-            str(tmp_path / "crash.log"),
-            "--engine",
-            "anthropic",
-            "--base-url",
-            url,
-            "--api-key",
-            "k",
-        )
+    code = _heal_crash(repo, tmp_path / "crash.log", provider)
     out = capsys.readouterr().out
     assert code == 0, out
     report = json.loads((repo / ".selfix" / "report.json").read_text())
@@ -116,6 +111,10 @@ def test_a_crash_log_is_reproduced_then_healed_and_the_patch_adds_the_test(
     assert roles[:2] == ["reproducer", "detective"]
     first_call = next(e for e in events if e.get("step") == "model_call")
     assert "shop/cart.py:9 in average" in json.dumps(first_call["prompt"])
+    # The Detective reads the error as reported beside its reproduction test (the deployment's frames too).
+    detective = next(e for e in events if e.get("step") == "model_call" and e["role"] == "detective")
+    assert "The production error this heal started from" in json.dumps(detective["prompt"])
+    assert "/srv/app/web/views.py" in json.dumps(detective["prompt"])
     markdown = (repo / ".selfix" / "report.md").read_text()
     assert "## Where the error came from" in markdown and "crash.log" in markdown
     # The user's tree is untouched until --apply.
@@ -156,3 +155,24 @@ def test_a_missing_error_file_is_bad_input(tmp_path: Path, capsys: pytest.Captur
     repo = write_project(tmp_path / "shop", PROJECT)
     assert _fix(repo, "--from-error", str(tmp_path / "nope.log")) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_an_error_no_test_reproduces_exits_1_with_each_attempt_and_the_next_step(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = write_project(tmp_path / "shop", PROJECT)
+    (tmp_path / "crash.log").write_text(CRASH_LOG)
+    passes = qa("from shop.cart import average\n\n\ndef test_one_item():\n    assert average({'pear': 1}) == 3\n")
+    provider = FakeProvider(
+        by_tool={"write_reproduction_test": [anthropic_tool_use("write_reproduction_test", passes)] * 3}
+    )
+    code = _heal_crash(repo, tmp_path / "crash.log", provider)
+    out = capsys.readouterr().out
+    assert code == 1, out
+    report = json.loads((repo / ".selfix" / "report.json").read_text())
+    assert report["stop_reason"] == "error_not_reproduced" and report["usage"]["calls"] == 3
+    assert len(report["reported_error"]["attempts"]) == 3
+    assert all("passed on the unpatched code" in a for a in report["reported_error"]["attempts"])
+    assert report["next_step"].startswith("No test reproduced the error")
+    assert not (repo / ".selfix" / "patch.diff").exists()

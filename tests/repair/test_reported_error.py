@@ -15,6 +15,7 @@ import pytest
 
 from selfix_action.repair.loop import HealingLoop, LoopConfig
 from selfix_action.repair.report import StopReason, render_markdown
+from selfix_action.repair.reported_error import locate_frames, render_error
 from selfix_action.sandbox.process import Limits
 from selfix_action.sandbox.pytest_sandbox import PytestSandbox
 from selfix_action.tracebacks import read_error
@@ -120,6 +121,9 @@ def test_a_reproduced_error_is_healed_and_the_patch_adds_its_test(make_sandbox: 
     assert feedback == "" and request.site.label() == "shop/cart.py:average"
     assert "shop/cart.py:13 in average" in request.error and "return total(items) / len(items)" in request.error
     assert "crash.log" in render_markdown(report)
+    # Its only failing test is selfix's own: the patch is never `high` on that alone.
+    assert report.confidence is not None and report.confidence.level != "high"
+    assert "reproduction_only" in {r.code for r in report.confidence.reasons}
 
 
 @pytest.mark.slow
@@ -177,3 +181,43 @@ def test_a_test_command_naming_its_modules_still_runs_the_reproduction_test_in_t
     assert result.report.stop_reason is StopReason.HEALED
     assert f"{TEST_PATH}::test_an_empty_cart_averages" in result.report.tests_after
     assert result.files is not None and TEST_PATH in result.files
+
+
+def test_qa_sees_the_frames_functions_whole_and_how_to_build_the_raising_methods_object() -> None:
+    """What the readers of the first traceback run missed: the class to instantiate, its constructor (here a
+    base class's), the abstract members a subclass must define, and each project frame's function."""
+    copy = """\
+import abc
+
+
+class Base(abc.ABC):
+    def __init__(self, host, port=5439):
+        self.host = host
+
+    @property
+    @abc.abstractmethod
+    def copy_options(self):
+        ...
+
+
+class Copy(Base):
+    columns = None
+
+    def run(self):
+        return self.columns_sql()
+
+    def columns_sql(self):
+        return ",".join(self.columns)
+"""
+    reported = (
+        "Traceback (most recent call last):\n"
+        '  File "/srv/app/etl/copy.py", line 18, in run\n'
+        '  File "/srv/app/etl/copy.py", line 21, in columns_sql\n'
+        "TypeError: can only join an iterable\n"
+    )
+    error = read_error(reported)
+    text = render_error(error, locate_frames(error, ["etl/copy.py"]), lambda path: copy)
+    assert "etl/copy.py, `Copy.columns_sql`, lines 20-21" in text and "etl/copy.py, `Copy.run`, lines 17-18" in text
+    assert "the class `Copy` in etl/copy.py" in text
+    assert "def __init__(self, host, port=5439):  # constructor (from Base)" in text
+    assert "def copy_options(self):  # abstract: a subclass must define it (from Base)" in text

@@ -250,3 +250,15 @@ def test_a_frames_locals_reach_the_reproducers_view_of_the_error() -> None:
     text = render_error(error, locate_frames(error, ["shop/cart.py"]), lambda path: "")
     assert "locals: name='kiwi', count=2" in text
     assert max(len(value) for _, value in error.frames[0].variables) == 300
+
+
+def test_a_json_log_record_holding_a_traceback_reads_as_that_traceback() -> None:
+    record = {
+        "timestamp": "2026-12-01T09:12:44Z",
+        "level": "error",
+        "event": "checkout failed",
+        "exc_info": 'Traceback (most recent call last):\n  File "/app/shop/cart.py", line 9, in average\n'
+        "ZeroDivisionError: division by zero\n",
+    }
+    error = read_error(json.dumps(record), origin="app.log")
+    assert (error.exc_type, error.frames[0].function, error.origin) == ("ZeroDivisionError", "average", "app.log")
