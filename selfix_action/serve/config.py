@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -51,11 +51,12 @@ class LocalConfig:
 
 @dataclass(frozen=True)
 class Secrets:
-    github_webhook: bytes = b""
-    sentry_client: bytes = b""
-    signing: bytes = b""
-    github_token: str = ""
-    admin_token: str = ""
+    # repr=False: a config printed in a log or a traceback shows no secret
+    github_webhook: bytes = field(default=b"", repr=False)
+    sentry_client: bytes = field(default=b"", repr=False)
+    signing: bytes = field(default=b"", repr=False)
+    github_token: str = field(default="", repr=False)
+    admin_token: str = field(default="", repr=False)
 
 
 @dataclass(frozen=True)

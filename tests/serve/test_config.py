@@ -30,6 +30,7 @@ def test_a_minimal_file_takes_the_documented_defaults(tmp_path: Path) -> None:
     repo = config.repositories[0]
     assert (repo.repo, repo.workflow, repo.ref) == ("octo/app", "selfix.yml", "main")
     assert config.secrets.github_webhook == b"s" and config.secrets.github_token == "t"
+    assert "'t'" not in repr(config) and "b's'" not in repr(config)  # never printed with the config
 
 
 @pytest.mark.parametrize(
