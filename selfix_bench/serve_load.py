@@ -245,7 +245,7 @@ def _client(load: Load, tickets: queue.Queue[int | None], lock: threading.Lock) 
         conn.close()
 
 
-def _free_port() -> int:
+def free_port() -> int:
     """A free port below Linux's ephemeral range, at random: the server restarts on it after the kill, and a port the
     kernel hands out for port 0 could meanwhile go to another process."""
     rng = random.SystemRandom()
@@ -261,7 +261,7 @@ def _free_port() -> int:
 
 
 def run_load(rate: float, seconds: float, kill_at: float, folder: Path) -> tuple[Load, float]:
-    load = Load(rate=rate, seconds=seconds, kill_at=kill_at, port=_free_port(), folder=folder)
+    load = Load(rate=rate, seconds=seconds, kill_at=kill_at, port=free_port(), folder=folder)
     load.secrets = {name: secrets.token_hex(32).encode() for name in ("github", "sentry", "generic")}
     config = folder / "serve.yml"
     config.write_text(

@@ -6,9 +6,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import random
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -21,6 +19,7 @@ from typing import Any
 import yaml
 
 from selfix_action.serve.signatures import sign_generic, sign_github, sign_sentry
+from selfix_bench import serve_load
 
 ROOT = Path(__file__).resolve().parents[2]
 GITHUB_SECRET = "gh-webhook-secret-for-tests"
@@ -31,19 +30,10 @@ REPO = "octo-org/octo-repo"
 
 
 def free_port() -> int:
-    """A free port below Linux's ephemeral range (32768 and up), chosen at random: a port the kernel hands out for
-    port 0 could be handed to another test's server while this one restarts on it (a kill -9 test), and its
-    clients would then be answered by the wrong server."""
-    rng = random.SystemRandom()
-    for _ in range(200):
-        port = rng.randrange(20000, 32000)
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise AssertionError("no free port in 20000-31999")
+    """A free port below Linux's ephemeral range, at random (the benchmark's own choice, ``serve_load.free_port``):
+    a port the kernel hands out for port 0 could go to another test's server while this one restarts on it (a
+    kill -9 test), and its clients would then be answered by the wrong server."""
+    return serve_load.free_port()
 
 
 def write_config(folder: Path, port: int, **overrides: Any) -> Path:
