@@ -14,7 +14,7 @@ import itertools
 import shutil
 import time
 import urllib.parse
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -90,7 +90,7 @@ def _translate(exc: Exception, what: str) -> GitHubError:
         )
     if isinstance(exc, GithubException):
         message = exc.data.get("message", "") if isinstance(exc.data, dict) else str(exc.data)
-        return GitHubError(f"GitHub API error {exc.status} while trying to {what}: {message}", exc.status)
+        return GitHubError(f"GitHub API error {exc.status} while trying to {what}: {message}", exc.status, message)
     return GitHubError(f"cannot reach the GitHub API while trying to {what}: {exc}")
 
 
@@ -457,45 +457,18 @@ class GitHubClient:
         return self.open_issue(marker, title, body)
 
     # -- CI on a fix branch ---------------------------------------------------------------------------------
-    def dispatch_workflow(self, workflow_id: int, ref: str) -> str:
-        """Run workflow ``workflow_id`` on branch ``ref`` (``workflow_dispatch``); the run's URL, or "" when the
-        server does not say (one without ``return_run_details``). Needs ``actions: write``. Never retried: a
-        lost answer would start the run twice."""
+    def dispatch_workflow(self, workflow: int | str, ref: str, inputs: Mapping[str, str] | None = None) -> str:
+        """Run ``workflow`` (its id, or its file name: ``selfix.yml``) on branch ``ref`` (``workflow_dispatch``),
+        with ``inputs`` when given; the run's URL, or "" when the server does not say (one without
+        ``return_run_details``). Needs ``actions: write``. Never retried: a lost answer would start the run
+        twice."""
 
         def go() -> str:
-            run = self._repo.get_workflow(workflow_id).create_dispatch(ref, throw=True, return_run_details=True)
+            given = {"inputs": dict(inputs)} if inputs else {}
+            run = self._repo.get_workflow(workflow).create_dispatch(ref, throw=True, return_run_details=True, **given)
             return str(getattr(run, "html_url", "") or "")
 
-        return self._call(f"dispatch workflow {workflow_id} on {ref}", go)
-
-    def dispatch_workflow_file(self, workflow_file: str, ref: str, inputs: dict[str, str]) -> str:
-        """Run the workflow ``workflow_file`` (``selfix.yml``) on ``ref`` with ``inputs`` (``workflow_dispatch``, as
-        ``selfix serve`` hands a heal to Actions); the run's URL, or "" when the server does not say. Never retried
-        (a lost answer would start the run twice); GitHub's refusals are translated into what to fix."""
-        what = f"dispatch {workflow_file} on {ref}"
-
-        def go() -> str:
-            workflow = self._repo.get_workflow(workflow_file)
-            run = workflow.create_dispatch(ref, inputs=inputs, throw=True, return_run_details=True)
-            return str(getattr(run, "html_url", "") or "")
-
-        try:
-            return go()
-        except GithubException as exc:
-            message = exc.data.get("message", "") if isinstance(exc.data, dict) else str(exc.data)
-            if exc.status == 404 and not isinstance(exc, RateLimitExceededException):
-                raise GitHubError(
-                    f"{what}: workflow not found (file name? on the default branch?): {message}", 404
-                ) from exc
-            if exc.status == 422:
-                raise GitHubError(
-                    f"{what}: the workflow rejected the inputs: {message} "
-                    "(does it declare them under on.workflow_dispatch.inputs?)",
-                    422,
-                ) from exc
-            raise _translate(exc, what) from exc
-        except _API_ERRORS as exc:
-            raise _translate(exc, what) from exc
+        return self._call(f"dispatch workflow {workflow} on {ref}", go)
 
     # -- artifacts ------------------------------------------------------------------------------------------
     def run_artifacts(self, run_id: int, name_pattern: str = "*") -> list[ArtifactInfo]:

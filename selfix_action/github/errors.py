@@ -8,9 +8,10 @@ from selfix_action.errors import SelfixError
 class GitHubError(SelfixError):
     """A GitHub API call failed (after the retries the client allows itself)."""
 
-    def __init__(self, message: str, status: int | None = None) -> None:
+    def __init__(self, message: str, status: int | None = None, server_message: str = "") -> None:
         super().__init__(message)
         self.status = status
+        self.server_message = server_message  # GitHub's own ``message`` of the refusal, when it sent one
 
 
 class GitHubRateLimited(GitHubError):

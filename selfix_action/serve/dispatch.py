@@ -23,13 +23,19 @@ from pathlib import Path
 from typing import Protocol
 
 from selfix_action.errors import SelfixError
-from selfix_action.github.client import GitHubClient
+from selfix_action.github.client import WRITE_PERMISSIONS, GitHubClient
 from selfix_action.github.errors import GitHubError, GitHubRateLimited
 from selfix_action.serve.config import LocalConfig, RepositoryConfig, ServeConfig
 from selfix_action.serve.observe import Metrics, log
 from selfix_action.serve.signals import MAX_DISPATCH_INPUT_CHARS
 from selfix_action.serve.store import Pending, Store, set_state
 
+DISPATCH_FIXES: dict[int | None, Callable[[str], str]] = {
+    404: lambda said: f"workflow not found (file name? on the default branch?): {said}",
+    422: lambda said: (
+        f"the workflow rejected the inputs: {said} (does it declare them under on.workflow_dispatch.inputs?)"
+    ),
+}
 RATE_LIMIT_FALLBACK_SECONDS = 60.0  # when a rate limit names no reset
 RETRY_BACKOFF_SECONDS = 30.0  # a transport failure or 5xx: tried again this much later, doubling
 
@@ -79,7 +85,7 @@ class ActionsDispatcher:
             client = self._client(heal.repo)
             commenter = str(data["commenter"])
             # Anyone can comment; the dispatch runs with the server's token, so only a writer may ask for it.
-            if client.permission(commenter) not in ("admin", "maintain", "write"):
+            if client.permission(commenter) not in WRITE_PERMISSIONS:
                 raise SelfixError(f"{commenter} may not ask for a heal (needs write access to {heal.repo})")
             pull = client.get_pull(int(data["pull"]))
             if pull.head_repo != heal.repo:
@@ -94,7 +100,17 @@ class ActionsDispatcher:
 
     def dispatch(self, heal: Pending) -> Dispatched:
         ref, inputs = self.inputs(heal)
-        url = self._client(heal.repo).dispatch_workflow_file(self._repos[heal.repo].workflow, ref, inputs)
+        workflow = self._repos[heal.repo].workflow
+        try:
+            url = self._client(heal.repo).dispatch_workflow(workflow, ref, inputs)
+        except GitHubRateLimited:
+            raise
+        except GitHubError as exc:
+            # What to fix, for the two refusals a workflow's set-up causes (the action's publisher does the same).
+            if exc.status not in DISPATCH_FIXES:
+                raise
+            what = f"dispatch {workflow} on {ref}: "
+            raise GitHubError(what + DISPATCH_FIXES[exc.status](exc.server_message), exc.status) from exc
         return Dispatched(url)
 
 
