@@ -117,14 +117,12 @@ def heal(
         ci_report = out_dir.parent / "ci-junit.xml"
         ci_report.write_text(junit_report(*ci), encoding="utf-8")
         junit = (ci_report,)
-    reported = None
+    reported, traceback_text = None, ""
     if settings.from_traceback:
-        text = production_traceback(repo, test_cmd, ci[0])
-        if not text:
+        traceback_text = production_traceback(repo, test_cmd, ci[0])
+        if not traceback_text:
             return {}, {}, {"stop_reason": "no_production_traceback", "test_runs": 1}
-        out_dir.parent.mkdir(parents=True, exist_ok=True)
-        (out_dir.parent / "reported-traceback.txt").write_text(text, encoding="utf-8")
-        reported, hint = read_error(text, origin="the failing test's traceback"), ""
+        reported, hint = read_error(traceback_text, origin="the failing test's traceback"), ""
     custom = engine is not None or settings.mode not in ENGINES
     choice = EngineChoice() if custom else engine_choice(settings.mode, settings.engine_json, label)
     request = HealRequest(
@@ -162,7 +160,7 @@ def heal(
     if report.patch is not None:
         fields["patch_engine"] = report.patch.template
     if reported is not None:
-        fields["reported_traceback"] = (out_dir.parent / "reported-traceback.txt").read_text(encoding="utf-8")
+        fields["reported_traceback"] = traceback_text
         if report.reported_error is not None:
             fields["reproduced"] = report.reported_error.reproduced
             fields["reproduction_attempts"] = list(report.reported_error.attempts)

@@ -357,7 +357,7 @@ class HealingLoop:
                 break
             with self.sandbox.patched({test_path: test.source}):
                 run = self.verifier.run([test_path])
-            judgement = judge_reproduction(run, test_path, error.exc_type, site, editable.__contains__)
+            judgement = judge_reproduction(run, test_path, error.short_type, site, editable.__contains__)
             attempts.append(judgement.summary)
             self.trace(
                 "reproduce_error",
@@ -376,15 +376,9 @@ class HealingLoop:
         test, failing = reproduction
         self._reported_error = request.error
         # The test stays in the scratch copy for the whole heal: the baseline collects it as the project's own.
+        # (the sandbox adds it to every whole-suite run, whatever paths the test command names).
         with self.sandbox.patched({test_path: test.source}):
             result = self.run(failing, clock_started=True)
-        if result.report.stop_reason is StopReason.REPORT_MISMATCH:
-            # It failed when run by its path, but the suite's own collection (python_files, testpaths) left it out.
-            detail = (
-                f"the reproduction test {test_path} failed with the reported error when run by its path, but the "
-                "project's pytest configuration does not collect it with the suite (python_files, testpaths)"
-            )
-            return self._unreproduced(Stop(StopReason.ERROR_NOT_REPRODUCED, detail), record)
         return _with_reproduction(result, record, test_path, test.source)
 
     def _unreproduced(self, stop: Stop, record: ReproductionRecord) -> HealResult:

@@ -35,8 +35,7 @@ class RaiseSite(Frozen):
     """Where the reported error left the project's own code, in this checkout."""
 
     file: str  # repo-relative
-    function: str
-    line: int  # the reported line (the checkout's may differ: the deployed version may be older)
+    function: str  # its own name: the deployed version's lines may differ from the checkout's
 
     def label(self) -> str:
         return f"{self.file}:{self.function}"
@@ -101,7 +100,7 @@ def raise_site(located: Sequence[LocatedFrame], editable: Callable[[str], bool])
     """The innermost frame in the project's editable source: where the error left the project's code."""
     for item in reversed(located):
         if item.file is not None and editable(item.file):
-            return RaiseSite(file=item.file, function=item.frame.short_function, line=item.frame.line)
+            return RaiseSite(file=item.file, function=item.frame.short_function)
     return None
 
 
@@ -198,10 +197,11 @@ class Judgement:
 
 
 def judge_reproduction(
-    run: TestRun, test_path: str, exc_type: str, site: RaiseSite, editable: Callable[[str], bool]
+    run: TestRun, test_path: str, wanted_type: str, site: RaiseSite, editable: Callable[[str], bool]
 ) -> Judgement:
-    """Did the run of ``test_path`` fail with ``exc_type`` raised at ``site``? Every failing test of the file must
-    fail that way (the file is added to the project with the fix, and must pass with it)."""
+    """Did the run of ``test_path`` fail with ``wanted_type`` (the exception class's own name, as the collector
+    records it) raised at ``site``? Every failing test of the file must fail that way (the file is added to the
+    project with the fix, and must pass with it)."""
     results = {n: r for n, r in run.results.items() if n.partition("::")[0] == test_path}
     if not results:
         why = run.error or run.output_tail[-1500:] or "no test collected"
@@ -209,7 +209,6 @@ def judge_reproduction(
     failing = [r for r in results.values() if not r.ok]
     if not failing:
         return Judgement((), f"every test of {test_path} passed on the unpatched code: the error did not happen")
-    wanted_type = exc_type.rsplit(".", 1)[-1]
     matched, others = [], []
     for result in failing:
         where = _innermost_project_frame(result, test_path, editable)
