@@ -21,7 +21,7 @@ from typing import Any
 
 from selfix_action.errors import InputError
 from selfix_action.serve.config import ServeConfig
-from selfix_action.tracebacks import ReportedError, read_error, read_sentry
+from selfix_action.tracebacks import ReportedError, exception_values, read_error, read_sentry
 
 # GitHub's limit on one workflow_dispatch input's value (and on all of them together).
 MAX_DISPATCH_INPUT_CHARS = 65_535
@@ -173,11 +173,9 @@ def _compact_sentry(data: Mapping[str, Any]) -> str:
 
 
 def _frames(event: Any) -> list[dict[str, Any]]:
-    exception = event.get("exception") if isinstance(event, dict) else None
-    values = exception.get("values") if isinstance(exception, dict) else exception
-    if not isinstance(values, list) or not values or not isinstance(values[-1], dict):
-        return []
-    stack = values[-1].get("stacktrace")
+    """The raised exception's frames, in place (the SDK's layout or the API's ``entries``)."""
+    values = exception_values(event) if isinstance(event, Mapping) else []
+    stack = values[-1].get("stacktrace") if values else None
     frames = stack.get("frames") if isinstance(stack, dict) else None
     return frames if isinstance(frames, list) else []
 

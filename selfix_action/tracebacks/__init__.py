@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from selfix_action.tracebacks.model import ReportedError, ReportedFrame, fingerprint
 from selfix_action.tracebacks.read import MAX_ERROR_BYTES, read_error
-from selfix_action.tracebacks.sentry import read_sentry
+from selfix_action.tracebacks.sentry import exception_values, read_sentry
 from selfix_action.tracebacks.text import read_traceback
 
 __all__ = [
     "MAX_ERROR_BYTES",
     "ReportedError",
     "ReportedFrame",
+    "exception_values",
     "fingerprint",
     "read_error",
     "read_sentry",

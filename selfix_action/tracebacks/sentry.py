@@ -34,7 +34,9 @@ def _event(payload: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return None
 
 
-def _exception_values(event: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+def exception_values(event: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """An event's exceptions, oldest first, in either layout (the SDK's ``exception``, the API's ``entries``): the
+    payload's own objects, not copies."""
     exception = event.get("exception")
     if exception is None:
         for entry in event.get("entries") or ():
@@ -121,7 +123,7 @@ def _from_issue(payload: Mapping[str, Any]) -> ReportedError | None:
 def read_sentry(payload: Mapping[str, Any]) -> ReportedError:
     """The raised exception of a Sentry payload; ``InputError`` when it holds none."""
     event = _event(payload)
-    values = _exception_values(event) if event is not None else []
+    values = exception_values(event) if event is not None else []
     if not values:
         if (issue := _from_issue(payload)) is not None:
             return issue

@@ -16,6 +16,7 @@ from selfix_action.serve.signals import (
     read_github,
     read_sentry_alert,
 )
+from selfix_action.tracebacks import read_error
 from tests.helpers.serve_server import failed_run, traceback_text
 
 CONFIG = parse_config(
@@ -115,6 +116,15 @@ def test_a_sentry_alert_maps_to_its_repository_and_fits_the_input_limit() -> Non
     with pytest.raises(BadPayload, match="Sentry project frontend is not configured") as caught:
         read_sentry_alert("event_alert", _body(_alert("frontend")), CONFIG)
     assert caught.value.status == 422
+
+
+def test_an_alert_whose_event_uses_the_apis_entries_layout_is_cut_to_the_limit_too() -> None:
+    alert = _alert("backend", frames=60, vars_size=5000)
+    event = alert["data"]["event"]  # type: ignore[index]
+    event["entries"] = [{"type": "exception", "data": event.pop("exception")}]
+    signal = read_sentry_alert("event_alert", _body(alert), CONFIG)
+    assert isinstance(signal, Signal) and len(signal.heal["error"]) <= MAX_DISPATCH_INPUT_CHARS
+    assert read_error(signal.heal["error"]).exc_type == "KeyError"  # still JSON the action can read
 
 
 @pytest.mark.parametrize(
